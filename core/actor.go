@@ -1,0 +1,131 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// TickInterval is how often the actor processes expiry without being asked.
+const TickInterval = 50 * time.Millisecond
+
+// Broker runs one State in one goroutine. Callers send commands (closures
+// over the State with a one-slot reply) and wait for the reply; no mutex
+// guards the state, and the actor never blocks on I/O or on a slow client.
+//
+// Concurrency properties: commands run one at a time in arrival order; a
+// command that was accepted runs to completion even if its caller's context
+// ends (the caller still gets its reply when it waits); after Close every
+// call fails with CodeUnavailable.
+type Broker struct {
+	clock Clock
+	state *State
+	cmds  chan func(*State, time.Time)
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+// NewBroker starts the actor for a fresh State.
+func NewBroker(cfg Config, clock Clock) *Broker {
+	if clock == nil {
+		clock = SystemClock{}
+	}
+	b := &Broker{
+		clock: clock,
+		state: NewState(cfg),
+		cmds:  make(chan func(*State, time.Time), 256),
+		quit:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	go b.run()
+	return b
+}
+
+func (b *Broker) run() {
+	defer close(b.done)
+	t := time.NewTicker(TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case f := <-b.cmds:
+			f(b.state, b.clock.Now())
+		case <-t.C:
+			b.state.Tick(b.clock.Now())
+		case <-b.quit:
+			return
+		}
+	}
+}
+
+// Close stops the actor and waits for it. It is safe to call more than once.
+func (b *Broker) Close() {
+	select {
+	case <-b.quit:
+	default:
+		close(b.quit)
+	}
+	<-b.done
+}
+
+// Epoch is the id of this broker lifetime.
+func (b *Broker) Epoch() string { return b.state.cfg.Epoch }
+
+var errClosed = Errorf(CodeUnavailable, "the broker is shutting down")
+
+// call runs f on the actor and returns its result. The caller's context only
+// bounds the wait to enqueue; once enqueued the command runs and its reply is
+// awaited, so the caller learns the outcome of every committed change.
+func call[T any](ctx context.Context, b *Broker, f func(*State, time.Time) (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	reply := make(chan result, 1)
+	cmd := func(s *State, now time.Time) {
+		v, err := f(s, now)
+		reply <- result{v, err}
+	}
+	var zero T
+	select {
+	case b.cmds <- cmd:
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-b.quit:
+		return zero, errClosed
+	}
+	select {
+	case r := <-reply:
+		return r.v, r.err
+	case <-b.done:
+		return zero, errClosed
+	}
+}
+
+// CreateSession creates a session; see State.CreateSession.
+func (b *Broker) CreateSession(ctx context.Context, id SessionID, family, ownerID string, ttl time.Duration) (SessionInfo, error) {
+	return call(ctx, b, func(s *State, now time.Time) (SessionInfo, error) {
+		return s.CreateSession(now, id, family, ownerID, ttl)
+	})
+}
+
+// Keepalive extends a session; see State.Keepalive.
+func (b *Broker) Keepalive(ctx context.Context, family string, id SessionID) (SessionInfo, error) {
+	return call(ctx, b, func(s *State, now time.Time) (SessionInfo, error) {
+		return s.Keepalive(now, family, id)
+	})
+}
+
+// EndSession ends a session; see State.EndSession.
+func (b *Broker) EndSession(ctx context.Context, family string, id SessionID) error {
+	_, err := call(ctx, b, func(s *State, now time.Time) (struct{}, error) {
+		return struct{}{}, s.EndSession(now, family, id)
+	})
+	return err
+}
+
+// Stats reads the counters without processing due expiry (the tick does
+// that); answering also proves the actor is alive (readiness).
+func (b *Broker) Stats(ctx context.Context) (Stats, error) {
+	return call(ctx, b, func(s *State, _ time.Time) (Stats, error) {
+		return s.Stats(), nil
+	})
+}

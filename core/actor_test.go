@@ -1,0 +1,44 @@
+package core
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The actor expires sessions on its own tick, with real timers inside a
+// synctest bubble: no sleeping in wall time.
+func TestBrokerExpiresOnTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBroker(Config{Epoch: "e", IncarnationKey: []byte("k")}, SystemClock{})
+		defer b.Close()
+		ctx := context.Background()
+		if _, err := b.CreateSession(ctx, sid(1), "acme", "w", time.Second); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second + TickInterval)
+		synctest.Wait()
+		st, err := b.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Sessions != 0 || st.SessionsExpired != 1 {
+			t.Fatalf("stats after ttl = %+v", st)
+		}
+	})
+}
+
+func TestBrokerClosed(t *testing.T) {
+	b := NewBroker(Config{Epoch: "e", IncarnationKey: []byte("k")}, nil)
+	b.Close()
+	b.Close()
+	_, err := b.CreateSession(context.Background(), sid(1), "acme", "w", time.Second)
+	if ErrorCode(err) != CodeUnavailable {
+		t.Fatalf("after close: %v", err)
+	}
+}

@@ -1,0 +1,248 @@
+package core
+
+import (
+	"strings"
+)
+
+// Access is a set of permissions. Write does not imply Read.
+type Access uint8
+
+// The permissions; ReadWrite is the "*" of a grant.
+const (
+	Read Access = 1 << iota
+	Write
+	ReadWrite = Read | Write
+)
+
+// String is the grant suffix of a: "read", "write", "*", or "none".
+func (a Access) String() string {
+	switch a {
+	case Read:
+		return "read"
+	case Write:
+		return "write"
+	case ReadWrite:
+		return "*"
+	}
+	return "none"
+}
+
+// FleetScheme prefixes the root pattern of a fleet grant.
+const FleetScheme = "fleet://"
+
+// MaxFleetDepth bounds the segments of a fleet root and of a fleet grant's
+// root pattern.
+const MaxFleetDepth = 8
+
+type scheme uint8
+
+const (
+	schemeLease scheme = iota + 1
+	schemeFleet
+)
+
+// Grant is one permission of a token: "<pattern>#read", "#write" or "#*",
+// where pattern is a lease selector ("lease://acme/renderers/*") or a fleet
+// root pattern ("fleet://acme/**"). Grants of one scheme never authorize
+// anything on the other.
+//
+// A grant whose realm segment is "*" or "**" (lease://*/renderers/*#read,
+// lease://**#read) is cross-realm authority: it discloses route existence,
+// owner ids and holder incarnations in every realm of the family. Realms are
+// application namespaces, not tenants; grant the narrowest pattern that works.
+type Grant struct {
+	raw    string
+	scheme scheme
+	access Access
+	lease  Selector // schemeLease
+	fleet  []string // schemeFleet: legal segments, "*" and "**"
+}
+
+// ParseGrant parses one grant string. A malformed one fails with an *Error
+// of code CodeInvalidRequest whose message never repeats the input.
+func ParseGrant(s string) (Grant, error) {
+	i := strings.LastIndexByte(s, '#')
+	if i < 0 {
+		return Grant{}, grantError("missing #read, #write or #* suffix")
+	}
+	g := Grant{raw: s}
+	switch s[i+1:] {
+	case "read":
+		g.access = Read
+	case "write":
+		g.access = Write
+	case "*":
+		g.access = ReadWrite
+	default:
+		return Grant{}, grantError("access must be read, write or *")
+	}
+	pattern := s[:i]
+	switch {
+	case strings.HasPrefix(pattern, LeaseScheme):
+		sel, err := ParseSelector(pattern)
+		if err != nil {
+			return Grant{}, grantError("lease pattern: " + err.(*Error).Message)
+		}
+		g.scheme, g.lease = schemeLease, sel
+	case strings.HasPrefix(pattern, FleetScheme):
+		segs, msg := splitFleet(pattern[len(FleetScheme):], true)
+		if msg != "" {
+			return Grant{}, grantError("fleet pattern: " + msg)
+		}
+		g.scheme, g.fleet = schemeFleet, segs
+	default:
+		return Grant{}, grantError("pattern must start with lease:// or fleet://")
+	}
+	return g, nil
+}
+
+func grantError(msg string) error {
+	return &Error{Code: CodeInvalidRequest, Message: "grant: " + msg}
+}
+
+// String is the original grant text.
+func (g Grant) String() string { return g.raw }
+
+// Access is the set of permissions g gives.
+func (g Grant) Access() Access { return g.access }
+
+// Grants is the permission set of one token. The order does not matter:
+// each request is checked against every grant on its own, and grants never
+// add up.
+type Grants []Grant
+
+// ParseGrants parses every string with ParseGrant; the first failure is
+// returned with its position.
+func ParseGrants(ss []string) (Grants, error) {
+	gs := make(Grants, 0, len(ss))
+	for i, s := range ss {
+		g, err := ParseGrant(s)
+		if err != nil {
+			e := err.(*Error)
+			return nil, Errorf(e.Code, "grant %d: %s", i, strings.TrimPrefix(e.Message, "grant: "))
+		}
+		gs = append(gs, g)
+	}
+	return gs, nil
+}
+
+// AllGrants is the dev-mode permission set: everything on both schemes.
+func AllGrants() Grants {
+	return Grants{
+		{raw: "lease://**#*", scheme: schemeLease, access: ReadWrite, lease: mustSelector("lease://**")},
+		{raw: "fleet://**#*", scheme: schemeFleet, access: ReadWrite, fleet: []string{"**"}},
+	}
+}
+
+func mustSelector(s string) Selector {
+	sel, err := ParseSelector(s)
+	if err != nil {
+		panic(err)
+	}
+	return sel
+}
+
+// AllowsLease reports whether ONE lease grant with every permission in a
+// contains the entire match set of sel among depth-3 routes. An exact route
+// is checked as its selector (Route.Selector). Partial grants never add up:
+// lease://acme/*/* and lease://*/renderers/* together do not allow
+// lease://*/*/*. It is false for an empty a and for the zero Selector.
+func (g Grants) AllowsLease(sel Selector, a Access) bool {
+	if a == 0 || len(sel.forms) == 0 {
+		return false
+	}
+	for i := range g {
+		if g[i].scheme == schemeLease && g[i].access&a == a && g[i].lease.Contains(sel) {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowsFleet reports whether one fleet grant with every permission in a
+// matches the concrete root ("acme" or "acme/inst-7"). It is false for an
+// empty a and for a root that is not 1..MaxFleetDepth legal segments.
+func (g Grants) AllowsFleet(root string, a Access) bool {
+	segs, msg := splitFleet(root, false)
+	if a == 0 || msg != "" {
+		return false
+	}
+	for i := range g {
+		if g[i].scheme == schemeFleet && g[i].access&a == a && globMatch(g[i].fleet, segs) {
+			return true
+		}
+	}
+	return false
+}
+
+// Contains reports whether every route matching t also matches s. With an
+// unbounded alphabet a form of t is inside a union of forms exactly when one
+// of them has, at every position, "*" or the same literal; so s contains t
+// when each form of t, read as a route whose "*" is a literal, matches s
+// (a literal never equals "*", so only a "*" of s matches it). A zero
+// Selector contains nothing and is contained in nothing.
+func (s Selector) Contains(t Selector) bool {
+	if len(s.forms) == 0 || len(t.forms) == 0 {
+		return false
+	}
+	for _, f := range t.forms {
+		if !s.match(f[0], f[1], f[2]) {
+			return false
+		}
+	}
+	return true
+}
+
+// splitFleet splits a fleet root (or, with wild, a root pattern) into 1..
+// MaxFleetDepth segments. A legal segment is 1..MaxSegmentLen of a-z, 0-9,
+// "-" and "_"; a pattern may also use "*" and non-adjacent "**".
+func splitFleet(s string, wild bool) ([]string, string) {
+	if strings.Count(s, "/") >= MaxFleetDepth {
+		return nil, "more than 8 segments"
+	}
+	segs := strings.Split(s, "/")
+	for i, seg := range segs {
+		switch {
+		case wild && seg == "**" && i > 0 && segs[i-1] == "**":
+			return nil, "adjacent ** segments"
+		case wild && (seg == "*" || seg == "**"):
+		case !legalFleetSegment(seg):
+			return nil, "segments must be 1-128 of a-z, 0-9, - and _"
+		}
+	}
+	return segs, ""
+}
+
+func legalFleetSegment(seg string) bool {
+	if seg == "" || len(seg) > MaxSegmentLen {
+		return false
+	}
+	for i := 0; i < len(seg); i++ {
+		b := seg[i]
+		if !('a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '-' || b == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// globMatch reports whether pattern matches the concrete segments: "*" is one
+// segment, "**" zero or more.
+func globMatch(pattern, segs []string) bool {
+	if len(pattern) == 0 {
+		return len(segs) == 0
+	}
+	switch pattern[0] {
+	case "**":
+		for k := 0; k <= len(segs); k++ {
+			if globMatch(pattern[1:], segs[k:]) {
+				return true
+			}
+		}
+		return false
+	case "*":
+		return len(segs) > 0 && globMatch(pattern[1:], segs[1:])
+	default:
+		return len(segs) > 0 && pattern[0] == segs[0] && globMatch(pattern[1:], segs[1:])
+	}
+}

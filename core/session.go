@@ -1,0 +1,157 @@
+package core
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"time"
+)
+
+// SessionID is a session's 128-bit secret identity. It never appears in
+// logs, metric labels, inventory items, events or error messages; the public
+// face of a session is its holder incarnation.
+type SessionID [16]byte
+
+// ParseSessionID decodes the 32 lowercase hex digits of the wire form.
+func ParseSessionID(s string) (SessionID, error) {
+	var id SessionID
+	if len(s) != 2*len(id) {
+		return id, Errorf(CodeInvalidRequest, "a session id is 32 lowercase hex digits")
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return id, Errorf(CodeInvalidRequest, "a session id is 32 lowercase hex digits")
+		}
+	}
+	_, _ = hex.Decode(id[:], []byte(s))
+	return id, nil
+}
+
+// String is the wire form. Only the session's creator is ever shown it.
+func (id SessionID) String() string { return hex.EncodeToString(id[:]) }
+
+// Session bounds.
+const (
+	MinSessionTTL = time.Second
+	MaxSessionTTL = 10 * time.Minute
+	MaxOwnerIDLen = 512
+)
+
+// SessionInfo is a copy of a session's public state handed out by the core.
+type SessionInfo struct {
+	ID          SessionID
+	Family      string
+	OwnerID     string
+	Incarnation string
+	TTL         time.Duration
+	ExpiresAt   time.Time
+}
+
+// session is the core's record of one live session.
+type session struct {
+	SessionInfo
+}
+
+// incarnation is the holder incarnation of a session: HMAC-SHA256 of the
+// session id under the epoch's key, truncated to 128 bits, base64url. The
+// same session always gives the same value; another session, or the same
+// id under another epoch key, gives an unrelated one.
+func incarnation(key []byte, id SessionID) string {
+	m := hmac.New(sha256.New, key)
+	m.Write(id[:])
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
+}
+
+// CreateSession registers a new session that expires at now+ttl unless kept
+// alive. The id is chosen by the caller (the edge draws it from crypto/rand)
+// so that the core stays free of I/O.
+func (s *State) CreateSession(now time.Time, id SessionID, family, ownerID string, ttl time.Duration) (SessionInfo, error) {
+	if ownerID == "" || len(ownerID) > MaxOwnerIDLen {
+		return SessionInfo{}, Errorf(CodeInvalidRequest, "owner_id must be 1..%d bytes", MaxOwnerIDLen)
+	}
+	if ttl < MinSessionTTL || ttl > MaxSessionTTL {
+		return SessionInfo{}, Errorf(CodeInvalidRequest, "ttl_ms must be %d..%d", MinSessionTTL.Milliseconds(), MaxSessionTTL.Milliseconds())
+	}
+	s.expireDue(now)
+	if len(s.sessions) >= s.cfg.MaxSessions {
+		return SessionInfo{}, Errorf(CodeSessionLimit, "the broker holds its maximum of %d sessions", s.cfg.MaxSessions)
+	}
+	if _, dup := s.sessions[id]; dup {
+		return SessionInfo{}, Errorf(CodeInternal, "session id collision")
+	}
+	ss := &session{SessionInfo{
+		ID:          id,
+		Family:      family,
+		OwnerID:     ownerID,
+		Incarnation: incarnation(s.cfg.IncarnationKey, id),
+		TTL:         ttl,
+		ExpiresAt:   now.Add(ttl),
+	}}
+	s.sessions[id] = ss
+	s.sessionDue.Set(id, ss.ExpiresAt)
+	s.stats.SessionsCreated++
+	return ss.SessionInfo, nil
+}
+
+// Keepalive moves a live session's expiry to now + its TTL.
+func (s *State) Keepalive(now time.Time, family string, id SessionID) (SessionInfo, error) {
+	ss, err := s.liveSession(now, family, id)
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	ss.ExpiresAt = now.Add(ss.TTL)
+	s.sessionDue.Set(id, ss.ExpiresAt)
+	return ss.SessionInfo, nil
+}
+
+// EndSession ends a live session at the caller's request.
+func (s *State) EndSession(now time.Time, family string, id SessionID) error {
+	ss, err := s.liveSession(now, family, id)
+	if err != nil {
+		return err
+	}
+	s.endSession(ss, EndDeleted)
+	return nil
+}
+
+// Session returns a live session of family.
+func (s *State) Session(now time.Time, family string, id SessionID) (SessionInfo, error) {
+	ss, err := s.liveSession(now, family, id)
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	return ss.SessionInfo, nil
+}
+
+// liveSession finds a session of the family after processing due expiry, so
+// a session past its TTL is never reported live. A session of another family
+// is indistinguishable from a missing one.
+func (s *State) liveSession(now time.Time, family string, id SessionID) (*session, error) {
+	s.expireDue(now)
+	ss, ok := s.sessions[id]
+	if !ok || ss.Family != family {
+		return nil, Errorf(CodeSessionNotFound, "the session does not exist or has ended")
+	}
+	return ss, nil
+}
+
+// EndReason says why a session ended.
+type EndReason uint8
+
+// Why sessions end.
+const (
+	EndDeleted EndReason = iota + 1
+	EndExpired
+)
+
+// endSession removes a session and everything it owns in one step.
+func (s *State) endSession(ss *session, why EndReason) {
+	delete(s.sessions, ss.ID)
+	s.sessionDue.Remove(ss.ID)
+	if why == EndExpired {
+		s.stats.SessionsExpired++
+	} else {
+		s.stats.SessionsDeleted++
+	}
+}

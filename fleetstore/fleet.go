@@ -1,0 +1,139 @@
+package fleetstore
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/musterhq/muster/core"
+)
+
+// Fleet is the desired set's rules on top of a Store: it judges every family,
+// root, kind, name, spec and limit before the backend sees it. A Fleet is safe
+// for concurrent use and holds no state of its own besides the Store.
+type Fleet struct {
+	store Store
+}
+
+// New returns the Fleet over store. Closing the Fleet closes the store.
+func New(store Store) *Fleet { return &Fleet{store: store} }
+
+// Close closes the underlying Store.
+func (f *Fleet) Close() error { return f.store.Close() }
+
+// Register stores spec under a freshly minted "<kind>-<n>" and returns the
+// name once the spec is durable. spec is any JSON value of at most
+// MaxSpecBytes (CodePayloadTooLarge above), stored byte for byte; invalid
+// JSON is CodeInvalidRequest.
+func (f *Fleet) Register(ctx context.Context, family, root, kind string, spec []byte) (string, error) {
+	if err := checkScope(family, root); err != nil {
+		return "", err
+	}
+	if err := CheckKind(kind); err != nil {
+		return "", err
+	}
+	if err := checkSpec(spec); err != nil {
+		return "", err
+	}
+	return f.store.Register(ctx, family, root, kind, spec)
+}
+
+// Get returns the row called name: CodeInvalidName for an illegal name,
+// CodeSpecNotFound for a legal one that is not stored.
+func (f *Fleet) Get(ctx context.Context, family, root, name string) (Row, error) {
+	if err := checkScope(family, root); err != nil {
+		return Row{}, err
+	}
+	if err := CheckName(name); err != nil {
+		return Row{}, err
+	}
+	return f.store.Get(ctx, family, root, name)
+}
+
+// Forget is the one door out of the desired set. An illegal name (such as
+// "Repo-1") is refused with CodeInvalidName and nothing is deleted or folded;
+// forgetting a legal name that is not stored succeeds.
+func (f *Fleet) Forget(ctx context.Context, family, root, name string) error {
+	if err := checkScope(family, root); err != nil {
+		return err
+	}
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	return f.store.Forget(ctx, family, root, name)
+}
+
+// Desired returns one page of the root's rows in name (byte) order, strictly
+// after the name after ("" for the first page), and whether more follow.
+// limit 0 means DefaultPageSize; larger than MaxPageSize is clamped; negative
+// is CodeInvalidRequest. An after that is not a legal name is
+// CodeInvalidCursor. Pages are not a snapshot (see the package doc).
+func (f *Fleet) Desired(ctx context.Context, family, root, after string, limit int) ([]Row, bool, error) {
+	if err := checkScope(family, root); err != nil {
+		return nil, false, err
+	}
+	if after != "" && CheckName(after) != nil {
+		return nil, false, core.Errorf(core.CodeInvalidCursor, "the position to list after is not a legal name")
+	}
+	switch {
+	case limit < 0:
+		return nil, false, core.Errorf(core.CodeInvalidRequest, "limit must not be negative")
+	case limit == 0:
+		limit = DefaultPageSize
+	case limit > MaxPageSize:
+		limit = MaxPageSize
+	}
+	return f.store.Desired(ctx, family, root, after, limit)
+}
+
+// Names returns every name under root in order: the desired side of a gap.
+// It pages through the store, so it is not a snapshot either.
+func (f *Fleet) Names(ctx context.Context, family, root string) ([]string, error) {
+	var names []string
+	err := f.each(ctx, family, root, func(rows []Row) error {
+		for _, r := range rows {
+			names = append(names, r.Name)
+		}
+		return nil
+	})
+	return names, err
+}
+
+// each calls fn with successive full-size pages of root, in name order.
+func (f *Fleet) each(ctx context.Context, family, root string, fn func([]Row) error) error {
+	if err := checkScope(family, root); err != nil {
+		return err
+	}
+	after := ""
+	for {
+		rows, more, err := f.store.Desired(ctx, family, root, after, MaxPageSize)
+		if err != nil {
+			return err
+		}
+		if len(rows) > 0 {
+			if err := fn(rows); err != nil {
+				return err
+			}
+			after = rows[len(rows)-1].Name
+		}
+		if !more || len(rows) == 0 {
+			return nil
+		}
+	}
+}
+
+func checkScope(family, root string) error {
+	if err := CheckFamily(family); err != nil {
+		return err
+	}
+	return CheckRoot(root)
+}
+
+func checkSpec(spec []byte) error {
+	if len(spec) > MaxSpecBytes {
+		return core.Errorf(core.CodePayloadTooLarge, "spec is larger than %d bytes", MaxSpecBytes)
+	}
+	if !json.Valid(spec) {
+		return core.Errorf(core.CodeInvalidRequest, "spec is not one valid JSON value")
+	}
+	return nil
+}

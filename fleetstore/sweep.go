@@ -1,0 +1,124 @@
+package fleetstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+
+	"github.com/musterhq/muster/core"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// SweepResult is what a sweep kept and dropped, each in name order. Both are
+// non-nil, so they encode as JSON arrays.
+type SweepResult struct {
+	Kept    []Row    `json:"kept"`
+	Dropped []string `json:"dropped"`
+}
+
+// Schema is a compiled JSON Schema, safe for concurrent use.
+type Schema struct {
+	s *jsonschema.Schema
+}
+
+// schemaLocation names the caller's schema inside the compiler. It resolves
+// nowhere: Sweep never loads anything from outside the request.
+const schemaLocation = "urn:muster:sweep-schema"
+
+// CompileSchema compiles a JSON Schema given as JSON (draft 2020-12 unless its
+// "$schema" names another draft). "$ref"s may point inside the schema and to
+// the standard meta-schemas only: nothing is fetched from files or the
+// network. "format" is an annotation, as draft 2020-12 specifies, not an
+// assertion. Failures are CodeInvalidRequest, or CodePayloadTooLarge above
+// MaxSchemaBytes.
+func CompileSchema(raw []byte) (*Schema, error) {
+	if len(raw) > MaxSchemaBytes {
+		return nil, core.Errorf(core.CodePayloadTooLarge, "schema is larger than %d bytes", MaxSchemaBytes)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, core.Errorf(core.CodeInvalidRequest, "schema is not one valid JSON value")
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(refuseLoader{})
+	if err := c.AddResource(schemaLocation, doc); err != nil {
+		return nil, core.Errorf(core.CodeInvalidRequest, "schema cannot be added")
+	}
+	s, err := c.Compile(schemaLocation)
+	if err != nil {
+		var le *jsonschema.LoadURLError
+		if errors.As(err, &le) {
+			return nil, core.Errorf(core.CodeInvalidRequest,
+				"schema refers to an external resource; sweep loads none")
+		}
+		return nil, core.Errorf(core.CodeInvalidRequest, "schema is not a valid JSON Schema")
+	}
+	return &Schema{s: s}, nil
+}
+
+// Valid reports whether spec is JSON that the schema accepts.
+func (s *Schema) Valid(spec []byte) bool {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(spec))
+	if err != nil {
+		return false
+	}
+	return s.s.Validate(v) == nil
+}
+
+type refuseLoader struct{}
+
+func (refuseLoader) Load(string) (any, error) {
+	return nil, errors.New("external schema resources are not loaded")
+}
+
+// Sweep is the boot move, validate-or-drop: it checks every spec stored under
+// root against the JSON Schema schema (see CompileSchema) and deletes those
+// that fail, in the same pass. See SweepFunc for what it guarantees.
+func (f *Fleet) Sweep(ctx context.Context, family, root string, schema []byte) (SweepResult, error) {
+	if err := checkScope(family, root); err != nil {
+		return SweepResult{}, err
+	}
+	s, err := CompileSchema(schema)
+	if err != nil {
+		return SweepResult{}, err
+	}
+	return f.SweepFunc(ctx, family, root, func(r Row) bool { return s.Valid(r.Spec) })
+}
+
+// SweepFunc reads root page by page in name order, calls valid on each row,
+// and after each page deletes the names of that page that valid rejected.
+// valid must be a pure, total judgement: it runs with no transaction open.
+//
+// Every spec present when the sweep starts is judged once. Only judged names
+// are deleted, and since names are never reused and specs never change, the
+// row deleted is the row judged: a spec registered while the sweep runs is
+// either judged like the others or left alone, never dropped unjudged. A spec
+// forgotten while the sweep runs may still be listed in Kept.
+//
+// If ctx ends or the store fails midway, the pages already swept stay swept
+// and the error is returned with an empty result.
+func (f *Fleet) SweepFunc(ctx context.Context, family, root string, valid func(Row) bool) (SweepResult, error) {
+	res := SweepResult{Kept: []Row{}, Dropped: []string{}}
+	err := f.each(ctx, family, root, func(rows []Row) error {
+		var failed []string
+		for _, r := range rows {
+			if valid(r) {
+				res.Kept = append(res.Kept, r)
+			} else {
+				failed = append(failed, r.Name)
+			}
+		}
+		if len(failed) == 0 {
+			return nil
+		}
+		if err := f.store.Forget(ctx, family, root, failed...); err != nil {
+			return err
+		}
+		res.Dropped = append(res.Dropped, failed...)
+		return nil
+	})
+	if err != nil {
+		return SweepResult{}, err
+	}
+	return res, nil
+}

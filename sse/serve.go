@@ -1,0 +1,221 @@
+package sse
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Defaults for the zero Options.
+const (
+	DefaultRetry        = 2 * time.Second
+	DefaultHeartbeat    = 15 * time.Second
+	DefaultWriteTimeout = 10 * time.Second
+)
+
+// ErrServed is returned by Serve for a stream that is or was already served.
+var ErrServed = errors.New("sse: stream already served")
+
+// Options tune Serve. The zero value uses the defaults.
+type Options struct {
+	// Retry is sent as the retry field at the start of the stream, in whole
+	// milliseconds: the reconnection delay a browser EventSource uses.
+	// Zero means DefaultRetry; negative sends no retry field.
+	Retry time.Duration
+
+	// Heartbeat is how long the stream may be idle before a ": keepalive"
+	// comment is written. Zero or negative means DefaultHeartbeat.
+	Heartbeat time.Duration
+
+	// WriteTimeout bounds each write to the client: every chunk of at most
+	// 32 KiB (the last one together with its flush) must complete within it, so a slow but moving
+	// client survives a large batch and a stalled one is cut off. It is set
+	// with http.ResponseController.SetWriteDeadline, independently of
+	// http.Server.WriteTimeout (which must not be used for streams). Zero or
+	// negative means DefaultWriteTimeout.
+	WriteTimeout time.Duration
+
+	// Overflow is the terminal event written when the queue overflowed.
+	// The zero value means event "overflow" with data {}.
+	Overflow Event
+
+	// OnOverflow, if set, is called once from the writer goroutine when it
+	// finds the stream overflowed, before the overflow event is written.
+	OnOverflow func()
+}
+
+func (o Options) withDefaults() Options {
+	if o.Retry == 0 {
+		o.Retry = DefaultRetry
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.Overflow.Name == "" && o.Overflow.Data == nil {
+		o.Overflow = Event{Name: "overflow", Data: []byte("{}")}
+	}
+	return o
+}
+
+// Serve writes s to the client as text/event-stream until the stream ends,
+// and is the one writer of s. Call it from the handler goroutine, once per
+// stream; the producer (the broker's actor) never waits for it.
+//
+// It sets the Content-Type, Cache-Control: no-store and X-Accel-Buffering: no
+// headers, writes the retry field together with whatever is already queued
+// (the snapshot marker), and then loops: it writes each batch of queued
+// events with one flush, and a ": keepalive" comment whenever the stream has
+// been idle for Options.Heartbeat.
+//
+// Serve returns nil after it has written the terminal event (End or
+// overflow). Otherwise it returns why it stopped: the request context's
+// error when the client went away, or the write or flush error, which wraps
+// os.ErrDeadlineExceeded when the client stalled for Options.WriteTimeout.
+// When it returns, Done is closed and Offer refuses further events. If the
+// ResponseWriter cannot set write deadlines or flush, Serve fails before
+// writing anything, so the handler can still answer with an error.
+func Serve(w http.ResponseWriter, r *http.Request, s *Stream, opt Options) error {
+	if !s.claim() {
+		return ErrServed
+	}
+	defer s.close()
+	wr := writer{w: w, rc: http.NewResponseController(w), opt: opt.withDefaults()}
+	if err := wr.rc.SetWriteDeadline(time.Time{}); err != nil {
+		return fmt.Errorf("sse: write deadlines: %w", err)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+
+	// The first write always happens, so the client has the headers and
+	// the retry field at once, together with the events queued so far.
+	select {
+	case <-s.wake:
+	default:
+	}
+	ending, err := wr.writeBatch(s, true)
+	if err != nil || ending {
+		return err
+	}
+
+	ctx := r.Context()
+	hb := time.NewTimer(wr.opt.Heartbeat)
+	defer hb.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.wake:
+			ending, err := wr.writeBatch(s, false)
+			if err != nil || ending {
+				return err
+			}
+		case <-hb.C:
+			// Idle for a whole interval: give back the queue buffers too.
+			wr.spare = nil
+			s.trim()
+			bp := getBuf()
+			*bp = appendComment((*bp)[:0], "keepalive")
+			err := wr.write(*bp)
+			putBuf(bp)
+			if err != nil {
+				return err
+			}
+		}
+		hb.Reset(wr.opt.Heartbeat)
+	}
+}
+
+// writer is the state of one Serve call.
+type writer struct {
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	opt   Options
+	spare []Event // an empty queue buffer to hand back to the stream
+}
+
+// keepCap bounds the queue buffer a busy stream keeps between batches.
+const keepCap = 256
+
+// writeBatch writes what is queued in s (after the retry field if first),
+// and the terminal event if the stream is ending, with one flush. It reports
+// whether the terminal was written.
+func (wr *writer) writeBatch(s *Stream, first bool) (ending bool, err error) {
+	b := s.take(wr.spare)
+	if len(b.events) == 0 && !b.ending && !first {
+		wr.spare = b.events
+		return false, nil
+	}
+	bp := getBuf()
+	buf := (*bp)[:0]
+	if first && wr.opt.Retry > 0 {
+		buf = appendRetry(buf, wr.opt.Retry)
+	}
+	for _, ev := range b.events {
+		buf = AppendEvent(buf, ev)
+	}
+	clear(b.events) // drop the Data references before the slice is reused
+	wr.spare = nil
+	if cap(b.events) <= keepCap {
+		wr.spare = b.events[:0]
+	}
+	if b.ending {
+		final := b.final
+		if b.overflow {
+			final = wr.opt.Overflow
+			if wr.opt.OnOverflow != nil {
+				wr.opt.OnOverflow()
+			}
+		}
+		buf = AppendEvent(buf, final)
+	}
+	err = wr.write(buf)
+	*bp = buf
+	putBuf(bp)
+	return b.ending && err == nil, err
+}
+
+// chunkSize is the most written under one write deadline.
+const chunkSize = 32 << 10
+
+// write writes p in chunks, each under a fresh write deadline (the last one
+// shared with the flush), and clears the deadline afterwards: with HTTP/2 a
+// pending deadline resets the stream even when nothing is being written.
+func (wr *writer) write(p []byte) error {
+	for {
+		if err := wr.rc.SetWriteDeadline(time.Now().Add(wr.opt.WriteTimeout)); err != nil {
+			return err
+		}
+		n := min(len(p), chunkSize)
+		if _, err := wr.w.Write(p[:n]); err != nil {
+			return err
+		}
+		p = p[n:]
+		if len(p) == 0 {
+			break
+		}
+	}
+	if err := wr.rc.Flush(); err != nil {
+		return err
+	}
+	return wr.rc.SetWriteDeadline(time.Time{})
+}
+
+// bufPool holds wire buffers, so that an idle stream holds none.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(bp *[]byte) {
+	if cap(*bp) > 256<<10 {
+		return // let a buffer grown by a huge batch go
+	}
+	bufPool.Put(bp)
+}
