@@ -23,6 +23,33 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for ChangeKind.
+const (
+	ChangeKindAcquired      ChangeKind = "acquired"
+	ChangeKindExpired       ChangeKind = "expired"
+	ChangeKindReleased      ChangeKind = "released"
+	ChangeKindRolledBack    ChangeKind = "rolled_back"
+	ChangeKindSessionClosed ChangeKind = "session_closed"
+)
+
+// Valid indicates whether the value is a known member of the ChangeKind enum.
+func (e ChangeKind) Valid() bool {
+	switch e {
+	case ChangeKindAcquired:
+		return true
+	case ChangeKindExpired:
+		return true
+	case ChangeKindReleased:
+		return true
+	case ChangeKindRolledBack:
+		return true
+	case ChangeKindSessionClosed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorCode.
 const (
 	ErrorCodeAlreadyQueued        ErrorCode = "already_queued"
@@ -118,16 +145,43 @@ func (e ErrorCode) Valid() bool {
 
 // Defines values for LeaseOutcome.
 const (
-	Acquired    LeaseOutcome = "acquired"
-	AlreadyHeld LeaseOutcome = "already_held"
+	LeaseOutcomeAcquired    LeaseOutcome = "acquired"
+	LeaseOutcomeAlreadyHeld LeaseOutcome = "already_held"
 )
 
 // Valid indicates whether the value is a known member of the LeaseOutcome enum.
 func (e LeaseOutcome) Valid() bool {
 	switch e {
-	case Acquired:
+	case LeaseOutcomeAcquired:
 		return true
-	case AlreadyHeld:
+	case LeaseOutcomeAlreadyHeld:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StreamEndReason.
+const (
+	StreamEndReasonOverflow      StreamEndReason = "overflow"
+	StreamEndReasonSessionClosed StreamEndReason = "session_closed"
+	StreamEndReasonShutdown      StreamEndReason = "shutdown"
+	StreamEndReasonSuperseded    StreamEndReason = "superseded"
+	StreamEndReasonUnsubscribed  StreamEndReason = "unsubscribed"
+)
+
+// Valid indicates whether the value is a known member of the StreamEndReason enum.
+func (e StreamEndReason) Valid() bool {
+	switch e {
+	case StreamEndReasonOverflow:
+		return true
+	case StreamEndReasonSessionClosed:
+		return true
+	case StreamEndReasonShutdown:
+		return true
+	case StreamEndReasonSuperseded:
+		return true
+	case StreamEndReasonUnsubscribed:
 		return true
 	default:
 		return false
@@ -145,6 +199,23 @@ type AcquireRequest struct {
 	// WaitMs How long to wait in the FIFO queue when the lease is held by another session.
 	WaitMs *int64 `json:"wait_ms,omitempty"`
 }
+
+// ChangeEvent Data of `event: change`; the SSE `id` is the revision.
+type ChangeEvent struct {
+	// Item One held lease, read-only. Never a fencing token, never a session id.
+	Item *LeaseItem `json:"item,omitempty"`
+	Kind ChangeKind `json:"kind"`
+
+	// Revision The broker revision, +1 on every committed state change.
+	Revision Revision `json:"revision"`
+
+	// Route Example: lease://acme/renderers/document-123
+	Route          string `json:"route"`
+	SubscriptionId string `json:"subscription_id"`
+}
+
+// ChangeKind defines model for ChangeKind.
+type ChangeKind string
 
 // CreateSessionRequest defines model for CreateSessionRequest.
 type CreateSessionRequest struct {
@@ -389,6 +460,18 @@ type Snapshot struct {
 	Revision Revision `json:"revision"`
 }
 
+// SnapshotEvent Data of `event: snapshot`, always the first event of a stream.
+type SnapshotEvent struct {
+	// Epoch Random id of this broker process lifetime.
+	//
+	// Example: Zk3bL8q2QxGv0sWb
+	Epoch Epoch `json:"epoch"`
+
+	// Revision The broker revision, +1 on every committed state change.
+	Revision      Revision            `json:"revision"`
+	Subscriptions []WatchSubscription `json:"subscriptions"`
+}
+
 // SpecPage defines model for SpecPage.
 type SpecPage struct {
 	Items      []SpecRow `json:"items"`
@@ -404,6 +487,17 @@ type SpecRow struct {
 	Spec json.RawMessage `json:"spec"`
 }
 
+// StreamEndEvent Data of the terminal events `overflow`, `superseded`, `unsubscribed`, `session_closed`, `shutdown`; the stream closes after it.
+type StreamEndEvent struct {
+	Reason StreamEndReason `json:"reason"`
+
+	// Revision The broker revision, +1 on every committed state change.
+	Revision *Revision `json:"revision,omitempty"`
+}
+
+// StreamEndReason defines model for StreamEndReason.
+type StreamEndReason string
+
 // SweepRequest defines model for SweepRequest.
 type SweepRequest struct {
 	// Schema A JSON Schema (draft 2020-12 unless `$schema` says otherwise) every kept spec satisfies.
@@ -414,6 +508,29 @@ type SweepRequest struct {
 type SweepResult struct {
 	Dropped []string  `json:"dropped"`
 	Kept    []SpecRow `json:"kept"`
+}
+
+// WatchEvent The data of any watch stream event.
+type WatchEvent struct {
+	union json.RawMessage
+}
+
+// WatchSubscription defines model for WatchSubscription.
+type WatchSubscription struct {
+	// Id The subscription id; kept when a duplicate open supersedes a stream.
+	Id    string      `json:"id"`
+	Items []LeaseItem `json:"items"`
+
+	// NextCursor Pages the rest of this selector's snapshot through `listLeases`.
+	NextCursor *string `json:"next_cursor,omitempty"`
+
+	// Selector `lease://{realm}/{area}/{resource}` where any segment may be `*` (one
+	// segment) or `**` (zero or more segments). Exact routes are selectors.
+	// Identity is the original string.
+	//
+	//
+	// Example: lease://acme/renderers/*
+	Selector Selector `json:"selector"`
 }
 
 // Area One route segment; no `/`, no control characters.
@@ -520,6 +637,94 @@ type ReleaseLeaseJSONRequestBody = ReleaseRequest
 
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = CreateSessionRequest
+
+// AsSnapshotEvent returns the union data inside the WatchEvent as a SnapshotEvent
+func (t WatchEvent) AsSnapshotEvent() (SnapshotEvent, error) {
+	var body SnapshotEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSnapshotEvent overwrites any union data inside the WatchEvent as the provided SnapshotEvent
+func (t *WatchEvent) FromSnapshotEvent(v SnapshotEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSnapshotEvent performs a merge with any union data inside the WatchEvent, using the provided SnapshotEvent
+func (t *WatchEvent) MergeSnapshotEvent(v SnapshotEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsChangeEvent returns the union data inside the WatchEvent as a ChangeEvent
+func (t WatchEvent) AsChangeEvent() (ChangeEvent, error) {
+	var body ChangeEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromChangeEvent overwrites any union data inside the WatchEvent as the provided ChangeEvent
+func (t *WatchEvent) FromChangeEvent(v ChangeEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeChangeEvent performs a merge with any union data inside the WatchEvent, using the provided ChangeEvent
+func (t *WatchEvent) MergeChangeEvent(v ChangeEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsStreamEndEvent returns the union data inside the WatchEvent as a StreamEndEvent
+func (t WatchEvent) AsStreamEndEvent() (StreamEndEvent, error) {
+	var body StreamEndEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromStreamEndEvent overwrites any union data inside the WatchEvent as the provided StreamEndEvent
+func (t *WatchEvent) FromStreamEndEvent(v StreamEndEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeStreamEndEvent performs a merge with any union data inside the WatchEvent, using the provided StreamEndEvent
+func (t *WatchEvent) MergeStreamEndEvent(v StreamEndEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WatchEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *WatchEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -4370,136 +4575,141 @@ func (sh *strictHandler) Unsubscribe(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3tcttGtuCrnMLMVqQEokhZzk2omqp1MnLGdxw719LcbI3hFZrAIdkjsBvpbohmXKraX/cB7kPsg82T",
-	"bPXpBtAgQYky49jJTlWqYhFA4/Tp8/2Fd1EmF6UUKIyOxu+ikim2QIOK/nqikNn/41u2KAuMxpFCkaOy",
-	"l+OIi2gclczMozgSbGEvM/tAHCn8qeIK82hsVIVxpLM5LmilPyqcRuPoD8fta4/dVX18gbMFChPd3sbR",
-	"t5XSUtknctSZ4qXh0r7uco6QCnxrrjK6IwU5BTNHKBXecFlpKNkMY6hENmdihvmgBvSnCtWqhdQ9HoWw",
-	"Ldjb5yhmZh6NR8OT0zhacNH8EEdmVdoHtVFczAjIV8iKxSaMT7nSBpSsDIJ2e4IDWbKfKgRWlgXPmL0T",
-	"LCS6ZBkeDiD9PAWuQeG00pjDkps5pFzcsILnV7RUanfSHgTLFth/Boqg+iUO4RVqWakMuySQy6yytxyN",
-	"Th5tg8A/94sAIaXZxPETmBaIFsvSjEEKBKlgIRVCgTNW1HjXcFDIJaqMaXvFWMKOIeczbnQM6VEaQ3qV",
-	"Hp4BA4HaYE4L2pPQ9tTcMRyngDpjJebANKT/4+Tp2lkspOBGbuMJu+KdmAjo7uTxl/eT3QVqzaV4lnfP",
-	"ZTg6eXT6+Mt/++prNslynK7/3Q+ddotd8XyP06rhIehKzF7Q2l25UcqjUT8I9L8dETQ6+eo+BN3apXQp",
-	"hUYSYt+w/BX+VKEmMsqkMJa0xu+igBePSyUnBS6++Ie25BVAbp/I7foNM/q14ihHw3gRjSMrf/zPMJH5",
-	"ytKPkAboAfj3i5cvrJwxzFQ6Gp8Oh3FkuCG0fMNyeNUs6HfCJrIy40nBxHV0u+sh/OA24Pbf5ZVnDnLg",
-	"oqzMOBAr7sWWB7qSJvhBY4GZkSr8zUve4Bd7gunAAvutFNOCZ/uhukCm8WqORb6OZbpi0WsvwmQFTEgz",
-	"RwWejDt4/rrFcwPWB0Ny2gJtMcMKhSxfXf1UYYX0y5Jxc2X4AmVFKBfSXMmlQELkFEXmbnPL4NvSsoLD",
-	"6blSThXuiNC99/JErMChFe2r4SDlwqASrKgB5/bErIB1QC/QzGV+Za+wwgpc++s//8//PST4n0o14XmO",
-	"Yi+imDarBDQhJMwUEwYyeYNKg5mTEq0ZqqWFRy0tPA0W+kDE8EKC5mJWoIfO2ygZKwpULayt1DhIm+2l",
-	"DmnfSYF74ctxaU1J64ykBSv1XBqY4JyL3CHOPWLZa2bfHuBvFMis79y1D8VHXbgtdWEps/mVt+fSMWjD",
-	"lAE2Y1zAVMkFYXJKRpc1/gh9L6R5KiuR74XCWjdaup7SautYdDdALtFJfHzLtbGmyJxpsKZy3qHC0xaL",
-	"L6SBp37ND4XKDfgtNnWJWfeX9g9C3Q9sVUiWX0r5nKnZfkRYurWujJRXBa12j9o0UkJ9Y0t9Afd6bQnn",
-	"wnCzgksp4bm//wOh0bocNXgEmgIzZ4KoTpaonDFPck/DQbqxZc/Ql1J+z8TKw6/3QitplatpVRTr+LRa",
-	"BuiyEzoW5lpn+vsbtJ4ECtLi0YIHDXwfjixb6Ikeq0lz9argC07asSZd9wMh8G+CVWaOwlg84X6cXa2t",
-	"FWCRwQSZsocsr1GA1ydehrasPGpx5wCTiv+M+QfVKQRRbMUL89DZI58oeY2qlUHXQi7hIF3boqfCvwl2",
-	"w3jBJgXui8BmnTUS9PBYH2peGcPFDHK5DE2zx6E6vkB1wzOEv3VW/FC0x8UNCiPV6irYgSW48M8xKDRq",
-	"5dy/Ccuu5XQ6IOfGv4JiIxlRReBasDzn9j2s+EFZwWC4dUCmrNAYR2Xw07vQ69rduYojY4qrhb7vkeeW",
-	"4S8vn9snyOp0j+Q4ZVVhovFwHSt/kUsopJiBkU6AcEdZT589femFyXLuqe0+C9x6xlOpFsyQz2S+PI1i",
-	"68DxRbWIxo+GQ+v+LLhwfw+bk7YW5gxV5Ny32hN83fVP/f7fNE/JyT8wM+R4KGQGPbbe71DIGt/hSF7a",
-	"+9YPpItRDwdcXj63yFzwouAaMylyDQcj0DAYwGgICy4o9nCNWLKC3yAsKm2AKWX/bcmPC+Dmbpx+OVxD",
-	"6oj+vAevzWbvxOq5Nb02t/eKiVwugOeNkvFMXyqZodZQ8ClaX6cbJ/n79aPJ869+OvmPt9/dDPWPk2jD",
-	"effOzrckZDaQaix3ep/EyqEzokjNFgjuUm7x5ixrjeoGFTCybREu/vxXPYAnZYkiP5KiWBFkwqLrddTx",
-	"filG0XV+g59a32JThYQeSp/p2HFruw5i5DnV+4dR3FXxja9o30KuYrNca9933fMo3vQAOoa0BXJD9bpl",
-	"NiVksLyP1nTNyCjuNfVqt9Fvob510130NwRupcNw8P6ORRAQa0A6bw2K/P1432KVi9kVqdX7BMBTd/Ml",
-	"3Xsb/1rS/C7J2IX/Tp7uQN8bYFd4w0l8MQPLOc/mgeRfMu2cWszPwOI+M8UKuMgUMuvzQonKxb5j66hZ",
-	"rmSZktqaUQKXrNAxLJAJco+1bi7aJ7Q1bYhIdb/IayTcpniLo+9YSRmMzrkuuLZQ2X9ygw7bG4RTGxtK",
-	"sZX9W6pyzoR+2EM10u47z1f1fevnWYPavj9YtO8g/4KsMPPNPed4c7XwEtQ/NJGyQEbEirVIvwtIJ/dv",
-	"W5MtjOXK66gvLN2hTfdY/bZe6GWRo3omMqYEMx5xXVp86XImTs1IgUAq0tN9IPyn1iIuCuDGezs6BoFL",
-	"YFNjidHqXYEZ+eUKKXrQ1UvZyX/+nJ0UNxM+KieLF/Ns8Xief1fcTGZ9GuqvtbLexLwTtfqKkfhp6Ddn",
-	"Bo+saO9brpUCG/R+jwoP3nYnw5ME2QSWOQM2fxC077PDvWSrrEwmF33WABqwIsrtAtZ1er27QNWS5u1T",
-	"HLVk6j2Eu2zVOHImQ4c9iALHx8csW+Bxky89Xkub3c0/tSWyLtbDM4u7BNBsYisJPDPYk618KdDZ8gR3",
-	"DBZXzkKCF0gmFHgoav9T+J/r6BenJOtHIq45iZEr3pUjd1HYpuCxZPZw21/hgnGrx7ax7z2U88kSXeAa",
-	"9GD3HiIMcLILTf7AZj2iqdG6zT/utZCIuHvUclAr0JNFnlCaVyoQVVFYcUKGDmsiyXFkL7hoictKbhBg",
-	"HUm/1/Sr71tHu9tjsNBWZF00yvhjMZuVoL1WxSfMhg9kvTvYbQMf1mfzpTL36Oqat7z3Vz+49aitwb9B",
-	"rnRlS0xhOIRFGFYYwBOg0geYWK/rDOi8V7BgK5hYGjcIkxVZVYZn13Dw2C5w+PBQQx/G6uPp9S6CQONn",
-	"Ggo54xkrgE7e2nmtXjkYDQaPRycwWRl0kLXybinVNSqqKAiqAx6PTu6pDoijHwomPp6fcK/N30cRFuT3",
-	"c2tz1O5VAYTr5SYbEC/Y22fu5tEwDCU1+66N319syTWs1FD7N/WixMd4N0NTT7+Fr08f/xv4GDa42LR2",
-	"wVxW+6RpJnNXUtVFWOb9pjudoyZEdduGvkNlvFM9yKYi2XS1TvvZy4fOw1f2FpKsE2H4QBhZv88woKv1",
-	"a+PWuSNk9Z3OK5xxbVC9H9Fec5H326md2q7dSrsGXQnx5em9AkKXmPWYCmJFJ2cPsUKoSjASvjyFv/Jv",
-	"YtBGKswB3zKKhjANM36DFAt/ezSTR/4d/9BSDF6x5feotbV71vFMG/cA9KOVzLzfSoRr93hV/2bbeEpP",
-	"QtbFm+v4SAxfjKz5Zj2TFWRyseDGYG653SC4iOfdIaVeRqvrEHuJsVPgeQZCQnqcxvb/mRRGycK+V7HM",
-	"EuYaFd5fxWbf7YPPGy9Pa2P/HZV63h6/YwrZrf3T1V3eprCco0JgYtVwi1f86ecpHEiBifAXDq35m35u",
-	"f/4ZlWzqKOsKysMBnFu6rkN0jK452PQgEc9ydKl47gLvUvEZF5ZNaSuDRHQU9xZH5fO7FflXvQjSNX2s",
-	"RWEeFOH6bTmde4eaHxpk6nBtrzu4mUlacwq3xwA7lazrBb5teAEORidfHU24AY2ZQhNDK/nn+HZdxj/q",
-	"0o79s2RWP9h1//fr4dHX7Gj65t2jk9s/9h3uReDQ7UNYeweE3evuCQJflJj9Ek60XeeVXO7gQt/jEfd6",
-	"t9sgt2/cAFxsrx7eUVlbDWGvhBpZeZvEtQQ8RC0HGa/+jSwRy/esA2gKGtapn2yNC7oMB7liUwMnw5Ph",
-	"0egEKkGZk/SP7ukUNFtpV7C55BoPvRa8xtI4LGhmuJ5yJDXUBf9hmPDg3oEETRUGGxkJJctyzQ2517uy",
-	"8O9Pvusmll00bgDa3AnJ2KxS3KwI+3WEJUOt70iZuSQ01eQwDQyo2wSabpozsCuU1iSZrCBdMpPNyZvX",
-	"aRO57utSce9ts3p+ayX/KxKOXKnSk8rM+2jIwdOUSHqbKZNiymeVq1sbwI/czGVlmp8xd8/p8BlVCQ1c",
-	"QI43sJA5Ul7dbUmTlVG7O0zDlC14sYLU15uQk0XHRCEjArjdytyY0hXqcDGVm5v4vrI8a20L5hOQHqKp",
-	"VOCCAK4TRA/gmaFCCntrXilXEOA8SdBoQE4TYZ8gntBw4B47jJ2Q8Ikj2Mm4sq7k5eXzOBFUIuOjOYSU",
-	"Tqxcx8CgZNYeskdP6asmvw5yGgTeNUxWiVjyIs+YyhsLK6ZFL6iY4egChTk6v6G+FiIha2MhW2hYzqWu",
-	"a2DR3kAYS0RT5rtgFlWDRCTinKRD3SIBGVOK+6KJ1KH7iHRYCnNkOaqxq1TeUvKRiI2aD3hSp9ncuQlc",
-	"uqyuoxr7dwy4KM3KH2kl+A0qjQF4rsjDPi6gcenTbTVqqXOz+1z8RCxwMUEFBxrRbdLHDlJwwuNwANaZ",
-	"d5aty20otPyXEzxP2ioPskbsjsIKQbtdx2gTLKSYaesY1npHCqz54cDMMREGBRPGxeSYWh0SSuojoLy6",
-	"Bl1ZVAWkSLby58ef/0Ehy1OQKhEpUe/4+LjuPfrDUnGDqUO+40ULqiuvIBnjarhevjhvSuaFYdzxeSKW",
-	"c1kgLBxVYVOy7pwcqRqCBG5c45oz7AueoXDZRS+ynpQsm+PRyWAYxVGlCs/kenx8vFwuB4wuD6SaHftn",
-	"9fHzZ9+ev7g4p2fa8Ibn/SiOLHE4cTAcjNw9skTBSh6No0eD4eAR1Z+YOcnq41xm9I8Zmr60obrB3AnF",
-	"KS9QgyWPPMe8rnqbcMHU6gymaLK5q6mcW45u5KirakFKIjcFwNaGjejNa+1HJ8PhWqWlwbfmeG4WRdcC",
-	"6Olj2tQzF0s2m6GCvz2ra90DhRWNX7+JI10tFkyt7F6bm63AZTNNhV81xDp6Yx8+nlMZwc8Bxrqbqq/f",
-	"u6+QOx/Wi+IrGbbsuRYwRM/85p5NP+c3KFDru7a8QKN4h0i6W66v73aUZcG4eOBZfu/eUNPcD0ou0Myx",
-	"0mCXBHxbSk1GJDiH7e49B4+3oG/dveedwYo5EuxFgb/J2lUPO/l61QcS9ssSxZMfngGxM9R5y5iC/6Ts",
-	"6R8UYBAYVvgtmYZJxQtDDHo3ni6py0UKo5jrBduGIioY+HmrEHllL7c1sZlUCIykIxN6WZsC1JZCXaoU",
-	"H3Sl5CybW+20KTv8Kz8Kl7n9GOlwSoXij4ePtq3XAHgc1mzfhXe7Pr+PKW9Gx84kswzlwjpS9yA/9UmT",
-	"FP7U2HcW3UIasrDOIPXJFHsH2Vz1ZX/7GUykmYOWymA+gG8pPNgI+s2jsfA8taD5LlXU5huZr3Y4mKBw",
-	"vknFvG7dWfrHifVCXErldf2Lv/R19Gb3qvcgSXTbdXusn377AQmLUmpb+HrGSqKnU/e+u+kpaNWlR0Y7",
-	"kWCnDNc+N9qBdNe7nAh4XyB/37OuIZMIPhAtCGWlEHI+naJCkSFM0CwRRYdKiR7JgAp4wdH9Bh+8U1Ka",
-	"2+OZK2zslUTfykVJYVmagVAw4XvW7Wss+btUlPNcmlCwnPoQQet+JIJMP/Jc5hi4H1YsOdPHyt3WeWk8",
-	"C2YgrSNU6SARLxBzbX8iU1VAY6km1XD4KLNbon9hSvhobwzf64zLLhfSOt+xkmy9dkrF6/7Tam85pgkC",
-	"t/HWcpnahKYgdJ8XTsz5/t3xPo5/e/vmA/KgRcwnxIK7aI+2Efe99M2eDGuFFtFcGCOgplJtXBmQ5VTf",
-	"7lKT/c48SzGGrVxLRdZSms+0D0ZwNw0EpMqtq0q2Dv37MCY7HyYrZ+9DyF6JuJO/+pio4NpcEGzvzUX9",
-	"HOKaB8J4pj8bKhFpKkhGa/UjffmHe0Hxw2E+KD81cfUepnopsO00/qS56nS0A3DU0L0vOz3nnm0Cdurj",
-	"lniLVfc9F8ZpMWKE1FHzNRe5o+Yj94OodUfjjXs+ymRl3XLSKWRu+zagErNErCfmY8tw5EcoJjTLXCT0",
-	"hdXKnShQpTGPgRVaJqLpYqDIlm440cVd4MGcWOcjvIf1Psz4Zg9z1BVZkJkZtWkUS/15RSryf85lpQqS",
-	"eLLkGd3rIpVBJ+T9ua1uIchOhunoF2Viygr0uTxtOujT5+KPYNDWCALmkkhc7MLe25Xh8TvL2LeO8ws0",
-	"PSX9f6bfWymQ05sH8EQAL1ztDwmHgyZC+oo8qfQwmJ2ViO7wLJpNU3uAZOByDQ6CHKSCqSxy6wU+lWqG",
-	"rl2ZJcL7mO59usoyy+x78/yU3rEHx9+vG5vxSz3a8bRnVplUM2kMZZekC6YwKooeRGNRFcWnzhp7kbg7",
-	"8prAD+rgUi6lAlk1MfCA5A/7VVpvBO1jnvTw1xChdZb9NyBAHenf/UQzMmZ/yclyIiTtjn9HIblELLdH",
-	"vf7TCjNmpaNz3X3JIVFuk6uRXQ8mrCFwdk8i8kbGSo1g5szAlPGiFu+Uxy6ZdhFMhaZSQsPS3mZlA9UU",
-	"MJEnopbRGnwufQBPHDRtoQUs57zwwVq7O59G1s6+qmHJKbxrgSDZ66pkfbLNQM5d6K4SOaqZ3BTBQS5s",
-	"JxlMkOzjAu1jdbU81y2Q8CbWu/sKcem2/qKF3bg5LFX5laOEYYXINmlib/mMjOyqMP8yzHrFSy0JjqQ6",
-	"sry3KRDukDnegt8WmLBenLO/skopSsAIKY78CIFOuUJnptlnTdmHlSg+mAhpMD3QuVRhpYT7pRJyKWju",
-	"ZmVQk61H3loi2oyzphEZK8yhkPK6KttKVYpJGly0TYmuTo3aX+piiu5SFNAMYyrOlWRtRNMwyuav1uaK",
-	"jRORSeHx4muKvSiDjFUaqe7EcQelzJkASXakFMEsj0R059dyDW42bAyazwQ5nCJ3FQJg5Fo4lkAiTMdO",
-	"BreFFeFYtzNvxW22tMETt2mS/LpEYRLBjbZIX3CB+REKQ8UIkyq3xtHSlwcxXxtQqwQ6ASrNclUdiXAb",
-	"6kao6ve76oK7orsF18ZVRG2K5Z2qh/vCUsEAj72Dt/tGvh7/RgJfbVvm/z+Rr189+EzRslCaNtkXBgHR",
-	"1lK8jT+vCfJjKgPbKs5fliiohOri4tzXig3AFViFItFbXD5D1Q4zgwlOpcJEMLFqXGeFhllBAQesKKh1",
-	"1rnVhwO4nG/WoBVLttKJSGvJlMKBozRI60JrqmhLD8edgsOmscOCVFprsYGYQTi4Bnger0lqp5usfPOP",
-	"fKYbyZgIZtzFdsoJVaX54ZfWFvVJMwMHtBo3TVKtllHp4SARl3MUkDpFkLot63Z3Lqvs9hbTAaQ8T+FP",
-	"zXsPY6A+jBJVe/zOeHZykaKUDZSUDiAjm84Rciyoas6p/yB/5wCiCCdlE6QCFHnTAGdQLag/w52RhzcR",
-	"6QWtey7y5jxSeYNqWsilm9NXotKYu5mclfBnMLF/2/P1fQJZITVSkRqkel6ZXC5FOoB03A65SqlBh7Dl",
-	"mkmEqTcxegyaKLS+OOfC6DEICQrLgq2ov4Zl10IuC8xnNCyIyvR+dLurKxh9Z0Fdw+iPtMWt9tV6TsMS",
-	"qdADiTjgvqFl3HQgfBE0tdRE6Cz0M5AliiZr6pwnrhLhppM2OPOtMYUFxZ+fpTpXrkqPdinaklddmMud",
-	"M+cf45rGnMilaCc1NLPX4Bsll5oa4agilKophblw6d+MCetJaRS5R4uOqS2I/D37jqaAOQ0Lj3vdqKCE",
-	"+Q6F/Xq7xn5DXSIF9Vs6lfzeGny3CvFGlYftqL5XpG5O3axC12ZV+PHDizb95dDXgtmluui9Jqf3trkF",
-	"haYxyaas4OgyJcz0negAngSV5lSo2w4pfUCpee/0dWrLWndR3+xWJUfi5shR8Xp3h1GrMZwMh0PLyXTj",
-	"OBDYOTNsDO8S1xCTROMk+un0f60Gg0ESxUnTHpNE49NRnHSmmunE0mMS8Zwe09XkaEQP1XRFP2+jUbqT",
-	"iCuhiqYkbIVJfID0zW0AtJO9ieD5GE5PAtA7o9Y2oCHn5y5Qwjke9AQlxuwD9eyHDVSceNiTaPzufd5Q",
-	"t3XRQ3W7PV3Z7AKjeyaP/n1en0kwkYKunQxPvjwajY4eDS9Hw/HQ/vd3urFtFOu/b/T4735n7ZSHJBqP",
-	"Hg+HQ/rZTXJIovHw9jYRa4Z4tx3ix788ufzxu75iekeVZ6ARIf3RSjanAxtrwJ4jlc2wbO4U5yCK7y9s",
-	"fCK8lg1sL+Hrp0kB0LpeGowhMJL++V//bVVyx0I6a42Nf/7Xf3ctjLPtyjoRa9oa1pV1HKhqt/SaLWAV",
-	"wO8uxnt68vX9D6xPbf4VnYW2lvJdp8/n9RurKzodSa/f3HbqLYmEyb84cgUsdbSC6ZD8vaG1k6OxtR3m",
-	"ziKXOlri+rD9FDeSRWMyY5woCcaApLXYcSk7FxlJRLopc9IYDF+gjpvBgk0URFTU8SGndbypGWVlvYi6",
-	"q7SNGXV6dvoDGARznx00Q+cSPDyYTJ/p2cHpp48w7XBf87WeDx8e8IOItkRxHcnRkX/6cYK93Pj/oC4/",
-	"JsIWsoCbfLB1Z1Y69mpzexboO9chFIzjtD4oJ1d7qtBPxO3Qc92Xv+ZYJ8IHcKkZaAA/1sXs5MTUXOJH",
-	"5xGfWscjrgvcE5H6yXxjCOfr+eY4s9YSaVVdPZ9coUbn0lxePrd+zpzu6EyRbl449h9OWegxDNOmvP50",
-	"+DWEX1w5S0TT/9r5sIZ9mMrrqFHPl9cxAwupDYyGw1pCxHB68nUiwtn0rjer88bON1za+n+amW19bOue",
-	"OwM9EWSgF8huUPs8mL3NHov/0T5JrzsD5luyQqN+gjBnIsc8EUaSsKyfD/q7lCwKa+mz7LqnOOFOweVp",
-	"7dMUXu+bXgumI+zyPax6LIIzJ9th6cOdE2prU+B/5ZSaO7weMewmhdUj2us8jSWeZkz778+eG+5gzzUf",
-	"gtoje/e+huNeqsYT2i+obJDGZW/XNS9F4UjHyuKAdFoJX1t3XX2zYCtwa1M3wLKePPcnEHIJX0DquM66",
-	"LLXllsIXMDoLQlBcB19wTMT5wso/Ib3r9UBJ54D5XQm6tWFOpyfxfrJvZ3nXnbH+aYk7d86/iYLOT1a2",
-	"7SWjHHEACzJb+wgoX2/8YSSUX3yQCDdVzeXenFFNZpif2UdbaQtArX8j8K2BYPADcJ0IPxP/obLJg/Ev",
-	"4RQKpweUl3cG4u0kjk772nlpmdzVwNan/hupgP2dyhJ/JrsKE09geruwcB8I0sF8WfpsgB8i4zg7bek0",
-	"dWVHbuDY2KVY6MtIiXCALSrjkioTmXNsg0/bMpAUjQpmtpwlgps6BFWWyBT5qYWc0RcyqIs/DhouKQ8R",
-	"12lm6b/NqV0eutkTZXonK0j/fP78/PI8pa+FkaMqZPCZIfeFIV2XJdUmWZ+EysIPK+3TAN1Ouwun99Zm",
-	"CH0ZamfG7/3a06/dXOJR0mOP1J9/crjLfysN0B/FsXFH2bJlwOQNU2+w+fG7llPvbCk5t/wQfqrTN35p",
-	"g+U4+GAIFRt4ZZzDgcvzWK9js7ThMG6iMai0i+bYV3DlwjnaXe9WGzCFiVC4kDe+yoY3aSf6UKivMKlz",
-	"n9039rGl23DLlg+zHILE805tIhetePkY9vWvWb1/ThbsexPj8XXn8zD9vY6y/UoZPfiZrp1kI72XbOmj",
-	"Ecsbp9+85IMQwC/nsbXfyrlDSrqmAj/Z53dMWRYZgfnB/FiBhxJYp77hLtn3isSNboaRrddAwYFfNt5a",
-	"33Q4SERTcVbg1FfCUTlWsFBbX1ZLsE7GmZyshbxxPlbnSXK11j6f3HhbPWIvWHcfmo8/kaLiN7u5JwHC",
-	"ah1y0OnWO/xXD9a6+2DRRKp+6evWWyRuS3jfk3V/Yy+rm5ra3Gy7YxKgfrnNmhNn6X6maZqEQK0HcC7y",
-	"utDXCYK6r7pjjlD3lePf0NpwvweWxSAkTC9ANmvJzsMRl834SrhnemWwdt35vbHyD9umW9rlukMqJXWA",
-	"rE+4DN/SnkZ/OVz/WE9op3oGa/nOl82F3BgsN9mGhlIF7pab5uXmgzVmWl0a5Qamtm8IJljdvrn9fwEA",
-	"AP//",
+	"7H1xcxs3sudX6eLuVaRkRJGynJdQtVXnZOWsXxw7z9K+XK3HpwFnmiTWQ2ACgKIZl6rur/cB3oe4D7af",
+	"5AoNYAZDDkXKsh0nl6pUxeLMYBqN7kZ349c9b3u5nFdSoDC6N3rbq5hiczSo6K9HCpn9P75h86rE3qin",
+	"UBSo7OWkx0Vv1KuYmfWSnmBze5nZB5Kewp8XXGHRGxm1wKSn8xnOaaQ/K5z0Rr0/HTevPXZX9fEFTuco",
+	"TO/mJul9u1BaKvtEgTpXvDJc2tddzhAygW/MVU53ZCAnYGYIlcJrLhcaKjbFBBYinzExxaIfCP15gWrV",
+	"UOoe78W0zdmbpyimZtYbDQcnp0lvzkX9Q9Izq8o+qI3iYkpEvkBWzjdpfMyVNqDkwiBoNyc4kBX7eYHA",
+	"qqrkObN3gqVEVyzHwz5kn2fANSicLDQWsORmBhkX16zkxRUNldmZNAvB8jl2r4Eiqt7HIrxALRcqx7YI",
+	"FDJf2FuOhicPtlHgn3svREhpNnn8CCYlouWyNCOQAkEqmEuFUOKUlYHvGg5KuUSVM22vGCvYCRR8yo1O",
+	"IDvKEsiussMzYCBQGyxoQLsS2q6aW4bjDFDnrMICmIbsf5w8XluLuRTcyG06YUe8lROR3J08/HK32F2g",
+	"1lyKJ0V7XQbDkwenD7/8t6++ZuO8wMn6393UaTfYFS/usVqBHqKuwvwZjd22G5U8GnaTQP/bk0HDk692",
+	"MejGDqUrKTSSEfuGFS/w5wVqEqNcCmNFa/S2F+nicaXkuMT5F//UVrwiyu0ThR2/VkY/VtIr0DBe9kY9",
+	"a3/8zzCWxcrKj5AG6AH494vnz6ydMcwsdG90OhgkPcMNseUbVsCLekA/EzaWCzMal0y87t3suwg/ugm4",
+	"+bd15YmjHLioFmYUmRX3YqsDbUsT/aCxxNxIFf/mLW/0i13BrG+J/VaKScnz+7G6RKbxaoZlsc5lumLZ",
+	"ay/CeAVMSDNDBV6MW3z+uuFzTdYHY3LWEG05w0qFrFhd/bzABdIvS8bNleFzlAtiuZDmSi4FEiMnKHJ3",
+	"mxsG31RWFRxPz5VyW+GeDL33XB6JFTi2on01HGRcGFSClYFwblfMGlhH9BzNTBZX9gorrcG1v/7r//zf",
+	"Q6L/sVRjXhQo7iUUk3qUSCaEhKliwkAur1FpMDPaRINCNbLwoJGFx9FAH0gYnknQXExL9NR5HyVnZYmq",
+	"obWxGgdZPb3MMe07KfBe/HJaGiRpXZG0YJWeSQNjnHFROMa5R6x6Te3bI/4NI5v1nbv2ofSoTbeVLqxk",
+	"Prvy/lw2Am2YMsCmjAuYKDknTk7I6bLOH7HvmTSP5UIU92Jh2ButXE9otHUuuhugkOgsPr7h2lhXZMY0",
+	"WFe5aEnhacPFZ9LAYz/mh2LlBv2Wm7rCvP1L8wex7ke2KiUrLqV8ytT0fkJYubGujJRXJY22Y9s0UkK4",
+	"sZG+SHv9bgnnwnCzgksp4am//wOx0YYcgTwiTYGZMUFSJytUzpknu6fhINuYslfoSyl/YGLl6df3Yivt",
+	"KleTRVmu89PuMkCXndGxNIc9099fs/Uk2iAtHy15UNP34cSyoZ7kcTGur16VfM5pdwyi634gBv5dsIWZ",
+	"oTCWT3g/zV6sjRVxkcEYmbKLLF+jAL+feBvaqPKw4Z0jTCr+CxYfdE8hihJrXpinzi75WMnXqBob9FrI",
+	"JRxka1P0Uvh3wa4ZL9m4xPsysB5nTQQ9PTaGmi2M4WIKhVzGrtnDeDu+QHXNc4S/t0b8ULLHxTUKI9Xq",
+	"KpqBFbj4zxEoNGrlwr8xy1/LyaRPwY1/BeVGcpKKKLRgRcHte1j5o7KGwXAbgExYqTHpVdFPb+Ooa//g",
+	"KukZU17N9a5HnlqFv7x8ap8gr9M9UuCELUrTGw3WufI3uYRSiikY6QwId5L1+Mnj596YLGde2nZ54DYy",
+	"nkg1Z4ZiJvPlaS+xARyfL+a90YPBwIY/cy7c34N6pa2HOUXVc+FbiARftuNTP/9X9VNy/E/MDQUe5B6c",
+	"X3tpbk/wr8wwaw8ztNdH4HyJ7IxmdHFxDhkvKP/itqRrHmbSXjVucL4X85/YG2+S3msudi6wI/x7eydN",
+	"3b1811Mvwn32GRu0tcNtWqXR8THL53hc5+yO11I3a5Fz0mvZYiebm+mH1uqsPRCI8VOP5rN9zb73TEJh",
+	"JeJlj+W1uVVIEyko2xL82CAReSndJSXLEosrq6jRa5pZfauQGfSK9G76SoHaHtr63N63rqttWfR0wOXl",
+	"U6tnc16WXGMuRaHhYAga+n0YDmDOBaWlXiNWrOTXCPOFNsCUsv+2lokL4OZ2dftysKZvQ/pzh8rVk71V",
+	"4c6tV745vRdMFHIOvKj9D78fVErmqDWUfII2DG6n0P7x+sH46Vc/n/zHm++uB/qncZd0Uhz8Le0/G0w1",
+	"1nD7cNVuUU61NZsjuEuF5ZtTcI3qGhUwCnsQLv76ve7Do6pCURxJUa6IMi+MrcQIpa/aeZHopybs3PQu",
+	"4uC1K6poZTzauYOeN+I+ddBL2t5fnUawb6EsQj1cozLtzE0v2QwOWzFWb80SkBPmhtncPKPhfSKvHWFY",
+	"K9oRBYSMgp9CuHUzk+BviDIOjsPR+1vOYqcJOH9jUBTvpvuWq1xMr8jj2mUAHrubL+nem+RjbfS3bZpt",
+	"+m/V6Rb1nWcvwZ4DM7Cc8XwWOQVLpl2+A4szsLzPTbkCLnKFTFs3sELljkUSG8NbrWS5ktp62AKXrNQJ",
+	"zJEJypxoXV+0T2jr9ZKQ6m6TV1u4TfOW9L5jFR1utdZ1zrWlKmzsumO3a/xQpdjK/i1VNWNC3+2hu2/q",
+	"a+sZSG3ev2Nn/Ruy0sw251zg9dXcW1D/0FjKEhkJKwaTfhuRzu7fNN587HfI171kl8vgHgtv66RelgWq",
+	"JyJnSjDjGdeWxefuOM1tM1Ig0Bbp5T4y/hMbLJUlcOMDYZ2AwCWwibHCaPddgTmlbBRSYqm9L+Un//lL",
+	"flJej/mwGs+fzfL5w1nxXXk9nnbtUN+HzXqT887U6itG5qeW34IZPLKmvWu4xgpsyPuOLTx6260KTxZk",
+	"k9jggt2J2neZ4b1sq1yYXM67vAE0YE2UmwWs7+mRgxm2Wtp5uzaOYJk6F+G2MOb9ueVrSxs8kXWzHq9Z",
+	"0haAehJbReCJj2zWlEygC/OI7gQsr5yHBM+QXCjwVITUhPA/h8QoLzajqI8mXDMyI1e8bUduk7BNw2PF",
+	"7O6+v8I543Yf26a+OyTnkxW6KDTo4O4OIYx4so9M/simHaap3nXrf+wdja9vyxGMpANgMCYEgFQgFmVp",
+	"zQk5Oqw+ZEh69oJLpLkD681w2h+y7HT9wn3rbHdzjAbayqyLejP+tZTNWtBOr+ITVsM7qt4t6rbBDxuz",
+	"eRTVjr066JaP/sKDW5faOvwb4kpXtuQUBgOYx2mFPjwCQsXA2EZdZ0DrvYI5W8HYyrhBGK/IqzI8fw0H",
+	"D+0Ah3dPNXRxLCxPZ3QR5aA/01DKKc9ZCbTy1s9r9pWDYb//cHgC45VBR1lj75ZSvUZFYJMIOPJweLID",
+	"OJL0fiyZ+PXihJ0+f5dEWJLfLawtULtXRRSuI5E2KJ6zN0/czcNBnEqq5x2c3/c25BpXAtX+TZ0s8en/",
+	"zdTU42/h69OH/wb+eAPcsYV2eX4WYtIsl4VD27UZlvu46dbgqE5R3TSnIvFmvBdUaHMj2Qy1TrvVy5+q",
+	"xK/sxBitC2H8QHzosssxoKvhtUkT3BGzulbnBU65NqjeTWhDQn3TT23B/vZD/fXbFuLL050GQleYd7gK",
+	"YkUrZxdxgbCowEj48hS+598koI1UWAC+YZQNYRqm/BrpcOHN0VQe+Xf8U0vRf8GWP6DW1u9Z57NPpxMB",
+	"3WwlN++3kuHaP1/VPdkmn9JxVu/yzSE/ksAXQ+u+2chkBbmcz7kxWFhtN+hPgm5PKXUqWoCodgpjC/t7",
+	"BkJCdpwl9v+5FEbJ0r5XsdwK5poU7gY42nf75PPGy7Pg7L8lFPDN8VumkN3YPx0k9yaD5QwVAhOrWlv8",
+	"xp99nsGBFJgKf+HQur/Z5/bnX1DJGmIbwLWHfTi3ch1SdIyuOdp0PxVPCnQoDX+yJhWfcmHVlKbST0Vr",
+	"494SqHx++0b+VSeDdJCPtSzMnTJcv62g896p5rsmmVpa2xkObp4krQWF23OALZDzOva7SS/AwfDkq6Mx",
+	"N6AxV2gSaCz/DN+s2/gHbdmxf1bM7g923P/9cnD0NTuavHr74OTmz12LexEFdPcRrHsnhN3rdiSBA7V7",
+	"HoqHIDNLgJVLttIRro5u8S64Ucjmm+7Rh+ZA+0xq/xTAT8zks4vo0Z2e9wZz11/dyewK8/eRsbDjvJDL",
+	"PfIVO9IPnamEbZTbN24QLraj+Pf0jOx2bK/E7o/yDqArzbmLDxQdL3ZPhCTzXBQ7BN6KtUE1p62IJFtD",
+	"Jq9RTUq5dJC0CpXGwsFPF8Kv/tj93cYf0C+zhSnkUnhAidMQoOvanzS4k/o2fxUyvVsD6lm9cLe/D/Ph",
+	"33wrE1/U1IW8eWAR6UPgEB3GNgzqwmcE9nQm2C+WiNU7gqhqNNj6/kDe+AVdhoNCsYmBk8HJ4Gh4AgtB",
+	"Z4vZn93TGWhr6QjCtOQaD72f+Bor40RXM8P1hCM5am123U18PbmdTHdM0ATP2jizU7Kq1gL1nfkHS//9",
+	"bc56EGIHTWqCumZC1naL/llrUHgdtO7n0t4btIX00LJYCnw+6Y1e7pcyda+6SfbBWO1375oVuXkVZtXa",
+	"Qzat/JaUVrxzAC/OnGQRnI5BsXD5LgISC6i1Srf22Y3F/lg5cLufBUycNjWgJ7j4n+mmjMDMlFxMZ5CV",
+	"XBt6o872y5FHscztPqu/b2NjczangeNs2ejoXflCcbMiyxDy4zlqfQvgwUGICGzL7LJQGSnUZbJnYEeo",
+	"bEA5XkFGIu2nX587dpWfuvc2mAy/LBX/HmldHAb50cLMuuybo6euffARby7FhE8XDpDeh5+4mcmFqX/G",
+	"wj2n42fUQmjgAgq8hrkskFBRbkqalDQkq5iGCZvzcgWZB5LS+tLyUMKfCG6mMjOmcghcLiZycxI/LLRx",
+	"KGHm4SOeoolU4FK4rsRT9+GJIRicJo1RDs7l8oCg0cplKuwTZK81HLjHDhPndfhjf9grNOZmBpeXT5NU",
+	"EPbV5+KJKa2TTp0Ag4rZaNYuPYEPanSUVZTm2FTDeJWKJS+LnKmiVp6EBr0gKNrRBQpzdO48kdgqaljO",
+	"pG474ZZjqagVb84sq/qpSMU57Vyh9hFyphT3+ps5dh+R/53BDFmBauRUewtgLxUbiD14FEASbt0ELh0m",
+	"x0mN/TsBnFdm5Zd0Ifi1tWgReQ6iZx8XUCdks23g88wlSbsStKmY43yMCg40opukz/xm4IzGYR++lYXP",
+	"S7iTaYVW/wqi51GD0SPbbGcUQ//tdJ2ijbGUYqrByNqRlQKDPhyYGabCoGDCuBMVplaHxJKwBISK0qAX",
+	"llWRKFKm4/Pjz/+kkBUZSJWKjKR3dHwcior/tFTcYOaY73TRkurAcWRj3G7y/Nl5XQsnDONOz1OxnMkS",
+	"Ye6kCutaNJeikqoWSODGVaS7tEzJcxQOG+JN1qOK5TM8OukPrM+nSq/kenR8vFwu+4wu96WaHvtn9fHT",
+	"J9+eP7s4p2ea5LTX/V7Ss8LhzMGgP3T32I2QVbw36j3oD/oPCD1oZmSrjwuZ0z+maLpAH+oaC2cUJ7xE",
+	"DVY8igKLAGcfc8HU6gwmaPKZK5aYWY2u7ajDJKJzQ0Jlz5PC1by7Q+uorvhkMFgroTD4xhzPzLxse6cd",
+	"Bcqb+8zFkk2nqODvT0IRW7Rh9UYvX1mnez5namXnWt9sDS6banLPA8W698o+fDwjENgvEcfakwrXd84r",
+	"1s67FZl6HNqWOQcDQ/LMr3dM+im/RoFa3zblORrFW0LSnnK4vt9SViXj4o5r+YN7Q5C5H5Wco5nhQoMd",
+	"EvBNJTUFOODSbbfPOXq8IX3r7L3u9FfMiWAnC/xN1ue/28qHUTeYUXtYnYv8vELx6McnQOoMAXWS0NEt",
+	"bfb0D0oPC4zx2UumYbzgpSEFvZ1Pl1S+KoVRzBV5b2MRwb1+2WpEXtjLTbFLLhUCI+vIhF4GV4DyYtR+",
+	"gk53XI0Yy2d2d9q0Hf6Vv4qWufkY6XhKFWAPBw+2jVcTeBwXY93Gdzs+36WU18Nj55JZhXKhk9QdzM/8",
+	"kXcGf6n9O8tuIQ15WGeQ+aNwewf5XOGyv/0MxtLMQEtlsOiDC/tqQ7+5NJaex5Y0334CtflGFqs9Fiaq",
+	"iKsP0l82+TH6x4mNQtyB+Mvwi7/0de/V/uVs0RH/TTv6sTHVzQcULAJEbNHrKatInk7d+26Xp6gHBz0y",
+	"3EsEW0UU9rnhHqK7Xr5MxPvKt13Puk4LJPCRaUGoFgqh4JMJKhQ5whjNElG0pJTkkRyoSBec3G/owVsl",
+	"pbk5njpYeqcl+lbOKzpUo+ZGJRO+GY19jRV/H5VT5FIf5MmJT1814UcqyPWjyGWGUfhhzZJzfazdbYKX",
+	"OrJgBrKQacz6qXiGWGj7E7mqAmpPNV0MBg9yOyX6F2bEj+bG+L3OuWxrIY3zHavI12vaT23JADW3HFNr",
+	"oJtkK9gxuNB0hNgVhZNyvnvbmzoj8eoD6qBlzCekgvvsHk2HjXfab+6psNZokczFOQLqFqGNA3FaTfV1",
+	"rEHs99ZZyjFs1VoqkZHSfKZ9MoK7Nl8gVWFDVfJ16N+HCfn5MF45fx9i9UrFrfrVpUQl1+aCaHtnLerW",
+	"EFf6Fefa/doQwK/G/w3X0H9dp8c7SfFd3z6oPtUHdR1K9Vxg00Lkk9aq0+EexFGnlvuq01Pu1SZSpy5t",
+	"SbZ4dT9wYdwuRoqQOWl+zUXhpPnI/SDC3lFH416PcrmwYTntKeRu+yLOCvNUrMOqEqtwFEcoJjTLXSb0",
+	"md2VW1mghcYiAVZqmYq6Bo0yW7rWRJd3gTtrYjjg9BHWuyjjq3u4ow4iR25mrzmXtdJfLGiL/J8zuVAl",
+	"WTxZ8ZzudZnKqMXB7qPFNoxvL8d0+F6VmE6sukKe5nz509fiX8GhDQwC5g44udhHvbdvhsdvrWLfOM0v",
+	"0XQUZP2Vfm+sQEFv7sMjAbx0yE0yDgd1hvQFRVLZYdQUMxXtrpjUdC5EgOTgcg2OggKkgoksCxsFPpZq",
+	"iq4PCUuFjzHd+/Qiz62y31vnJ/SOe2j87r2x7qvYsTuedjQhlWoqjfH9YpZMA6OKlk9fKe4l3G6xg2gf",
+	"hLRSIaUCuaiz35GwH3ZvZp25s19zjQcfw3gGwM5vwHQ6ob/9iboL3P1tJitIkLRb/j3N4xKx2p7v+k9r",
+	"xpi1iy5o91Bxktz6lEa2Y5cY2eI8nlQUtXWVGsHMmIEJ42Uw7HSCXTHtcpcKzUIJDUt7mzULhEdgokhF",
+	"sM4aPMKjD48cNQ1mC5YzXvo0rZ2dP0DWzrMKtBSU2LVEkNV11Q3+mM1AwV3SbiEKVFO5aXyjU7C9rC9R",
+	"cp/g5z7+VqNzbUCId652ddBxt3XDFfbT5hhA9ZHzgzFuaZs1sbd8Ru71ojR/uGSd5iVYgiOpjqzubRqE",
+	"W2yO9923pSRs/OY8r3yhFB29CCmOfOuXFlCh1ab0sxrwYS2KTyNCFjUEdsFUjJFwvyyEXApqpb0wqMnL",
+	"ozgtFc1Zs6bWRissoJTy9aJqKgwoG2lw3hSTO3gSlS0GGEV7KEplxtkUF0SyCJ7E6Bx/tdYqdJSKXArP",
+	"F18L4k0Z5GyhsY3RskEoSPIgpYh6MKWi3ZKea3Dt3hPQfCoo1BSFwwaAkWuJWCKJOJ04G9xAKuJOrWfe",
+	"gdssRYZHbtJk+XWFwqSCG22ZPucCiyMUhmAI40VhnaOlBwYxjwoIWwKtAMGnHJ4jFW5C7dxUeL/DFdyW",
+	"122gYJtmea+qj66EVIT0unfa9r45r4e/kZRXU07//0/O66OnnSlPFlvT+tyFQSS0wYo3mec1Q35MALCt",
+	"5vx5hYLAUxcX5wEjCg5aFZtE73H5s6mmPymMcSIVpoKJVR00KzTMGgo4YGVJLQ9cQH3Yh8vZJvqMikNS",
+	"kdUFI3DgJA2yFiw3Oxy1oIZ1QZ4lqbLeYk0xW8fJJmuW2u1N1r5tgk9TwYy72HSnIjya72dtfdEaxHpA",
+	"o3FTH6fVcNXDfiouZygg8+0hQ21APbsIRpwlTd/Iv9TvPUyA6ucqVM3yO+fZ2UXKT9ZU0kEAOdkOA11g",
+	"SXg5t/1HJ3eOIMpt0jmCVICiqAuX28UMgd5UZG0ss12Pvesc7Pq2Cx2oGLAudehDNmqaE2ZUWEncckWA",
+	"woRJDB+CJgkNF2dcGD0CIUFhVbIV1UWy/LWQyxKLKTV5I4DeT252AbvoK8ICetEvacNb7XF6boclUaEH",
+	"UnHAfSHiqK4c+yIqRgxC6Dz0M8Ji1+elLnjiKhWu4XiE0abkQmlJ8etnpc4BVc0m8tuKV4DkchMXinBN",
+	"7ankUjQddup2qvCNkktNBcyEBSUcpTAX7uA3Z8JGUhpF4dmiEyrnpHiPCl0CdDmLIcedYVQEXr5lw365",
+	"fcd+RdV9JdXJuy35nXfw/eoW6q08biPga/xCU4FNzLs2q9J/UWDeHHw59jVktqWu904fQ+ksT44gpgnZ",
+	"przk6M5ImOla0T48ijDmBNFt+o7fAWTe+UEVKqddD1Ff7YePI3Nz5KR4vVDMqNUITgaDgdXktQrDVBTM",
+	"sBG8TV2tXdobpb2fT//Xqt/vp70krQuc0t7odJik7fK71Mpj2uMFPaYX46MhPRTkin7eJqN0JwlXSlim",
+	"NK6ASHsjsSjLm1c3EdHO9qaCFyM4PYlIX+t9u0YNBT+3kRL3X6In6EjMPhB69myw4sTTnvZGb9/lDaEc",
+	"lx4KbVLoymb1Lt0zfvDvs7AmUSchunYyOPnyaDg8ejC4HA5GA/vfP+jGpsC3+77hw3/4mTXdedLeaPhw",
+	"MBjQz64DT9obDW5uUrHmiLcLIX7626PLn77rgtE7qTwDjQhZU5WU1d5AqERCls+a6qOd+M5Hwu+yke8l",
+	"PHKaNgAa11uDEURO0r/+67/tltzykM4aZ+Nf//XfbQ/jbPtmnYq7VCW6odd8AbsB/O5yvKcnX+9+YP1D",
+	"DB8xWGhQlG9bFT4vX9m9olWL9PLVTQtpSSJM8cWRg66EbAXTsfh7R2uvQGNrIcyt8JaQLXH9M3z3TbJF",
+	"I3JjnCmJ2jdlwey4wzqXGUlFtmlzsgQMn6NO6oawdRZELKjWQ05CvqluQWijiNANoMkZtap1uhMYRHOX",
+	"HzRFFxLcPZlMX97bI+in7yrucV/9Ab4Pnx7wDeS2ZHGdyNGS/84PEP+D6vuYiIvHIm3yyda9VenYb5vb",
+	"T4G+c7VBURtlG4NyCrUnCn0n85Y8h34qa4F1KnwCl8qA+vBTgLFTEBO0xLc8JT21gUcSoO2pyHxH1RHE",
+	"fVF9WZxZK4a0W1345IhCjS6kubx8auMcKm9tfxiifuHIfwttrkcwyGpg/enga4g/onaWiroqu/WtLPsw",
+	"AeuoRM8D65iBudQGhoNBsBAJnJ58nYr4czOuKqv1xtZn2RrkP30Gw8bYNjx3DnoqyEEvkV2j9udg9ja7",
+	"LP5H+yS97gyYL8aKnfoxwoyJAotUGEnGMjwfVXa5rxnQZ0c6YAm3Gi4va5+m8XrX47Woq80+n7gM7Wyc",
+	"O9l8/2Sw94Ha2oddPvKRmlu8DjPsOjyGr66EcxorPPWXV35//txgD3+u/rbjPU7v3tVxvNdW4wXtPW42",
+	"SJ852L7XPBelEx1riyPRaSx88O7a+82crcCNTXUAy9Ax9C8g5BK+gMxpnQ1ZgueWwRcwPItSUFxHH2VO",
+	"xfnc2j8hfeh1R0vniPldGbq1JnynJ8n9bN/e9q79bYxPy9y5df5NQDk/Wdt2LxvlhANYdLJ1HwPlkcYf",
+	"xkL5wfupcN0w3dmbc6rJDfO9VmkqDfTTxjcC3xiIWj4A16nw3zK5q23yZPxhnGLjdAdgeauR6V7m6LSr",
+	"kNd9OSzxx5m06H9YkV8Ncu60cE8z4kVLbzcT7pNuOuoITh968Y1jnE5njYRmDnDkWkSO3OEKfeYwFY6w",
+	"+cK445SxLDg2aadtZ4+Uh4r6tJylgpuQfKoqZIoi1FJO6ZtGVLmfREWWdAKRhANm6T+0rd0JdD0nOuMd",
+	"ryD76/nT88vzzEG5bYgqZPRhOPdNOB0AScEZ67JNefwpvPsUPTf9SeN+68EBoc887q3ynd/n+9gFJZ4l",
+	"HZ5I+GCf413xWyl6/lVCGreUjVpGSl4r9YaaH79tNPXWMpJzqw/xd7d9sZc2WI2iTzwRzCB8OxIO3AmP",
+	"jTc2QQ2HSZ2HQaVdHse+giuXyNHuehtnwBSmQuFcXnt8Da8PnOir3x5bEk4922/sUks34UYt7+YzREfO",
+	"e5WGXDTm5dfwrD8mbv+cfNd3Fsbj160PenXXN8rmu5L04Gc6hMdG+vjYykdtljdWv37JBxGA9xerNV83",
+	"u8VKunIC383ndyxZlhmR+8F8K4G7CthGT+Nttu8FmRtdNyBbRz/BgR822YpsOuynosaalTjxGDgCYkUD",
+	"NciyYMFaZ80UXs3ltYuuWk9SkFUfCuAbrk0TZ3WYvWjc+8h88onAiV/tF5hEDAt7yEGrRO/wj+qr9fDB",
+	"som2+qVHrDdM3HbUveO8/ZW9rK6DtLl+dsdkQP1wm2gT5+l+pqmDhECt+3AuigDxdYYg1FK33BGqu3L6",
+	"G3sb7vfIs+jHgukNyCaK7Dxua1m3rIQdHSujsUO1d9LR8LW7o6Udrt2YUlLtx3pXy/gtzWp0A+G6W3lC",
+	"08kzGsvXvGwO5FpfuW421IgqCrdcBy/XE6x20wIoyjVJbd4Qda26eXXz/wIAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

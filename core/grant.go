@@ -34,10 +34,10 @@ const FleetScheme = "fleet://"
 // root pattern.
 const MaxFleetDepth = 8
 
-type scheme uint8
+type grantScheme uint8
 
 const (
-	schemeLease scheme = iota + 1
+	schemeLease grantScheme = iota + 1
 	schemeFleet
 )
 
@@ -52,7 +52,7 @@ const (
 // application namespaces, not tenants; grant the narrowest pattern that works.
 type Grant struct {
 	raw    string
-	scheme scheme
+	scheme grantScheme
 	access Access
 	lease  Selector // schemeLease
 	fleet  []string // schemeFleet: legal segments, "*" and "**"
@@ -128,18 +128,11 @@ func ParseGrants(ss []string) (Grants, error) {
 
 // AllGrants is the dev-mode permission set: everything on both schemes.
 func AllGrants() Grants {
+	everything, _ := ParseSelector("lease://**") // valid: TestAllGrants
 	return Grants{
-		{raw: "lease://**#*", scheme: schemeLease, access: ReadWrite, lease: mustSelector("lease://**")},
+		{raw: "lease://**#*", scheme: schemeLease, access: ReadWrite, lease: everything},
 		{raw: "fleet://**#*", scheme: schemeFleet, access: ReadWrite, fleet: []string{"**"}},
 	}
-}
-
-func mustSelector(s string) Selector {
-	sel, err := ParseSelector(s)
-	if err != nil {
-		panic(err)
-	}
-	return sel
 }
 
 // AllowsLease reports whether ONE lease grant with every permission in a

@@ -47,7 +47,7 @@ func TestParseGrant(t *testing.T) {
 		t.Run(tt.s, func(t *testing.T) {
 			g, err := ParseGrant(tt.s)
 			if tt.want == 0 {
-				assertCode(t, tt.s, err, CodeInvalidRequest)
+				assertSafeError(t, tt.s, err, CodeInvalidRequest)
 				return
 			}
 			if err != nil {
@@ -62,7 +62,7 @@ func TestParseGrant(t *testing.T) {
 
 func TestParseGrants_ReportsPosition(t *testing.T) {
 	_, err := ParseGrants([]string{"lease://**#read", "lease://secret-realm#read"})
-	assertCode(t, "lease://secret-realm", err, CodeInvalidRequest)
+	assertSafeError(t, "lease://secret-realm", err, CodeInvalidRequest)
 	if !strings.Contains(err.Error(), "grant 1:") {
 		t.Errorf("err = %v, want the position", err)
 	}
@@ -225,7 +225,7 @@ func BenchmarkAllowsLease(b *testing.B) {
 		sel := mustParseSelector(b, s)
 		b.Run(s, func(b *testing.B) {
 			for b.Loop() {
-				benchSink = gs.AllowsLease(sel, Read)
+				selectorBenchSink = gs.AllowsLease(sel, Read)
 			}
 		})
 	}

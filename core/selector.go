@@ -317,6 +317,9 @@ func (s Selector) Matches(r Route) bool {
 // MatchesKey is Matches on a Route.Key(), without allocating. A string
 // that is not three non-empty segments joined by "/" matches nothing.
 func (s Selector) MatchesKey(key string) bool {
+	if s.exact {
+		return key == s.prefix
+	}
 	i := strings.IndexByte(key, '/')
 	if i <= 0 {
 		return false

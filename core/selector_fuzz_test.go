@@ -25,7 +25,7 @@ func refMatch(pattern []string, r Route) bool {
 	return match(pattern, []string{r.Realm, r.Area, r.Resource})
 }
 
-func addSeeds(f *testing.F) {
+func addSelectorSeeds(f *testing.F) {
 	for _, s := range seedMustAccept {
 		f.Add(s)
 	}
@@ -45,7 +45,7 @@ func addSeeds(f *testing.F) {
 // its text, re-parses to the same classification, and matches exactly what
 // the reference matcher matches among routes built from its literals.
 func FuzzParseSelector(f *testing.F) {
-	addSeeds(f)
+	addSelectorSeeds(f)
 	f.Fuzz(func(t *testing.T, s string) {
 		sel, err := ParseSelector(s)
 		if err != nil {
@@ -61,13 +61,13 @@ func FuzzParseSelector(f *testing.F) {
 		if sel.String() != s || !reflect.DeepEqual(sel, again) {
 			t.Fatalf("re-parse differs: %+v vs %+v", sel, again)
 		}
-		checkExact(t, s, sel)
-		checkMatches(t, sel)
+		checkExactSelector(t, s, sel)
+		checkSelectorMatches(t, sel)
 	})
 }
 
-// checkExact: exact selectors and routes are the same thing.
-func checkExact(t *testing.T, s string, sel Selector) {
+// checkExactSelector: exact selectors and routes are the same thing.
+func checkExactSelector(t *testing.T, s string, sel Selector) {
 	r, ok := sel.Route()
 	pr, err := ParseRoute(s)
 	if ok != sel.IsExact() || ok != (err == nil) {
@@ -81,9 +81,9 @@ func checkExact(t *testing.T, s string, sel Selector) {
 	}
 }
 
-// checkMatches compares Matches, MatchesKey and the reference on every route
+// checkSelectorMatches compares Matches, MatchesKey and the reference on every route
 // made of the selector's literals plus one fresh literal, and checks Prefix.
-func checkMatches(t *testing.T, sel Selector) {
+func checkSelectorMatches(t *testing.T, sel Selector) {
 	alphabet := []string{"fresh"}
 	for _, seg := range sel.Segments() {
 		if seg != "*" && seg != "**" {
@@ -113,7 +113,7 @@ func checkMatches(t *testing.T, sel Selector) {
 // FuzzParseRoute: no panic; errors are typed; an accepted route prints back
 // to its input and agrees with NewRoute and ParseSelector.
 func FuzzParseRoute(f *testing.F) {
-	addSeeds(f)
+	addSelectorSeeds(f)
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := ParseRoute(s)
 		if err != nil {

@@ -17,9 +17,9 @@ func mustParseSelector(tb testing.TB, s string) Selector {
 	return sel
 }
 
-// assertCode checks that err is an *Error with code want whose message does
+// assertSafeError checks that err is an *Error with code want whose message does
 // not repeat the distinctive parts of input.
-func assertCode(t *testing.T, input string, err error, want Code) {
+func assertSafeError(t *testing.T, input string, err error, want Code) {
 	t.Helper()
 	var e *Error
 	if !errors.As(err, &e) {
@@ -72,7 +72,7 @@ func TestParseSelector_SeedReject(t *testing.T) {
 	for _, s := range seedMustReject {
 		t.Run(s, func(t *testing.T) {
 			_, err := ParseSelector(s)
-			assertCode(t, s, err, CodeInvalidSelector)
+			assertSafeError(t, s, err, CodeInvalidSelector)
 		})
 	}
 }
@@ -143,7 +143,7 @@ func TestParseSelector_DoubleStar(t *testing.T) {
 		t.Run(tt.s, func(t *testing.T) {
 			sel, err := ParseSelector(tt.s)
 			if tt.forms == nil {
-				assertCode(t, tt.s, err, CodeInvalidSelector)
+				assertSafeError(t, tt.s, err, CodeInvalidSelector)
 				return
 			}
 			if err != nil {
@@ -209,7 +209,7 @@ func TestParseSelector_Bounds(t *testing.T) {
 				}
 				return
 			}
-			assertCode(t, tt.s, err, CodeInvalidSelector)
+			assertSafeError(t, tt.s, err, CodeInvalidSelector)
 			if _, err := ParseRoute(tt.s); ErrorCode(err) != CodeInvalidRoute {
 				t.Errorf("ParseRoute: err = %v, want invalid_route", err)
 			}
@@ -251,7 +251,7 @@ func TestParseRoute(t *testing.T) {
 		"lease://a/b/**", "lease://a/**", "lease://acme/renderers/doc*", "") {
 		t.Run(s, func(t *testing.T) {
 			_, err := ParseRoute(s)
-			assertCode(t, s, err, CodeInvalidRoute)
+			assertSafeError(t, s, err, CodeInvalidRoute)
 		})
 	}
 }
@@ -276,7 +276,7 @@ func TestNewRoute(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewRoute(tt.segs[0], tt.segs[1], tt.segs[2])
-			assertCode(t, strings.Join(tt.segs[:], "/"), err, CodeInvalidRoute)
+			assertSafeError(t, strings.Join(tt.segs[:], "/"), err, CodeInvalidRoute)
 		})
 	}
 }
@@ -384,7 +384,7 @@ func TestSelector_MatchesDoesNotAllocate(t *testing.T) {
 	}
 }
 
-var benchSink bool
+var selectorBenchSink bool
 
 func BenchmarkMatches(b *testing.B) {
 	r := Route{"acme", "renderers", "document-123"}
@@ -392,7 +392,7 @@ func BenchmarkMatches(b *testing.B) {
 		sel := mustParseSelector(b, s)
 		b.Run(s, func(b *testing.B) {
 			for b.Loop() {
-				benchSink = sel.Matches(r)
+				selectorBenchSink = sel.Matches(r)
 			}
 		})
 	}
@@ -404,7 +404,7 @@ func BenchmarkMatchesKey(b *testing.B) {
 		sel := mustParseSelector(b, s)
 		b.Run(s, func(b *testing.B) {
 			for b.Loop() {
-				benchSink = sel.MatchesKey(key)
+				selectorBenchSink = sel.MatchesKey(key)
 			}
 		})
 	}

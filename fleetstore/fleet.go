@@ -98,14 +98,18 @@ func (f *Fleet) Names(ctx context.Context, family, root string) ([]string, error
 	return names, err
 }
 
-// each calls fn with successive full-size pages of root, in name order.
+// listPage is the page size of the Fleet's own walks (Names, Sweep). Tests
+// lower it to cross page boundaries with a few rows.
+var listPage = MaxPageSize
+
+// each calls fn with successive pages of root, in name order.
 func (f *Fleet) each(ctx context.Context, family, root string, fn func([]Row) error) error {
 	if err := checkScope(family, root); err != nil {
 		return err
 	}
 	after := ""
 	for {
-		rows, more, err := f.store.Desired(ctx, family, root, after, MaxPageSize)
+		rows, more, err := f.store.Desired(ctx, family, root, after, listPage)
 		if err != nil {
 			return err
 		}

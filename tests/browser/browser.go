@@ -89,7 +89,7 @@ var Flags = map[string]any{
 	"disable-sync":                  true,
 	"disable-domain-reliability":    true,
 	"no-pings":                      true,
-	"host-resolver-rules":           "MAP * ~NOTFOUND, EXCLUDE localhost",
+	"host-resolver-rules":           "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1, EXCLUDE [::1]",
 }
 
 // Options configures Start.
@@ -164,12 +164,9 @@ func Start(t testing.TB, opts Options) *Session {
 		t.Fatalf("starting %s: %v\nbrowser output:\n%s", path, err, output.String())
 	}
 	// Record CSP violations: DevTools-injected scripts run despite the CSP.
-	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
-			Source: cspListener,
-		})
-		return err
-	})); err != nil {
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+		Source: cspListener,
+	}); err != nil {
 		t.Fatalf("installing the CSP listener: %v", err)
 	}
 	return &Session{Ctx: ctx, rec: rec}
@@ -231,10 +228,45 @@ func (s *Session) CSPViolations() ([]string, error) {
 	return chromedp.Run(s.Ctx, chromedp.Evaluate[[]string](`window.__musterCSP || []`))
 }
 
+// Step runs actions with a time limit (30s when zero). On failure it saves
+// a screenshot and fails the test with the requests and problems so far.
+func (s *Session) Step(t testing.TB, what string, limit time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if limit == 0 {
+		limit = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(s.Ctx, limit)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		s.Fail(t, fmt.Sprintf("%s: %v", what, err))
+	}
+}
+
+// Fail saves a screenshot (failed.png) and fails the test with msg, the
+// requests and the problems seen so far.
+func (s *Session) Fail(t testing.TB, msg string) {
+	t.Helper()
+	var shot string
+	ctx, cancel := context.WithTimeout(s.Ctx, 10*time.Second)
+	defer cancel()
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		shot = filepath.Join(t.ArtifactDir(), "failed.png")
+		if os.WriteFile(shot, png, 0o644) != nil {
+			shot = ""
+		}
+	}
+	var reqs strings.Builder
+	for _, r := range s.Requests() {
+		reqs.WriteString("\t" + r.String() + "\n")
+	}
+	t.Fatalf("%s\nscreenshot: %s (kept with go test -artifacts)\nrequests:\n%sproblems:\n\t%s",
+		msg, shot, reqs.String(), strings.Join(s.Problems(), "\n\t"))
+}
+
 // Screenshot saves a PNG of the whole page as name in the test's artifact
 // directory (kept with go test -artifacts -outputdir DIR) and returns its
 // path.
-func (s *Session) Screenshot(t *testing.T, name string) string {
+func (s *Session) Screenshot(t testing.TB, name string) string {
 	t.Helper()
 	png, err := chromedp.Run(s.Ctx, chromedp.FullScreenshot(100))
 	if err != nil {
@@ -274,9 +306,17 @@ func IsLocalURL(u string) bool {
 // loop and must return at once.
 type recorder struct {
 	mu       sync.Mutex
-	order    []network.RequestID
-	byID     map[network.RequestID]*Request
+	reqs     []*Request                     // in the order they started
+	live     map[network.RequestID]*Request // the latest hop of each request id
 	problems []string
+}
+
+func (r *recorder) add(id network.RequestID, req *Request) {
+	if r.live == nil {
+		r.live = map[network.RequestID]*Request{}
+	}
+	r.reqs = append(r.reqs, req)
+	r.live[id] = req
 }
 
 func (r *recorder) listen(ev any) {
@@ -284,43 +324,30 @@ func (r *recorder) listen(ev any) {
 	defer r.mu.Unlock()
 	switch ev := ev.(type) {
 	case *network.EventRequestWillBeSent:
-		if r.byID == nil {
-			r.byID = map[network.RequestID]*Request{}
+		// A redirect reuses the request id: close the previous hop.
+		if prev := r.live[ev.RequestID]; prev != nil && ev.RedirectResponse != nil {
+			prev.Status = ev.RedirectResponse.Status
 		}
 		req := &Request{Type: string(ev.Type)}
 		if ev.Request != nil {
 			req.URL, req.Method = ev.Request.URL, ev.Request.Method
 		}
-		// A redirect reuses the request id: keep each hop.
-		if prev, ok := r.byID[ev.RequestID]; ok && ev.RedirectResponse != nil {
-			prev.Status = ev.RedirectResponse.Status
-			r.order = append(r.order, "")
-			r.byID[network.RequestID(fmt.Sprintf("%s#%d", ev.RequestID, len(r.order)))] = prev
-		}
-		if _, ok := r.byID[ev.RequestID]; !ok || ev.RedirectResponse != nil {
-			r.order = append(r.order, ev.RequestID)
-		}
-		r.byID[ev.RequestID] = req
+		r.add(ev.RequestID, req)
 	case *network.EventResponseReceived:
-		if req := r.byID[ev.RequestID]; req != nil && ev.Response != nil {
+		if req := r.live[ev.RequestID]; req != nil && ev.Response != nil {
 			req.Status = ev.Response.Status
 		}
 	case *network.EventLoadingFailed:
-		if req := r.byID[ev.RequestID]; req != nil {
+		if req := r.live[ev.RequestID]; req != nil {
 			req.Failed = ev.ErrorText
 			if ev.BlockedReason != "" {
 				req.Failed += " (blocked: " + string(ev.BlockedReason) + ")"
 			}
 		}
 	case *network.EventWebSocketCreated:
-		r.order = append(r.order, network.RequestID("ws:"+string(ev.RequestID)))
-		if r.byID == nil {
-			r.byID = map[network.RequestID]*Request{}
-		}
-		r.byID[network.RequestID("ws:"+string(ev.RequestID))] = &Request{URL: ev.URL, Method: "GET", Type: "WebSocket"}
+		r.add("ws:"+ev.RequestID, &Request{URL: ev.URL, Method: "GET", Type: "WebSocket"})
 	case *runtime.EventExceptionThrown:
-		d := ev.ExceptionDetails
-		if d != nil {
+		if d := ev.ExceptionDetails; d != nil {
 			msg := d.Text
 			if d.Exception != nil && d.Exception.Description != "" {
 				msg += " " + d.Exception.Description
@@ -328,7 +355,7 @@ func (r *recorder) listen(ev any) {
 			r.problems = append(r.problems, fmt.Sprintf("exception at %s:%d: %s", d.URL, d.LineNumber+1, msg))
 		}
 	case *runtime.EventConsoleAPICalled:
-		if ev.Type == runtime.APITypeError || ev.Type == runtime.APITypeAssert {
+		if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
 			var parts []string
 			for _, a := range ev.Args {
 				if a.Description != "" {
@@ -340,7 +367,7 @@ func (r *recorder) listen(ev any) {
 			r.problems = append(r.problems, "console."+string(ev.Type)+": "+strings.Join(parts, " "))
 		}
 	case *cdplog.EventEntryAdded:
-		if e := ev.Entry; e != nil && e.Level == cdplog.LevelError {
+		if e := ev.Entry; e != nil && e.Level == cdplog.EntryLevelError {
 			r.problems = append(r.problems, fmt.Sprintf("log %s: %s %s", e.Source, e.Text, e.URL))
 		}
 	}
@@ -349,15 +376,9 @@ func (r *recorder) listen(ev any) {
 func (r *recorder) requests() []Request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	seen := map[*Request]bool{}
-	var out []Request
-	for _, id := range r.order {
-		req := r.byID[id]
-		if id == "" || req == nil || seen[req] {
-			continue
-		}
-		seen[req] = true
-		out = append(out, *req)
+	out := make([]Request, len(r.reqs))
+	for i, req := range r.reqs {
+		out[i] = *req
 	}
 	return out
 }

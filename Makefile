@@ -1,0 +1,44 @@
+# Muster. `make run` serves on the embedded defaults; `make test` runs every
+# check CI runs, installing what it needs (PostgreSQL, Chromium) when absent.
+SHELL := /bin/bash
+GO    ?= go
+PKGS  := ./...
+
+.PHONY: run build generate check-generated vet staticcheck test test-go bench fuzz clean
+
+run:
+	$(GO) run ./cmd/muster serve
+
+build:
+	$(GO) build -o bin/muster ./cmd/muster
+
+generate:
+	$(GO) generate ./api
+
+# Fails when api/ is stale against openapi.yaml.
+check-generated:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(GO) tool oapi-codegen -config api/config.yaml -o "$$tmp/api.gen.go" openapi.yaml && \
+	cmp -s "$$tmp/api.gen.go" api/api.gen.go && cmp -s openapi.yaml api/openapi.yaml || \
+	{ echo "api/ is stale: run 'make generate' and commit the result"; exit 1; }
+
+vet:
+	$(GO) vet $(PKGS)
+
+staticcheck:
+	$(GO) tool staticcheck $(PKGS)
+
+# The whole suite: static checks, then every test against real dependencies.
+test: check-generated vet staticcheck
+	@bash tests/run.sh
+
+bench:
+	@bash tests/bench.sh
+
+fuzz:
+	$(GO) test ./core -run='^$$' -fuzz=FuzzParseSelector -fuzztime=60s
+	$(GO) test ./core -run='^$$' -fuzz=FuzzParseRoute -fuzztime=60s
+	$(GO) test ./sse -run='^$$' -fuzz=FuzzDecoder -fuzztime=60s
+
+clean:
+	rm -rf bin muster-data

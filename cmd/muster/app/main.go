@@ -1,0 +1,179 @@
+// Package app is the muster command's wiring: flags, configuration, the
+// broker, the HTTP server and graceful shutdown. main is a thin shell over
+// Main so that tests run the same code on port 0 with a temp dir.
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster/handlers"
+)
+
+// Defaults of `muster serve`.
+const (
+	DefaultAddr    = "127.0.0.1:7420"
+	DefaultDataDir = "./muster-data"
+)
+
+// Main is one broker process.
+type Main struct {
+	Addr        string
+	DataDir     string
+	ConfigPath  string
+	InsecureDev bool
+
+	// Clock drives the core; nil is the wall clock. Tests inject one.
+	Clock  core.Clock
+	Logger *slog.Logger
+
+	broker   *core.Broker
+	server   *http.Server
+	listener net.Listener
+	served   chan error
+}
+
+// NewMain returns a Main with the defaults.
+func NewMain() *Main {
+	return &Main{Addr: DefaultAddr, DataDir: DefaultDataDir}
+}
+
+// ParseFlags reads the flags of `muster serve`.
+func (m *Main) ParseFlags(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("muster serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&m.Addr, "addr", m.Addr, "listen address HOST:PORT")
+	fs.StringVar(&m.DataDir, "data-dir", m.DataDir, "directory for durable data (the fleet store)")
+	fs.StringVar(&m.ConfigPath, "config", m.ConfigPath, "YAML configuration file (tokens and grants); none = dev mode")
+	fs.BoolVar(&m.InsecureDev, "insecure-dev", m.InsecureDev, "allow dev mode (no tokens) on a non-loopback address")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// Open loads the configuration, starts the core and begins serving. It
+// returns once the listener is bound.
+func (m *Main) Open() error {
+	if m.Logger == nil {
+		m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	cfg, err := LoadConfig(m.ConfigPath)
+	if err != nil {
+		return err
+	}
+	tokens, err := cfg.AuthTokens()
+	if err != nil {
+		return err
+	}
+	auth := handlers.NewAuthenticator(tokens)
+	if auth.DevMode() && !m.InsecureDev && !loopback(m.Addr) {
+		return fmt.Errorf("refusing to serve without tokens on non-loopback address %s: configure tokens or pass --insecure-dev", m.Addr)
+	}
+	if err := os.MkdirAll(m.DataDir, 0o750); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+
+	m.broker = core.NewBroker(core.Config{
+		Epoch:          randomText(12),
+		IncarnationKey: randomBytes(32),
+	}, m.Clock)
+	h, err := handlers.New(handlers.Options{
+		Broker:  m.broker,
+		Auth:    auth,
+		Metrics: handlers.NewMetrics(m.broker),
+		Logger:  m.Logger,
+	})
+	if err != nil {
+		m.broker.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", m.Addr)
+	if err != nil {
+		m.broker.Close()
+		return err
+	}
+	m.listener = ln
+	m.server = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+	}
+	m.served = make(chan error, 1)
+	go func() { m.served <- m.server.Serve(ln) }()
+	if auth.DevMode() {
+		m.Logger.Warn("dev mode: no tokens configured; every request is family \"default\" with all grants")
+	}
+	m.Logger.Info("muster serving", "addr", ln.Addr().String(), "epoch", m.broker.Epoch(), "data_dir", m.DataDir)
+	return nil
+}
+
+// URL is the base URL the broker serves on.
+func (m *Main) URL() string { return "http://" + m.listener.Addr().String() }
+
+// Epoch is this broker lifetime's id.
+func (m *Main) Epoch() string { return m.broker.Epoch() }
+
+// Wait blocks until the server stops on its own (or fails).
+func (m *Main) Wait() error {
+	err := <-m.served
+	m.served <- err
+	return err
+}
+
+// Close shuts down gracefully: stop accepting, let in-flight requests end
+// (bounded by ctx), then stop the core.
+func (m *Main) Close(ctx context.Context) error {
+	var err error
+	if m.server != nil {
+		err = m.server.Shutdown(ctx)
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = m.server.Close()
+		}
+		if serveErr := m.Wait(); serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+			err = errors.Join(err, serveErr)
+		}
+	}
+	if m.broker != nil {
+		m.broker.Close()
+	}
+	m.Logger.Info("muster stopped")
+	return err
+}
+
+// loopback reports whether addr's host is a loopback address or name.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+func randomText(n int) string { return base64.RawURLEncoding.EncodeToString(randomBytes(n)) }

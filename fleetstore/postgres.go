@@ -1,0 +1,244 @@
+package fleetstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DefaultPostgresConns is the connection limit of a PostgreSQL store unless
+// the URL's pool_max_conns parameter (pgxpool's spelling) says otherwise.
+const DefaultPostgresConns = 8
+
+// The schema. Names are compared in the "C" collation, so ORDER BY and ">"
+// are byte order on every server whatever its locale. Specs are bytea: json
+// would keep the text but not guarantee it byte for byte across encodings,
+// and jsonb rewrites it.
+const (
+	pgVersionTable = "muster_schema_version"
+	pgComponent    = "fleetstore"
+	// pgMigrateLock is the pg_advisory_xact_lock key serializing migrations of
+	// brokers starting together (an arbitrary constant: "fleetsto" in ASCII).
+	pgMigrateLock = 0x666c65657473746f
+)
+
+// pgMigrations[i] takes the schema from version i to version i+1. Append only.
+var pgMigrations = [][]string{
+	{
+		`CREATE TABLE muster_fleet_counters (
+			family  text COLLATE "C" NOT NULL,
+			root    text COLLATE "C" NOT NULL,
+			next_id bigint NOT NULL CHECK (next_id > 0),
+			PRIMARY KEY (family, root))`,
+		`CREATE TABLE muster_fleet_specs (
+			family text COLLATE "C" NOT NULL,
+			root   text COLLATE "C" NOT NULL,
+			name   text COLLATE "C" NOT NULL,
+			spec   bytea NOT NULL,
+			PRIMARY KEY (family, root, name))`,
+	},
+}
+
+// pgRegister is Register's critical section in one statement: bump (or create
+// at 2) the root's counter under its row lock, and insert the spec under the
+// number it had. The counter row lock serializes concurrent registers of one
+// root across every broker sharing the database.
+const pgRegister = `
+WITH c AS (
+	INSERT INTO muster_fleet_counters AS t (family, root, next_id)
+	VALUES ($1::text, $2::text, 2)
+	ON CONFLICT (family, root) DO UPDATE SET next_id = t.next_id + 1
+	RETURNING t.next_id - 1 AS n
+)
+INSERT INTO muster_fleet_specs (family, root, name, spec)
+SELECT $1::text, $2::text, $3::text || '-' || c.n::text, $4::bytea FROM c
+RETURNING name`
+
+type pgStore struct {
+	pool *connPool
+}
+
+// OpenPostgres connects to the PostgreSQL database at connURL
+// (postgres://… or postgresql://…) and creates or migrates the schema, which
+// several brokers may do at once. The optional pool_max_conns query parameter
+// bounds the connections (DefaultPostgresConns). A database whose schema is
+// newer than this broker knows is refused.
+func OpenPostgres(ctx context.Context, connURL string) (Store, error) {
+	cfg, maxConns, err := pgConfig(connURL)
+	if err != nil {
+		return nil, err
+	}
+	s := &pgStore{pool: newConnPool(cfg, maxConns)}
+	if err := s.pool.with(ctx, func(c *pgx.Conn) error { return migrate(ctx, c) }); err != nil {
+		s.pool.close()
+		return nil, pgErr("open", err)
+	}
+	return s, nil
+}
+
+// pgConfig parses the URL, taking pool_max_conns out of it.
+func pgConfig(connURL string) (*pgx.ConnConfig, int, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("postgres store URL %s", why) // never echo the URL: it may hold a password
+	}
+	u, err := url.Parse(connURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, 0, backendErr("open", bad("is not a postgres:// URL"), false)
+	}
+	maxConns := DefaultPostgresConns
+	q := u.Query()
+	if v := q.Get("pool_max_conns"); v != "" {
+		if maxConns, err = strconv.Atoi(v); err != nil || maxConns < 1 {
+			return nil, 0, backendErr("open", bad("has a bad pool_max_conns"), false)
+		}
+		q.Del("pool_max_conns")
+		u.RawQuery = q.Encode()
+	}
+	cfg, err := pgx.ParseConfig(u.String())
+	if err != nil {
+		return nil, 0, backendErr("open", bad("cannot be parsed"), false)
+	}
+	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
+		cfg.RuntimeParams["application_name"] = "muster"
+	}
+	return cfg, maxConns, nil
+}
+
+// migrate creates or migrates the schema in one transaction, under an
+// advisory lock so that brokers starting together take turns.
+func migrate(ctx context.Context, c *pgx.Conn) error {
+	return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(pgMigrateLock)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+pgVersionTable+` (
+			component text PRIMARY KEY,
+			version   integer NOT NULL)`); err != nil {
+			return err
+		}
+		var have int
+		err := tx.QueryRow(ctx, `SELECT version FROM `+pgVersionTable+` WHERE component = $1`,
+			pgComponent).Scan(&have)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if have > len(pgMigrations) {
+			return fmt.Errorf("database schema of %s is version %d; this broker knows up to %d",
+				pgComponent, have, len(pgMigrations))
+		}
+		for _, step := range pgMigrations[have:] {
+			for _, stmt := range step {
+				if _, err := tx.Exec(ctx, stmt); err != nil {
+					return err
+				}
+			}
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO `+pgVersionTable+` (component, version) VALUES ($1, $2)
+			ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version`,
+			pgComponent, len(pgMigrations))
+		return err
+	})
+}
+
+func (s *pgStore) Register(ctx context.Context, family, root, kind string, spec []byte) (string, error) {
+	var name string
+	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, pgRegister, family, root, kind, spec).Scan(&name)
+	})
+	if err != nil {
+		return "", pgErr("register", err)
+	}
+	return name, nil
+}
+
+func (s *pgStore) Get(ctx context.Context, family, root, name string) (Row, error) {
+	var spec []byte
+	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT spec FROM muster_fleet_specs
+			WHERE family = $1 AND root = $2 AND name = $3`, family, root, name).Scan(&spec)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Row{}, errSpecNotFound()
+	}
+	if err != nil {
+		return Row{}, pgErr("read", err)
+	}
+	return Row{Name: name, Spec: spec}, nil
+}
+
+func (s *pgStore) Forget(ctx context.Context, family, root string, names ...string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `DELETE FROM muster_fleet_specs
+			WHERE family = $1 AND root = $2 AND name = ANY($3::text[])`, family, root, names)
+		return err
+	})
+	return pgErr("forget", err)
+}
+
+func (s *pgStore) Desired(ctx context.Context, family, root, after string, limit int) ([]Row, bool, error) {
+	rows := make([]Row, 0, min(limit, DefaultPageSize))
+	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		rows = rows[:0]
+		r, err := c.Query(ctx, `SELECT name, spec FROM muster_fleet_specs
+			WHERE family = $1 AND root = $2 AND name > $3
+			ORDER BY name LIMIT $4`, family, root, after, limit+1)
+		if err != nil {
+			return err
+		}
+		var name string
+		var spec []byte // pgx copies bytea into a fresh slice on every scan
+		_, err = pgx.ForEachRow(r, []any{&name, &spec}, func() error {
+			rows = append(rows, Row{Name: name, Spec: spec})
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, false, pgErr("list", err)
+	}
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
+	}
+	return rows, more, nil
+}
+
+func (s *pgStore) Close() error {
+	s.pool.close()
+	return nil
+}
+
+// pgErr wraps a PostgreSQL failure, telling transient ones (no connection,
+// server shutting down or out of resources, a cancelled call) from the rest.
+func pgErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return backendErr(op, err, pgTransient(err))
+}
+
+func pgTransient(err error) bool {
+	var pge *pgconn.PgError
+	if errors.As(err, &pge) {
+		return strings.HasPrefix(pge.Code, "08") || // connection exception
+			strings.HasPrefix(pge.Code, "53") || // insufficient resources
+			strings.HasPrefix(pge.Code, "57P") || // operator intervention: shutdown, cannot connect now
+			pge.Code == "40001" || pge.Code == "40P01" // serialization failure, deadlock
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) ||
+		pgconn.SafeToRetry(err) || errors.Is(err, errPoolClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}

@@ -1,0 +1,42 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/musterhq/muster/api"
+	"github.com/musterhq/muster/core"
+)
+
+// Healthz answers while the process is alive.
+func (s *Server) Healthz(context.Context, api.HealthzRequestObject) (api.HealthzResponseObject, error) {
+	dev := s.auth.DevMode()
+	return api.Healthz200JSONResponse{Status: "ok", Epoch: s.broker.Epoch(), DevMode: &dev}, nil
+}
+
+// Readyz answers 200 when the actor answers and the dependencies are reachable.
+func (s *Server) Readyz(ctx context.Context, req api.ReadyzRequestObject) (api.ReadyzResponseObject, error) {
+	if _, err := s.broker.Stats(ctx); err != nil {
+		return nil, core.Errorf(core.CodeUnavailable, "the lease core does not answer")
+	}
+	dev := s.auth.DevMode()
+	return api.Readyz200JSONResponse{Status: "ready", Epoch: s.broker.Epoch(), DevMode: &dev}, nil
+}
+
+// The following are served by routes (they need the writer) and never reach
+// the strict layer.
+
+func (s *Server) Docs(context.Context, api.DocsRequestObject) (api.DocsResponseObject, error) {
+	return nil, errNotImplemented
+}
+
+func (s *Server) Metrics(context.Context, api.MetricsRequestObject) (api.MetricsResponseObject, error) {
+	return nil, errNotImplemented
+}
+
+func (s *Server) OpenapiSpec(context.Context, api.OpenapiSpecRequestObject) (api.OpenapiSpecResponseObject, error) {
+	return nil, errNotImplemented
+}
+
+func (s *Server) WatchLeases(context.Context, api.WatchLeasesRequestObject) (api.WatchLeasesResponseObject, error) {
+	return nil, errNotImplemented
+}

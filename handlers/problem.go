@@ -1,0 +1,48 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/musterhq/muster/core"
+)
+
+// problem is an RFC 9457 problem body with Muster's stable code.
+type problem struct {
+	Type   string    `json:"type"`
+	Title  string    `json:"title"`
+	Status int       `json:"status"`
+	Detail string    `json:"detail,omitempty"`
+	Code   core.Code `json:"code"`
+}
+
+// writeProblem answers code with detail. The detail never contains a
+// submitted value, a session id or schema internals.
+func writeProblem(w http.ResponseWriter, code core.Code, detail string) {
+	status := code.HTTPStatus()
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(problem{
+		Type:   "about:blank",
+		Title:  http.StatusText(status),
+		Status: status,
+		Detail: detail,
+		Code:   code,
+	})
+}
+
+// writeError answers err: a *core.Error with its own code and message,
+// anything else as `internal` (logged, never shown).
+func writeError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err error) {
+	var e *core.Error
+	if errors.As(err, &e) {
+		writeProblem(w, e.Code, e.Message)
+		return
+	}
+	log.Error("internal error", "method", r.Method, "route", routePattern(r), "err", err)
+	writeProblem(w, core.CodeInternal, "internal error")
+}

@@ -1,0 +1,140 @@
+// Package handlers serves Muster's HTTP contract: it implements the server
+// interface generated from openapi.yaml, authenticates callers, answers every
+// failure as RFC 9457 problem+json with a stable code, and translates HTTP
+// into core commands. It holds no lease state of its own.
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/musterhq/muster/api"
+	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster/handlers/swaggerui"
+)
+
+// Options wire a Server.
+type Options struct {
+	Broker  *core.Broker
+	Auth    *Authenticator
+	Metrics *Metrics
+	Logger  *slog.Logger
+	// Ready reports whether dependencies beyond the actor are reachable.
+	Ready func(*http.Request) error
+}
+
+// Server is the HTTP face of one broker.
+type Server struct {
+	broker  *core.Broker
+	auth    *Authenticator
+	metrics *Metrics
+	log     *slog.Logger
+	ready   func(*http.Request) error
+	docs    http.Handler
+}
+
+// New builds the router: chi, the generated routes behind the contract
+// middleware (authentication, body bounds, kin-openapi request validation),
+// and the operations endpoints.
+func New(opt Options) (http.Handler, error) {
+	if opt.Broker == nil || opt.Auth == nil || opt.Metrics == nil {
+		return nil, errors.New("handlers: Broker, Auth and Metrics are required")
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	s := &Server{broker: opt.Broker, auth: opt.Auth, metrics: opt.Metrics, log: opt.Logger, ready: opt.Ready}
+	spec, err := api.GetSpec()
+	if err != nil {
+		return nil, fmt.Errorf("handlers: embedded spec: %w", err)
+	}
+	s.docs = swaggerui.Handler("/openapi.yaml")
+	c, err := newContract(spec, opt.Auth, opt.Logger)
+	if err != nil {
+		return nil, err
+	}
+
+	r := chi.NewRouter()
+	r.Use(s.epochHeader, s.metrics.middleware, s.recoverer)
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
+		writeProblem(w, core.CodeNotFound, "no such route")
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+		writeProblem(w, core.CodeMethodNotAllowed, "the route does not take this method")
+	})
+	r.Handle("/docs/*", s.docs)
+	r.Group(func(r chi.Router) {
+		r.Use(c.middleware)
+		strict := api.NewStrictHandlerWithOptions(s, nil, api.StrictHTTPServerOptions{
+			RequestErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, _ error) {
+				writeProblem(w, core.CodeInvalidRequest, "the request body does not match its schema")
+			},
+			ResponseErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
+				writeError(s.log, w, r, err)
+			},
+		})
+		api.HandlerWithOptions(routes{ServerInterface: strict, s: s}, api.ChiServerOptions{
+			BaseRouter: r,
+			ErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, _ error) {
+				writeProblem(w, core.CodeInvalidRequest, "a parameter is missing or invalid")
+			},
+		})
+	})
+	return r, nil
+}
+
+// routes overrides the generated operations that are not JSON: they need
+// the response writer itself.
+type routes struct {
+	api.ServerInterface
+	s *Server
+}
+
+func (rt routes) Docs(w http.ResponseWriter, r *http.Request) { rt.s.docs.ServeHTTP(w, r) }
+
+func (rt routes) Metrics(w http.ResponseWriter, r *http.Request) {
+	promhttp.HandlerFor(rt.s.metrics.Registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}
+
+func (rt routes) OpenapiSpec(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(api.SpecYAML)
+}
+
+func (rt routes) WatchLeases(w http.ResponseWriter, _ *http.Request, _ api.WatchLeasesParams) {
+	writeError(rt.s.log, w, nil, errNotImplemented)
+}
+
+func (s *Server) epochHeader(next http.Handler) http.Handler {
+	epoch := s.broker.Epoch()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Muster-Epoch", epoch)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recoverer turns a panic into a logged `internal` problem.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic", "route", routePattern(r), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			writeProblem(w, core.CodeInternal, "internal error")
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+var errNotImplemented = core.Errorf(core.CodeNotImplemented, "this operation is not implemented yet")

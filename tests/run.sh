@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every Go test against real dependencies: a throwaway PostgreSQL
+# (started here unless MUSTER_TEST_PG_URL is given; MUSTER_TEST_PG=off opts
+# out explicitly) and Debian's Chromium (installed here unless present;
+# MUSTER_TEST_BROWSER=off opts out explicitly).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cleanup() { :; }
+trap 'cleanup' EXIT
+
+if [[ "${MUSTER_TEST_PG:-on}" != "off" && -z "${MUSTER_TEST_PG_URL:-}" && -x tests/pg/start.sh ]]; then
+  MUSTER_TEST_PG_URL="$(bash tests/pg/start.sh)"
+  export MUSTER_TEST_PG_URL
+  cleanup() { bash tests/pg/stop.sh || true; }
+fi
+if [[ "${MUSTER_TEST_BROWSER:-on}" != "off" && -x tests/browser/install.sh ]]; then
+  bash tests/browser/install.sh
+fi
+
+go test -count=1 -timeout 12m ./...
