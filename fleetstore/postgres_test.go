@@ -127,14 +127,15 @@ func TestPostgresPoolMaxConns(t *testing.T) {
 // TestPostgresReconnects: connections killed by the server (a restart, an
 // administrator) cost a reconnect, not a failed call, once they sat idle.
 func TestPostgresReconnects(t *testing.T) {
-	u := MustPostgresSchema(t)
-	f := New(MustOpenPostgresURL(t, u))
+	app := "muster_test_" + randomHex(t, 6) // terminate this test's connections only
+	f := New(MustOpenPostgresURL(t, MustPostgresSchema(t)+"&application_name="+app))
 	mustRegister(t, f, fam, root, "repo", `1`)
-	c := pgConnect(t, PostgresURL(t))
-	_, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE application_name = 'muster' AND pid <> pg_backend_pid()
-		AND datname = current_database()`)
+	tag, err := pgConnect(t, PostgresURL(t)).Exec(ctx, `SELECT pg_terminate_backend(pid)
+		FROM pg_stat_activity WHERE application_name = $1`, app)
 	must(t, err)
+	if tag.RowsAffected() == 0 {
+		t.Fatal("found no connection to terminate")
+	}
 	time.Sleep(pingAfter + 100*time.Millisecond)
 	if _, err := f.Register(ctx, fam, root, "repo", []byte(`2`)); err != nil {
 		t.Fatalf("Register after the server dropped the idle connection: %v", err)

@@ -39,6 +39,7 @@ type operation struct {
 	public     bool  // security: [] — no token needed
 	queryToken bool  // accepts access_token (watch only)
 	bodyLimit  int64 // 0: the operation takes no body
+	noInput    bool  // no parameters and no body: nothing to validate
 }
 
 // contract authenticates, bounds the body and validates the request against
@@ -65,6 +66,7 @@ func newContract(spec *openapi3.T, auth *Authenticator, log *slog.Logger) (*cont
 			o := &operation{route: routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op}}
 			o.public = op.Security != nil && len(*op.Security) == 0
 			o.queryToken = op.OperationID == "watchLeases"
+			o.noInput = len(op.Parameters) == 0 && len(item.Parameters) == 0 && op.RequestBody == nil
 			if op.RequestBody != nil {
 				o.bodyLimit = DefaultBodyLimit
 				if l, ok := bodyLimits[op.OperationID]; ok {
@@ -106,6 +108,10 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 				writeError(c.log, w, r, err)
 				return
 			}
+		}
+		if op.noInput {
+			next.ServeHTTP(w, r)
+			return
 		}
 		params := make(map[string]string, len(rctx.URLParams.Keys))
 		for i, k := range rctx.URLParams.Keys {

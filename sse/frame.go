@@ -41,7 +41,7 @@ func AppendEvent(b []byte, ev Event) []byte {
 	}
 	data := ev.Data
 	for {
-		i := bytes.IndexAny(data, "\r\n")
+		i := indexEOL(data)
 		if i < 0 {
 			b = append(b, "data: "...)
 			b = append(b, data...)
@@ -93,4 +93,16 @@ func appendRetry(b []byte, d time.Duration) []byte {
 	b = append(b, "retry: "...)
 	b = strconv.AppendInt(b, d.Milliseconds(), 10)
 	return append(b, '\n', '\n')
+}
+
+// indexEOL returns the index of the first CR or LF in b, or -1.
+func indexEOL(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return bytes.IndexByte(b, '\r')
+	}
+	if j := bytes.IndexByte(b[:i], '\r'); j >= 0 {
+		return j
+	}
+	return i
 }

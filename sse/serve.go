@@ -123,7 +123,7 @@ func Serve(w http.ResponseWriter, r *http.Request, s *Stream, opt Options) error
 			s.trim()
 			bp := getBuf()
 			*bp = appendComment((*bp)[:0], "keepalive")
-			err := wr.write(*bp)
+			err := wr.write(*bp, true)
 			putBuf(bp)
 			if err != nil {
 				return err
@@ -154,12 +154,21 @@ func (wr *writer) writeBatch(s *Stream, first bool) (ending bool, err error) {
 		return false, nil
 	}
 	bp := getBuf()
+	defer putBuf(bp)
 	buf := (*bp)[:0]
 	if first && wr.opt.Retry > 0 {
 		buf = appendRetry(buf, wr.opt.Retry)
 	}
 	for _, ev := range b.events {
 		buf = AppendEvent(buf, ev)
+		if len(buf) >= chunkSize {
+			// Write as we go, so that the buffer stays near one chunk
+			// whatever the size of the batch.
+			if err := wr.write(buf, false); err != nil {
+				return false, err
+			}
+			buf = buf[:0]
+		}
 	}
 	clear(b.events) // drop the Data references before the slice is reused
 	wr.spare = nil
@@ -176,20 +185,20 @@ func (wr *writer) writeBatch(s *Stream, first bool) (ending bool, err error) {
 		}
 		buf = AppendEvent(buf, final)
 	}
-	err = wr.write(buf)
+	err = wr.write(buf, true)
 	*bp = buf
-	putBuf(bp)
 	return b.ending && err == nil, err
 }
 
 // chunkSize is the most written under one write deadline.
 const chunkSize = 32 << 10
 
-// write writes p in chunks, each under a fresh write deadline (the last one
-// shared with the flush), and clears the deadline afterwards: with HTTP/2 a
-// pending deadline resets the stream even when nothing is being written.
-func (wr *writer) write(p []byte) error {
-	for {
+// write writes p in chunks, each under a fresh write deadline. With flush
+// it then flushes under the last chunk's deadline and clears the deadline:
+// with HTTP/2 a pending deadline resets the stream even when nothing is
+// being written.
+func (wr *writer) write(p []byte, flush bool) error {
+	for first := true; first || len(p) > 0; first = false {
 		if err := wr.rc.SetWriteDeadline(time.Now().Add(wr.opt.WriteTimeout)); err != nil {
 			return err
 		}
@@ -198,9 +207,9 @@ func (wr *writer) write(p []byte) error {
 			return err
 		}
 		p = p[n:]
-		if len(p) == 0 {
-			break
-		}
+	}
+	if !flush {
+		return nil
 	}
 	if err := wr.rc.Flush(); err != nil {
 		return err
@@ -215,7 +224,7 @@ func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
 
 func putBuf(bp *[]byte) {
 	if cap(*bp) > 256<<10 {
-		return // let a buffer grown by a huge batch go
+		return // let a buffer grown by a huge event go
 	}
 	bufPool.Put(bp)
 }

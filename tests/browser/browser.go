@@ -74,10 +74,11 @@ func isExecutable(p string) bool {
 // Flags are the Chromium switches the harness adds to chromedp's defaults
 // (which already include --headless, --no-first-run,
 // --disable-background-networking and --disable-sync). The background
-// switches stop Chromium from contacting Google's hosts on its own; the
-// resolver rule makes any name other than localhost unresolvable, so that a
-// page that tries to reach the internet fails at once instead of waiting, and
-// the recorder still sees the attempt.
+// switches stop Chromium from contacting Google's hosts on its own (without
+// them it tries external hosts, which this network refuses). The resolver
+// rule makes every host but localhost, 127.0.0.1 and [::1] unresolvable (it
+// applies to IP literals too), so a page that tries to reach the internet
+// fails at once instead of waiting, and the recorder still sees the attempt.
 var Flags = map[string]any{
 	"headless":                      true,
 	"no-sandbox":                    true, // tests run as root in containers
@@ -149,14 +150,28 @@ func Start(t testing.TB, opts Options) *Session {
 	base, cancelTimeout := context.WithTimeout(context.Background(), opts.Timeout)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(base, allocOpts...)
 	rec := &recorder{}
+	// chromedp may report errors from its own goroutines while the browser
+	// shuts down; stop forwarding them to t once the test is cleaned up.
+	var logMu sync.Mutex
+	testDone := false
+	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		if !testDone {
+			t.Logf("chromedp: "+format, args...)
+		}
+	}
 	ctx, cancelCtx := chromedp.NewContext(allocCtx,
 		chromedp.WithListener(rec.listen),
-		chromedp.WithErrorf(func(format string, args ...any) { t.Logf("chromedp: "+format, args...) }),
+		chromedp.WithErrorf(logf),
 	)
 	t.Cleanup(func() {
 		cancelCtx()
 		cancelAlloc()
 		cancelTimeout()
+		logMu.Lock()
+		testDone = true
+		logMu.Unlock()
 	})
 
 	// The first action starts the browser and attaches the tab.

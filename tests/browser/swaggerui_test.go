@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,15 +16,18 @@ import (
 	"github.com/musterhq/muster/handlers/swaggerui"
 )
 
-// specSource returns the OpenAPI document that the Swagger UI test serves
-// at /openapi.yaml. It is a placeholder until the broker's openapi.yaml
-// exists; then point it at the real one, for example
-//
-//	specSource = func() ([]byte, error) { return os.ReadFile("../../openapi.yaml") }
-//
-// and keep probe naming an operation of that spec that the test server can
-// answer without a broker (GET /healthz).
-var specSource = func() ([]byte, error) { return []byte(placeholderSpec), nil }
+// specs are the OpenAPI documents the browser tests serve at /openapi.yaml,
+// one subtest each: a small placeholder that keeps the harness independent
+// of the contract, and the broker's own openapi.yaml, so that a contract
+// Swagger UI cannot render fails here. Each must contain the probe
+// operation, which the test server answers without a broker.
+var specs = []struct {
+	name string
+	load func() ([]byte, error)
+}{
+	{"placeholder", func() ([]byte, error) { return []byte(placeholderSpec), nil }},
+	{"openapi.yaml", func() ([]byte, error) { return os.ReadFile("../../openapi.yaml") }},
+}
 
 // probe is the operation the test expands, tries out and executes.
 var probe = struct {
@@ -96,12 +100,8 @@ components:
 
 // docsServer serves what the broker serves for its API explorer: the spec,
 // Swagger UI under /docs, and the probe operation. It counts the probe calls.
-func docsServer(t *testing.T) (*httptest.Server, func() []string) {
+func docsServer(t *testing.T, spec []byte) (*httptest.Server, func() []string) {
 	t.Helper()
-	spec, err := specSource()
-	if err != nil {
-		t.Fatalf("reading the spec: %v", err)
-	}
 	var mu sync.Mutex
 	var probes []string
 
@@ -135,7 +135,30 @@ func docsServer(t *testing.T) (*httptest.Server, func() []string) {
 // stayed on loopback, and that the page had no CSP violation, console error
 // or exception.
 func TestSwaggerUIInChromium(t *testing.T) {
-	srv, probeCalls := docsServer(t)
+	forEachSpec(t, testTryItOut)
+}
+
+// TestSwaggerUIAuthorizationPersists enters a bearer token in the Authorize
+// dialog, reloads the page and checks that Swagger UI still holds it
+// (persistAuthorization: true).
+func TestSwaggerUIAuthorizationPersists(t *testing.T) {
+	forEachSpec(t, testAuthorizationPersists)
+}
+
+func forEachSpec(t *testing.T, test func(t *testing.T, spec []byte)) {
+	for _, sp := range specs {
+		t.Run(sp.name, func(t *testing.T) {
+			spec, err := sp.load()
+			if err != nil {
+				t.Fatalf("reading the spec: %v", err)
+			}
+			test(t, spec)
+		})
+	}
+}
+
+func testTryItOut(t *testing.T, spec []byte) {
+	srv, probeCalls := docsServer(t, spec)
 	s := Start(t, Options{Width: 1280, Height: 1024})
 	ctx := s.Ctx
 
@@ -219,18 +242,11 @@ func TestSwaggerUIInChromium(t *testing.T) {
 	checkClean(t, s)
 }
 
-// TestSwaggerUIAuthorizationPersists enters a bearer token in the Authorize
-// dialog, reloads the page and checks that Swagger UI still holds it
-// (persistAuthorization: true).
-func TestSwaggerUIAuthorizationPersists(t *testing.T) {
-	spec, err := specSource()
-	if err != nil {
-		t.Fatal(err)
-	}
+func testAuthorizationPersists(t *testing.T, spec []byte) {
 	if !strings.Contains(strings.ToLower(string(spec)), "scheme: bearer") {
 		t.Skip("the spec has no HTTP bearer security scheme")
 	}
-	srv, _ := docsServer(t)
+	srv, _ := docsServer(t, spec)
 	s := Start(t, Options{})
 
 	locked := chromedp.CSS(".auth-wrapper .btn.authorize.locked")
