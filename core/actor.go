@@ -22,19 +22,26 @@ type Broker struct {
 	cmds  chan func(*State, time.Time)
 	quit  chan struct{}
 	done  chan struct{}
+	// Owned by the actor goroutine:
+	waiting map[uint64]chan WaitResult // queued acquisitions by ticket
+	sink    func([]Event)
 }
 
-// NewBroker starts the actor for a fresh State.
-func NewBroker(cfg Config, clock Clock) *Broker {
+// NewBroker starts the actor for a fresh State. sink, if not nil, receives
+// the events of every step, in revision order, on the actor goroutine: it
+// must not block (fan-out is a non-blocking offer into bounded queues).
+func NewBroker(cfg Config, clock Clock, sink func([]Event)) *Broker {
 	if clock == nil {
 		clock = SystemClock{}
 	}
 	b := &Broker{
-		clock: clock,
-		state: NewState(cfg),
-		cmds:  make(chan func(*State, time.Time), 256),
-		quit:  make(chan struct{}),
-		done:  make(chan struct{}),
+		clock:   clock,
+		state:   NewState(cfg),
+		cmds:    make(chan func(*State, time.Time), 256),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+		waiting: make(map[uint64]chan WaitResult),
+		sink:    sink,
 	}
 	go b.run()
 	return b
@@ -53,6 +60,21 @@ func (b *Broker) run() {
 		case <-b.quit:
 			return
 		}
+		b.drain()
+	}
+}
+
+// drain hands the step's wait results to their waiting requests (a one-slot
+// buffered channel each: never blocks) and its events to the sink.
+func (b *Broker) drain() {
+	for _, r := range b.state.TakeResults() {
+		if ch, ok := b.waiting[r.Ticket]; ok {
+			ch <- r
+			delete(b.waiting, r.Ticket)
+		}
+	}
+	if ev := b.state.TakeEvents(); len(ev) > 0 && b.sink != nil {
+		b.sink(ev)
 	}
 }
 

@@ -15,7 +15,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // synctest bubble: no sleeping in wall time.
 func TestBrokerExpiresOnTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := NewBroker(Config{Epoch: "e", IncarnationKey: []byte("k")}, SystemClock{})
+		b := NewBroker(Config{Epoch: "e", IncarnationKey: []byte("k")}, SystemClock{}, nil)
 		defer b.Close()
 		ctx := context.Background()
 		if _, err := b.CreateSession(ctx, sid(1), "acme", "w", time.Second); err != nil {
@@ -34,7 +34,7 @@ func TestBrokerExpiresOnTick(t *testing.T) {
 }
 
 func TestBrokerClosed(t *testing.T) {
-	b := NewBroker(Config{Epoch: "e", IncarnationKey: []byte("k")}, nil)
+	b := NewBroker(Config{Epoch: "e", IncarnationKey: []byte("k")}, nil, nil)
 	b.Close()
 	b.Close()
 	_, err := b.CreateSession(context.Background(), sid(1), "acme", "w", time.Second)

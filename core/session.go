@@ -51,6 +51,8 @@ type SessionInfo struct {
 // session is the core's record of one live session.
 type session struct {
 	SessionInfo
+	leases  *lease             // intrusive list of held leases
+	waiters map[uint64]*waiter // queued acquisitions by ticket
 }
 
 // incarnation is the holder incarnation of a session: HMAC-SHA256 of the
@@ -80,14 +82,14 @@ func (s *State) CreateSession(now time.Time, id SessionID, family, ownerID strin
 	if _, dup := s.sessions[id]; dup {
 		return SessionInfo{}, Errorf(CodeInternal, "session id collision")
 	}
-	ss := &session{SessionInfo{
+	ss := &session{SessionInfo: SessionInfo{
 		ID:          id,
 		Family:      family,
 		OwnerID:     ownerID,
 		Incarnation: incarnation(s.cfg.IncarnationKey, id),
 		TTL:         ttl,
 		ExpiresAt:   now.Add(ttl),
-	}}
+	}, waiters: map[uint64]*waiter{}}
 	s.sessions[id] = ss
 	s.sessionDue.Set(id, ss.ExpiresAt)
 	s.stats.SessionsCreated++
@@ -111,7 +113,7 @@ func (s *State) EndSession(now time.Time, family string, id SessionID) error {
 	if err != nil {
 		return err
 	}
-	s.endSession(ss, EndDeleted)
+	s.endSession(now, ss, EndDeleted)
 	return nil
 }
 
@@ -145,10 +147,19 @@ const (
 	EndExpired
 )
 
-// endSession removes a session and everything it owns in one step.
-func (s *State) endSession(ss *session, why EndReason) {
+// endSession removes a session and everything it owns in one step: its
+// waiters leave their queues (answered session_not_found), then each of its
+// leases is released with a SessionClosed event and granted to the next
+// waiter. Requests that race the end find no session and change nothing.
+func (s *State) endSession(now time.Time, ss *session, why EndReason) {
 	delete(s.sessions, ss.ID)
 	s.sessionDue.Remove(ss.ID)
+	for _, w := range ss.waiters {
+		s.dropWaiter(w, Errorf(CodeSessionNotFound, "the session ended while waiting"))
+	}
+	for ss.leases != nil {
+		s.removeLease(now, ss.leases, SessionClosed)
+	}
 	if why == EndExpired {
 		s.stats.SessionsExpired++
 	} else {

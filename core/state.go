@@ -29,6 +29,24 @@ type Stats struct {
 	SessionsExpired uint64
 	SessionsDeleted uint64
 	Revision        uint64
+
+	Leases  int // held leases, all families
+	Waiters int // queued acquisitions
+
+	AcquireGranted          uint64 // free → granted at once
+	AcquireGrantedAfterWait uint64 // granted to a waiter
+	AcquireAlreadyHeld      uint64
+	AcquireHeld             uint64 // lease_held
+	AcquireQueued           uint64
+	AcquireAlreadyQueued    uint64
+	AcquireQueueFull        uint64
+	AcquireWaitTimeout      uint64
+	WaitCancelled           uint64 // the requester left while waiting
+	Renewals                uint64
+	Releases                uint64
+	Expiries                uint64
+	Rejected                uint64 // extend/release refused: fenced or not_owner
+	Rollbacks               uint64
 }
 
 // State is the whole lease universe of one epoch.
@@ -37,7 +55,16 @@ type State struct {
 	revision   uint64
 	sessions   map[SessionID]*session
 	sessionDue *deadlines[SessionID]
+	families   map[string]*family
+	leaseDue   leaseHeap
+	waiters    map[uint64]*waiter
+	waitDue    *deadlines[uint64]
+	nextTicket uint64
 	stats      Stats
+
+	// Outputs of the current step, drained by the actor after each step.
+	events  []Event
+	results []WaitResult
 }
 
 // NewState returns an empty universe.
@@ -49,6 +76,9 @@ func NewState(cfg Config) *State {
 		cfg:        cfg,
 		sessions:   make(map[SessionID]*session),
 		sessionDue: newDeadlines[SessionID](),
+		families:   make(map[string]*family),
+		waiters:    make(map[uint64]*waiter),
+		waitDue:    newDeadlines[uint64](),
 	}
 }
 
@@ -58,21 +88,41 @@ func (s *State) Epoch() string { return s.cfg.Epoch }
 // Revision is the current revision.
 func (s *State) Revision() uint64 { return s.revision }
 
-// Tick processes everything due at now: session expiry.
+// Tick processes everything due at now.
 func (s *State) Tick(now time.Time) { s.expireDue(now) }
 
-// expireDue ends every session whose TTL has passed. A session is due when
-// now is strictly after its expiry: TTL is a lower bound, never early.
+// expireDue processes everything due at now, in this order: sessions whose
+// TTL passed end (with their leases and waiters), leases whose TTL passed
+// expire, waits whose wait_ms passed time out. Something is due when now is
+// strictly after its deadline: TTL is a lower bound, never early. Every
+// command runs this first, so nothing due is ever reported live.
 func (s *State) expireDue(now time.Time) {
 	for {
 		id, ok := s.sessionDue.PopDue(now.Add(-time.Nanosecond))
 		if !ok {
-			return
+			break
 		}
 		if ss, live := s.sessions[id]; live {
-			s.endSession(ss, EndExpired)
+			s.endSession(now, ss, EndExpired)
 		}
 	}
+	s.expireLeases(now)
+	s.timeoutWaiters(now)
+}
+
+// TakeEvents returns the events produced since the last call, in revision
+// order, and forgets them.
+func (s *State) TakeEvents() []Event {
+	ev := s.events
+	s.events = nil
+	return ev
+}
+
+// TakeResults returns the wait results produced since the last call.
+func (s *State) TakeResults() []WaitResult {
+	r := s.results
+	s.results = nil
+	return r
 }
 
 // Stats returns a copy of the counters.
@@ -80,5 +130,7 @@ func (s *State) Stats() Stats {
 	st := s.stats
 	st.Sessions = len(s.sessions)
 	st.Revision = s.revision
+	st.Leases = len(s.leaseDue)
+	st.Waiters = len(s.waiters)
 	return st
 }

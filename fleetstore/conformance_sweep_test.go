@@ -265,4 +265,3 @@ func testSweepRacesRegister(t *testing.T, st storage) {
 	}
 	t.Logf("%d specs: %d judged, %d registered during the sweep", len(specOf), judged, len(specOf)-preexisting)
 }
-

@@ -91,7 +91,7 @@ func (m *Main) Open() error {
 	m.broker = core.NewBroker(core.Config{
 		Epoch:          randomText(12),
 		IncarnationKey: randomBytes(32),
-	}, m.Clock)
+	}, m.Clock, nil)
 	h, err := handlers.New(handlers.Options{
 		Broker:  m.broker,
 		Auth:    auth,

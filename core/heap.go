@@ -1,0 +1,77 @@
+package core
+
+// leaseHeap is an intrusive min-heap of leases by expiry: each lease stores
+// its own index, so re-keying on renewal is O(log n) with no side map.
+type leaseHeap []*lease
+
+func (h *leaseHeap) push(l *lease) {
+	l.heapIdx = len(*h)
+	*h = append(*h, l)
+	h.up(l.heapIdx)
+}
+
+func (h *leaseHeap) remove(l *lease) {
+	i := l.heapIdx
+	n := len(*h) - 1
+	if i != n {
+		h.swap(i, n)
+	}
+	(*h)[n] = nil
+	*h = (*h)[:n]
+	l.heapIdx = -1
+	if i != n {
+		h.fix(i)
+	}
+}
+
+func (h *leaseHeap) fix(i int) {
+	if !h.down(i) {
+		h.up(i)
+	}
+}
+
+// peek returns the lease that expires first, or nil.
+func (h leaseHeap) peek() *lease {
+	if len(h) == 0 {
+		return nil
+	}
+	return h[0]
+}
+
+func (h leaseHeap) less(i, j int) bool { return h[i].item.expiresAt < h[j].item.expiresAt }
+
+func (h leaseHeap) swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx = i
+	h[j].heapIdx = j
+}
+
+func (h leaseHeap) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !h.less(j, i) {
+			return
+		}
+		h.swap(i, j)
+		j = i
+	}
+}
+
+func (h leaseHeap) down(i0 int) bool {
+	i, n := i0, len(h)
+	for {
+		j := 2*i + 1
+		if j >= n || j < 0 {
+			break
+		}
+		if r := j + 1; r < n && h.less(r, j) {
+			j = r
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		i = j
+	}
+	return i > i0
+}

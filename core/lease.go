@@ -1,0 +1,246 @@
+package core
+
+import "time"
+
+// Lease bounds.
+const (
+	MinLeaseTTL      = 100 * time.Millisecond
+	MaxLeaseTTL      = 10 * time.Minute
+	MaxWait          = 30 * time.Second
+	MaxWaitersPerKey = 100
+)
+
+// lease is the mutable core record of one held lease.
+type lease struct {
+	item    *Item // current public record; replaced on renewal
+	fam     *family
+	holder  *session
+	token   uint64 // fencing token: the revision of the grant
+	heapIdx int
+	// the holder session's leases form an intrusive list
+	prev, next *lease
+}
+
+// Outcome says how an acquisition was answered.
+type Outcome uint8
+
+// Acquisition outcomes.
+const (
+	OutcomeAcquired    Outcome = iota + 1 // newly granted
+	OutcomeAlreadyHeld                    // the session already held it; nothing changed
+)
+
+// Holding is what the holder learns of its lease: the public record plus the
+// fencing token. Only the holding session is ever shown a Holding.
+type Holding struct {
+	Item    *Item
+	Token   uint64
+	Outcome Outcome
+}
+
+// LeaseStatus is the answer to a query of one route.
+type LeaseStatus struct {
+	Route   Route
+	Item    *Item // nil when not held
+	Waiters int
+}
+
+func checkLeaseTTL(ttl time.Duration) error {
+	if ttl < MinLeaseTTL || ttl > MaxLeaseTTL {
+		return Errorf(CodeInvalidRequest, "ttl_ms must be %d..%d", MinLeaseTTL.Milliseconds(), MaxLeaseTTL.Milliseconds())
+	}
+	return nil
+}
+
+// Acquire grants route to the session when it is free. When the session
+// already holds it, the existing grant is returned unchanged (TTL not reset).
+// When another session holds it, wait 0 answers lease_held; otherwise the
+// session joins the FIFO queue and Acquire returns a ticket: the result comes
+// later as a WaitResult with that ticket.
+func (s *State) Acquire(now time.Time, fam string, id SessionID, r Route, ttl, wait time.Duration) (Holding, uint64, error) {
+	if err := checkLeaseTTL(ttl); err != nil {
+		return Holding{}, 0, err
+	}
+	if wait < 0 || wait > MaxWait {
+		return Holding{}, 0, Errorf(CodeInvalidRequest, "wait_ms must be 0..%d", MaxWait.Milliseconds())
+	}
+	ss, err := s.liveSession(now, fam, id)
+	if err != nil {
+		return Holding{}, 0, err
+	}
+	f := s.family(fam)
+	key := r.Key()
+	l := f.leases[key]
+	switch {
+	case l == nil:
+		s.stats.AcquireGranted++
+		return s.grant(now, f, key, ss, ttl), 0, nil
+	case l.holder == ss:
+		s.stats.AcquireAlreadyHeld++
+		return Holding{Item: l.item, Token: l.token, Outcome: OutcomeAlreadyHeld}, 0, nil
+	case wait == 0:
+		s.stats.AcquireHeld++
+		return Holding{}, 0, Errorf(CodeLeaseHeld, "the lease is held by another session")
+	}
+	ticket, err := s.enqueue(now, f, key, ss, ttl, wait)
+	return Holding{}, ticket, err
+}
+
+// grant makes ss the holder of the free route key: a new revision, a new
+// fencing token, an Acquired event.
+func (s *State) grant(now time.Time, f *family, key string, ss *session, ttl time.Duration) Holding {
+	s.revision++
+	n := now.UnixNano()
+	it := &Item{key: key, ownerID: ss.OwnerID, incarnation: ss.Incarnation, acquiredAt: n, expiresAt: n + int64(ttl)}
+	l := &lease{item: it, fam: f, holder: ss, token: s.revision}
+	f.leases[key] = l
+	f.held.Set(it)
+	s.leaseDue.push(l)
+	ss.addLease(l)
+	s.events = append(s.events, Event{Family: f.name, Key: key, Kind: Acquired, Revision: s.revision, Item: it})
+	return Holding{Item: it, Token: l.token, Outcome: OutcomeAcquired}
+}
+
+// holding finds the lease that session id holds on r with token, or the
+// error that explains why not.
+func (s *State) holding(now time.Time, fam string, id SessionID, r Route, token uint64) (*lease, error) {
+	ss, err := s.liveSession(now, fam, id)
+	if err != nil {
+		return nil, err
+	}
+	f := s.families[fam]
+	var l *lease
+	if f != nil {
+		l = f.leases[r.Key()]
+	}
+	switch {
+	case l == nil:
+		return nil, nil
+	case l.holder != ss:
+		s.stats.Rejected++
+		return nil, Errorf(CodeNotOwner, "the lease is held by another session")
+	case l.token != token:
+		s.stats.Rejected++
+		return nil, Errorf(CodeFenced, "the fencing token is not the current one")
+	}
+	return l, nil
+}
+
+// Extend moves the expiry of a held lease to now+ttl. Only the holder with
+// the current token may; the token is unchanged, renewals grows by one, the
+// revision advances, and no event is produced.
+func (s *State) Extend(now time.Time, fam string, id SessionID, r Route, token uint64, ttl time.Duration) (Holding, error) {
+	if err := checkLeaseTTL(ttl); err != nil {
+		return Holding{}, err
+	}
+	l, err := s.holding(now, fam, id, r, token)
+	if err != nil {
+		return Holding{}, err
+	}
+	if l == nil {
+		return Holding{}, Errorf(CodeLeaseExpired, "the lease is not held: it expired or was released")
+	}
+	s.revision++
+	it := *l.item
+	it.expiresAt = now.UnixNano() + int64(ttl)
+	it.renewals++
+	l.item = &it
+	l.fam.held.Set(l.item)
+	s.leaseDue.fix(l.heapIdx)
+	s.stats.Renewals++
+	return Holding{Item: l.item, Token: l.token, Outcome: OutcomeAcquired}, nil
+}
+
+// Release ends a held lease. Only the holder with the current token may;
+// releasing a route that is not held succeeds. The next waiter is granted.
+func (s *State) Release(now time.Time, fam string, id SessionID, r Route, token uint64) error {
+	l, err := s.holding(now, fam, id, r, token)
+	if err != nil || l == nil {
+		return err
+	}
+	s.stats.Releases++
+	s.removeLease(now, l, Released)
+	return nil
+}
+
+// Rollback undoes a fresh grant whose response could not be handed to its
+// requester: if the session still holds route with token, the lease is
+// removed with a RolledBack event and the next waiter is considered.
+// Anything else (already released, expired, re-granted) is left alone.
+func (s *State) Rollback(now time.Time, fam string, id SessionID, r Route, token uint64) {
+	s.expireDue(now)
+	f := s.families[fam]
+	if f == nil {
+		return
+	}
+	l := f.leases[r.Key()]
+	if l == nil || l.holder.ID != id || l.token != token {
+		return
+	}
+	s.stats.Rollbacks++
+	s.removeLease(now, l, RolledBack)
+}
+
+// Query reports the state of one route after processing due expiry.
+func (s *State) Query(now time.Time, fam string, r Route) LeaseStatus {
+	s.expireDue(now)
+	st := LeaseStatus{Route: r}
+	if f := s.families[fam]; f != nil {
+		key := r.Key()
+		if l := f.leases[key]; l != nil {
+			st.Item = l.item
+		}
+		if q := f.queues[key]; q != nil {
+			st.Waiters = q.len
+		}
+	}
+	return st
+}
+
+// removeLease takes l out of the held set with an event of kind, then
+// grants the route to the next live waiter, if any.
+func (s *State) removeLease(now time.Time, l *lease, kind ChangeKind) {
+	f, key := l.fam, l.item.key
+	delete(f.leases, key)
+	f.held.Delete(l.item)
+	s.leaseDue.remove(l)
+	l.holder.removeLease(l)
+	s.revision++
+	s.events = append(s.events, Event{Family: f.name, Key: key, Kind: kind, Revision: s.revision})
+	s.grantNext(now, f, key)
+}
+
+// expireLeases removes every lease whose expiry is strictly before now.
+func (s *State) expireLeases(now time.Time) {
+	n := now.UnixNano()
+	for {
+		l := s.leaseDue.peek()
+		if l == nil || l.item.expiresAt >= n {
+			return
+		}
+		s.stats.Expiries++
+		s.removeLease(now, l, Expired)
+	}
+}
+
+// addLease links l into the session's list of held leases.
+func (ss *session) addLease(l *lease) {
+	l.next = ss.leases
+	if ss.leases != nil {
+		ss.leases.prev = l
+	}
+	ss.leases = l
+}
+
+// removeLease unlinks l from the session's list.
+func (ss *session) removeLease(l *lease) {
+	if l.prev != nil {
+		l.prev.next = l.next
+	} else {
+		ss.leases = l.next
+	}
+	if l.next != nil {
+		l.next.prev = l.prev
+	}
+	l.prev, l.next = nil, nil
+}
