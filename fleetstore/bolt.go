@@ -189,6 +189,9 @@ func (s *boltStore) Get(ctx context.Context, family, root, name string) (Row, er
 }
 
 func (s *boltStore) Forget(ctx context.Context, family, root string, names ...string) error {
+	if len(names) == 0 {
+		return nil
+	}
 	if err := ctx.Err(); err != nil {
 		return backendErr("forget", err, true)
 	}

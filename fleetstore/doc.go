@@ -26,7 +26,8 @@
 //
 //   - Register mints the number and writes the spec in one transaction: when
 //     it returns a name, the spec is durable (bbolt fsyncs the commit;
-//     PostgreSQL commits before answering). Concurrent Register calls, from
+//     PostgreSQL commits before answering, durable with its default
+//     synchronous_commit = on). Concurrent Register calls, from
 //     one process or, on PostgreSQL, from several, never mint the same name.
 //   - Specs are stored and returned byte for byte as given.
 //   - Forget is the only way a spec leaves the store, apart from Sweep dropping

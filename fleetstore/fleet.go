@@ -88,14 +88,17 @@ func (f *Fleet) Desired(ctx context.Context, family, root, after string, limit i
 // Names returns every name under root in order: the desired side of a gap.
 // It pages through the store, so it is not a snapshot either.
 func (f *Fleet) Names(ctx context.Context, family, root string) ([]string, error) {
-	var names []string
+	names := []string{}
 	err := f.each(ctx, family, root, func(rows []Row) error {
 		for _, r := range rows {
 			names = append(names, r.Name)
 		}
 		return nil
 	})
-	return names, err
+	if err != nil {
+		return nil, err
+	}
+	return names, nil
 }
 
 // listPage is the page size of the Fleet's own walks (Names, Sweep). Tests

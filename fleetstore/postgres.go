@@ -9,10 +9,15 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// DefaultPostgresConnectTimeout bounds each connection attempt unless the URL's
+// connect_timeout parameter says otherwise.
+const DefaultPostgresConnectTimeout = 10 * time.Second
 
 // DefaultPostgresConns is the connection limit of a PostgreSQL store unless
 // the URL's pool_max_conns parameter (pgxpool's spelling) says otherwise.
@@ -69,7 +74,8 @@ type pgStore struct {
 // OpenPostgres connects to the PostgreSQL database at connURL
 // (postgres://… or postgresql://…) and creates or migrates the schema, which
 // several brokers may do at once. The optional pool_max_conns query parameter
-// bounds the connections (DefaultPostgresConns). A database whose schema is
+// bounds the connections (DefaultPostgresConns), connect_timeout each attempt
+// to connect (DefaultPostgresConnectTimeout). A database whose schema is
 // newer than this broker knows is refused.
 func OpenPostgres(ctx context.Context, connURL string) (Store, error) {
 	cfg, maxConns, err := pgConfig(connURL)
@@ -105,6 +111,9 @@ func pgConfig(connURL string) (*pgx.ConnConfig, int, error) {
 	cfg, err := pgx.ParseConfig(u.String())
 	if err != nil {
 		return nil, 0, backendErr("open", bad("cannot be parsed"), false)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = DefaultPostgresConnectTimeout
 	}
 	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
 		cfg.RuntimeParams["application_name"] = "muster"

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -91,18 +92,72 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // coreCollector reads core.Stats through the actor at scrape time.
 type coreCollector struct{ broker *core.Broker }
 
-var (
-	descSessions        = prometheus.NewDesc("muster_sessions", "Live sessions.", nil, nil)
-	descSessionsCreated = prometheus.NewDesc("muster_sessions_created_total", "Sessions created.", nil, nil)
-	descSessionsEnded   = prometheus.NewDesc("muster_sessions_ended_total", "Sessions ended, by reason.", []string{"reason"}, nil)
-	descRevision        = prometheus.NewDesc("muster_revision", "The broker revision.", nil, nil)
+// statMetric is one metric read off core.Stats.
+type statMetric struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	label string
+	value func(*core.Stats) float64
+}
+
+func gauge(name, help string, v func(*core.Stats) float64) statMetric {
+	return statMetric{desc: prometheus.NewDesc(name, help, nil, nil), kind: prometheus.GaugeValue, value: v}
+}
+
+func counter(name, help string, v func(*core.Stats) float64) statMetric {
+	return statMetric{desc: prometheus.NewDesc(name, help, nil, nil), kind: prometheus.CounterValue, value: v}
+}
+
+// labelled builds one counter per label value of a single-label family.
+func labelled(name, help, label string, values map[string]func(*core.Stats) float64) []statMetric {
+	d := prometheus.NewDesc(name, help, []string{label}, nil)
+	out := make([]statMetric, 0, len(values))
+	for v, f := range values {
+		out = append(out, statMetric{desc: d, kind: prometheus.CounterValue, label: v, value: f})
+	}
+	return out
+}
+
+func u(v uint64) float64 { return float64(v) }
+
+var statMetrics = slices.Concat(
+	[]statMetric{
+		gauge("muster_sessions", "Live sessions.", func(s *core.Stats) float64 { return float64(s.Sessions) }),
+		counter("muster_sessions_created_total", "Sessions created.", func(s *core.Stats) float64 { return u(s.SessionsCreated) }),
+		gauge("muster_revision", "The broker revision.", func(s *core.Stats) float64 { return u(s.Revision) }),
+		gauge("muster_leases_active", "Held leases, all families.", func(s *core.Stats) float64 { return float64(s.Leases) }),
+		gauge("muster_lease_waiters", "Queued acquisitions.", func(s *core.Stats) float64 { return float64(s.Waiters) }),
+		counter("muster_lease_renewals_total", "Successful extends.", func(s *core.Stats) float64 { return u(s.Renewals) }),
+		counter("muster_lease_releases_total", "Explicit releases.", func(s *core.Stats) float64 { return u(s.Releases) }),
+		counter("muster_lease_expiries_total", "Leases that expired.", func(s *core.Stats) float64 { return u(s.Expiries) }),
+		counter("muster_lease_fenced_rejects_total", "Extends and releases refused as fenced or not_owner.", func(s *core.Stats) float64 { return u(s.Rejected) }),
+		counter("muster_lease_rollbacks_total", "Grants rolled back because the requester had left.", func(s *core.Stats) float64 { return u(s.Rollbacks) }),
+		counter("muster_lease_wait_cancelled_total", "Waiters whose requester left the queue.", func(s *core.Stats) float64 { return u(s.WaitCancelled) }),
+	},
+	labelled("muster_sessions_ended_total", "Sessions ended, by reason.", "reason", map[string]func(*core.Stats) float64{
+		"expired": func(s *core.Stats) float64 { return u(s.SessionsExpired) },
+		"deleted": func(s *core.Stats) float64 { return u(s.SessionsDeleted) },
+	}),
+	labelled("muster_lease_acquire_total", "Acquisition outcomes.", "outcome", map[string]func(*core.Stats) float64{
+		"acquired":           func(s *core.Stats) float64 { return u(s.AcquireGranted) },
+		"granted_after_wait": func(s *core.Stats) float64 { return u(s.AcquireGrantedAfterWait) },
+		"already_held":       func(s *core.Stats) float64 { return u(s.AcquireAlreadyHeld) },
+		"lease_held":         func(s *core.Stats) float64 { return u(s.AcquireHeld) },
+		"queued":             func(s *core.Stats) float64 { return u(s.AcquireQueued) },
+		"already_queued":     func(s *core.Stats) float64 { return u(s.AcquireAlreadyQueued) },
+		"queue_full":         func(s *core.Stats) float64 { return u(s.AcquireQueueFull) },
+		"wait_timeout":       func(s *core.Stats) float64 { return u(s.AcquireWaitTimeout) },
+	}),
 )
 
 func (c *coreCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descSessions
-	ch <- descSessionsCreated
-	ch <- descSessionsEnded
-	ch <- descRevision
+	seen := map[*prometheus.Desc]bool{}
+	for _, m := range statMetrics {
+		if !seen[m.desc] {
+			seen[m.desc] = true
+			ch <- m.desc
+		}
+	}
 }
 
 func (c *coreCollector) Collect(ch chan<- prometheus.Metric) {
@@ -112,9 +167,11 @@ func (c *coreCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(st.Sessions))
-	ch <- prometheus.MustNewConstMetric(descSessionsCreated, prometheus.CounterValue, float64(st.SessionsCreated))
-	ch <- prometheus.MustNewConstMetric(descSessionsEnded, prometheus.CounterValue, float64(st.SessionsExpired), "expired")
-	ch <- prometheus.MustNewConstMetric(descSessionsEnded, prometheus.CounterValue, float64(st.SessionsDeleted), "deleted")
-	ch <- prometheus.MustNewConstMetric(descRevision, prometheus.GaugeValue, float64(st.Revision))
+	for _, m := range statMetrics {
+		var labels []string
+		if m.label != "" {
+			labels = []string{m.label}
+		}
+		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(&st), labels...)
+	}
 }

@@ -38,34 +38,6 @@ func (s *Server) Unsubscribe(ctx context.Context, req api.UnsubscribeRequestObje
 	return nil, errNotImplemented
 }
 
-func (s *Server) AcquireLease(ctx context.Context, req api.AcquireLeaseRequestObject) (api.AcquireLeaseResponseObject, error) {
-	if _, err := authorizeRoute(ctx, req.Realm, req.Area, req.Resource, core.Write); err != nil {
-		return nil, err
-	}
-	return nil, errNotImplemented
-}
-
-func (s *Server) ExtendLease(ctx context.Context, req api.ExtendLeaseRequestObject) (api.ExtendLeaseResponseObject, error) {
-	if _, err := authorizeRoute(ctx, req.Realm, req.Area, req.Resource, core.Write); err != nil {
-		return nil, err
-	}
-	return nil, errNotImplemented
-}
-
-func (s *Server) ReleaseLease(ctx context.Context, req api.ReleaseLeaseRequestObject) (api.ReleaseLeaseResponseObject, error) {
-	if _, err := authorizeRoute(ctx, req.Realm, req.Area, req.Resource, core.Write); err != nil {
-		return nil, err
-	}
-	return nil, errNotImplemented
-}
-
-func (s *Server) GetLease(ctx context.Context, req api.GetLeaseRequestObject) (api.GetLeaseResponseObject, error) {
-	if _, err := authorizeRoute(ctx, req.Realm, req.Area, req.Resource, core.Read); err != nil {
-		return nil, err
-	}
-	return nil, errNotImplemented
-}
-
 func (s *Server) ListLeases(ctx context.Context, req api.ListLeasesRequestObject) (api.ListLeasesResponseObject, error) {
 	if _, err := authorizeSelector(ctx, req.Params.Selector, core.Read); err != nil {
 		return nil, err

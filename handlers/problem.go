@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -41,6 +42,11 @@ func writeError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err er
 	var e *core.Error
 	if errors.As(err, &e) {
 		writeProblem(w, e.Code, e.Message)
+		return
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// The client left; nobody reads this answer.
+		writeProblem(w, core.CodeUnavailable, "the request was cancelled")
 		return
 	}
 	log.Error("internal error", "method", r.Method, "route", routePattern(r), "err", err)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -25,6 +26,8 @@ type Options struct {
 	Auth    *Authenticator
 	Metrics *Metrics
 	Logger  *slog.Logger
+	// Clock is the core's clock (remaining_ms is computed against it).
+	Clock core.Clock
 	// Ready reports whether dependencies beyond the actor are reachable.
 	Ready func(*http.Request) error
 }
@@ -36,6 +39,7 @@ type Server struct {
 	metrics *Metrics
 	log     *slog.Logger
 	ready   func(*http.Request) error
+	clock   core.Clock
 	docs    http.Handler
 }
 
@@ -49,7 +53,10 @@ func New(opt Options) (http.Handler, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	s := &Server{broker: opt.Broker, auth: opt.Auth, metrics: opt.Metrics, log: opt.Logger, ready: opt.Ready}
+	if opt.Clock == nil {
+		opt.Clock = core.SystemClock{}
+	}
+	s := &Server{broker: opt.Broker, auth: opt.Auth, metrics: opt.Metrics, log: opt.Logger, ready: opt.Ready, clock: opt.Clock}
 	spec, err := api.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("handlers: embedded spec: %w", err)
@@ -136,5 +143,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+func (s *Server) now() time.Time { return s.clock.Now() }
 
 var errNotImplemented = core.Errorf(core.CodeNotImplemented, "this operation is not implemented yet")

@@ -77,8 +77,9 @@ func (o Options) withDefaults() Options {
 // error when the client went away, or the write or flush error, which wraps
 // os.ErrDeadlineExceeded when the client stalled for Options.WriteTimeout.
 // When it returns, Done is closed and Offer refuses further events. If the
-// ResponseWriter cannot set write deadlines or flush, Serve fails before
-// writing anything, so the handler can still answer with an error.
+// ResponseWriter cannot set write deadlines (a wrapper without Unwrap),
+// Serve fails before writing anything, so the handler can still answer with
+// an error; one that cannot flush fails the first write.
 func Serve(w http.ResponseWriter, r *http.Request, s *Stream, opt Options) error {
 	if !s.claim() {
 		return ErrServed

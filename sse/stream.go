@@ -57,9 +57,9 @@ func NewStream(capacity int) *Stream {
 // It returns false when the stream no longer accepts events: after End, after
 // overflow, or once the writer has returned. When the queue is full, Offer
 // marks the stream overflowed and returns false; the writer then writes what
-// was queued, the overflow event and closes. Either way the client has seen,
-// or will see, every accepted event in order, and no event after a refused
-// one: a false return means the stream is ending.
+// was queued, the overflow event and closes. A false return always means the
+// stream is ending: no event after a refused one is ever written, so the
+// client never sees a gap, only an end.
 func (s *Stream) Offer(ev Event) bool {
 	s.mu.Lock()
 	if s.state != stateOpen {

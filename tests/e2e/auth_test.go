@@ -36,9 +36,9 @@ func TestAuthMatrix(t *testing.T) {
 		{"WatchQueryTokenBad", Request{Method: "GET", Path: "/v1/leases/watch?selector=lease://acme/**&access_token=nope"}, 401, "unauthenticated"},
 		{"WildcardInExactRoute", Request{Method: "POST", Path: "/v1/leases/acme/*/x/acquire", Token: writerTok.Secret, Body: acquireBody}, 400, "invalid_route"},
 		{"BadSelector", Request{Method: "GET", Path: "/v1/leases?selector=notice://acme/r/*", Token: readerTok.Secret}, 400, "invalid_selector"},
-		{"ReadOnlyReads", Request{Method: "GET", Path: "/v1/leases/acme/r/x", Token: readerTok.Secret}, 501, "not_implemented"},
+		{"ReadOnlyReads", Request{Method: "GET", Path: "/v1/leases/acme/r/x", Token: readerTok.Secret}, 200, ""},
 		{"ReadOnlyListsCovered", Request{Method: "GET", Path: "/v1/leases?selector=lease://acme/**", Token: readerTok.Secret}, 501, "not_implemented"},
-		{"WriterWrites", Request{Method: "POST", Path: "/v1/leases/acme/r/x/acquire", Token: writerTok.Secret, Body: acquireBody}, 501, "not_implemented"},
+		{"WriterPassesToSessionCheck", Request{Method: "POST", Path: "/v1/leases/acme/r/x/acquire", Token: writerTok.Secret, Body: acquireBody}, 404, "session_not_found"},
 		{"PublicHealth", Request{Method: "GET", Path: "/healthz"}, 200, ""},
 	}
 	for _, tc := range tests {

@@ -97,6 +97,7 @@ func (m *Main) Open() error {
 		Auth:    auth,
 		Metrics: handlers.NewMetrics(m.broker),
 		Logger:  m.Logger,
+		Clock:   m.Clock,
 	})
 	if err != nil {
 		m.broker.Close()
