@@ -87,9 +87,21 @@ type TokenSpec struct {
 	Grants         []string
 }
 
-// MustStartBroker starts a broker and stops it when the test ends. With no
-// tokens it runs in dev mode.
+// MustStartBroker starts a broker on a manual clock and stops it when the
+// test ends. With no tokens it runs in dev mode.
 func MustStartBroker(tb testing.TB, tokens ...TokenSpec) *Broker {
+	tb.Helper()
+	return startBroker(tb, true, tokens)
+}
+
+// MustStartWallClockBroker starts a broker on the wall clock, for tests in
+// which time passes for real (expiry under concurrency).
+func MustStartWallClockBroker(tb testing.TB, tokens ...TokenSpec) *Broker {
+	tb.Helper()
+	return startBroker(tb, false, tokens)
+}
+
+func startBroker(tb testing.TB, manual bool, tokens []TokenSpec) *Broker {
 	tb.Helper()
 	dir := tb.TempDir()
 	m := app.NewMain()
@@ -110,8 +122,11 @@ func MustStartBroker(tb testing.TB, tokens ...TokenSpec) *Broker {
 			tb.Fatal(err)
 		}
 	}
-	b := &Broker{Main: m, Clock: core.NewManualClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)), Logs: &syncBuffer{}}
-	m.Clock = b.Clock
+	b := &Broker{Main: m, Logs: &syncBuffer{}}
+	if manual {
+		b.Clock = core.NewManualClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+		m.Clock = b.Clock
+	}
 	m.Logger = slog.New(slog.NewJSONHandler(b.Logs, nil))
 	if err := m.Open(); err != nil {
 		tb.Fatalf("start broker: %v", err)
