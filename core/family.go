@@ -26,3 +26,16 @@ func (s *State) family(name string) *family {
 	}
 	return f
 }
+
+// lookup finds the held lease of r without allocating its key: the key is
+// assembled in a stack buffer, and indexing a map with string(bytes) does
+// not copy.
+func (f *family) lookup(r Route) *lease {
+	var buf [3*MaxSegmentLen + 2]byte
+	b := append(buf[:0], r.Realm...)
+	b = append(b, '/')
+	b = append(b, r.Area...)
+	b = append(b, '/')
+	b = append(b, r.Resource...)
+	return f.leases[string(b)]
+}

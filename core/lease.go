@@ -69,12 +69,11 @@ func (s *State) Acquire(now time.Time, fam string, id SessionID, r Route, ttl, w
 		return Holding{}, 0, err
 	}
 	f := s.family(fam)
-	key := r.Key()
-	l := f.leases[key]
+	l := f.lookup(r)
 	switch {
 	case l == nil:
 		s.stats.AcquireGranted++
-		return s.grant(now, f, key, ss, ttl), 0, nil
+		return s.grant(now, f, r.Key(), ss, ttl), 0, nil
 	case l.holder == ss:
 		s.stats.AcquireAlreadyHeld++
 		return Holding{Item: l.item, Token: l.token, Outcome: OutcomeAlreadyHeld}, 0, nil
@@ -82,7 +81,7 @@ func (s *State) Acquire(now time.Time, fam string, id SessionID, r Route, ttl, w
 		s.stats.AcquireHeld++
 		return Holding{}, 0, Errorf(CodeLeaseHeld, "the lease is held by another session")
 	}
-	ticket, err := s.enqueue(now, f, key, ss, ttl, wait)
+	ticket, err := s.enqueue(now, f, r.Key(), ss, ttl, wait)
 	return Holding{}, ticket, err
 }
 
@@ -111,7 +110,7 @@ func (s *State) holding(now time.Time, fam string, id SessionID, r Route, token 
 	f := s.families[fam]
 	var l *lease
 	if f != nil {
-		l = f.leases[r.Key()]
+		l = f.lookup(r)
 	}
 	switch {
 	case l == nil:
@@ -173,7 +172,7 @@ func (s *State) Rollback(now time.Time, fam string, id SessionID, r Route, token
 	if f == nil {
 		return
 	}
-	l := f.leases[r.Key()]
+	l := f.lookup(r)
 	if l == nil || l.holder.ID != id || l.token != token {
 		return
 	}
@@ -186,11 +185,10 @@ func (s *State) Query(now time.Time, fam string, r Route) LeaseStatus {
 	s.expireDue(now)
 	st := LeaseStatus{Route: r}
 	if f := s.families[fam]; f != nil {
-		key := r.Key()
-		if l := f.leases[key]; l != nil {
+		if l := f.lookup(r); l != nil {
 			st.Item = l.item
 		}
-		if q := f.queues[key]; q != nil {
+		if q := f.queues[r.Key()]; q != nil {
 			st.Waiters = q.len
 		}
 	}

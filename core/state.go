@@ -111,10 +111,11 @@ func (s *State) expireDue(now time.Time) {
 }
 
 // TakeEvents returns the events produced since the last call, in revision
-// order, and forgets them.
+// order, and forgets them. The slice is reused: it is valid until the next
+// input to the State.
 func (s *State) TakeEvents() []Event {
 	ev := s.events
-	s.events = nil
+	s.events = s.events[:0]
 	return ev
 }
 

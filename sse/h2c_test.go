@@ -20,16 +20,12 @@ import (
 func startXNetH2C(tb testing.TB, h http.Handler) (*httptest.Server, *http.Client) {
 	tb.Helper()
 	srv := httptest.NewServer(h2c.NewHandler(h, &http2.Server{}))
+	dials := mustTrackDials(tb, srv)
 	tr := &http2.Transport{
 		AllowHTTP: true,
 		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
+			return dials.dial(ctx, network, addr)
 		},
 	}
-	tb.Cleanup(func() {
-		tr.CloseIdleConnections()
-		srv.Close()
-	})
 	return srv, &http.Client{Transport: tr}
 }

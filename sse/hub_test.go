@@ -37,13 +37,10 @@ func TestHubShutdown(t *testing.T) {
 		ended <- hub.EndAll(ctx, shutdownEvent)
 	})
 	srv.Start()
-	t.Cleanup(srv.Close)
+	dials := mustTrackDials(t, srv)
 
-	h1 := &http.Transport{}
-	h2 := &http.Transport{Protocols: new(http.Protocols)}
-	h2.Protocols.SetUnencryptedHTTP2(true)
-	t.Cleanup(h1.CloseIdleConnections)
-	t.Cleanup(h2.CloseIdleConnections)
+	h1 := &http.Transport{DialContext: dials.dial}
+	h2 := h2cTransport(dials)
 	var decs []*Decoder
 	for _, tr := range []*http.Transport{h1, h1, h2, h2} {
 		resp := mustOpen(t, context.Background(), &http.Client{Transport: tr}, srv.URL)

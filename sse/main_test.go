@@ -39,12 +39,8 @@ var protos = []proto{
 func startHTTP1(tb testing.TB, h http.Handler) (*httptest.Server, *http.Client) {
 	tb.Helper()
 	srv := httptest.NewServer(h)
-	tr := &http.Transport{}
-	tb.Cleanup(func() {
-		tr.CloseIdleConnections()
-		srv.Close()
-	})
-	return srv, &http.Client{Transport: tr}
+	dials := mustTrackDials(tb, srv)
+	return srv, &http.Client{Transport: &http.Transport{DialContext: dials.dial}}
 }
 
 // startH2C starts a server speaking HTTP/1.1 and unencrypted HTTP/2 the way
@@ -57,13 +53,49 @@ func startH2C(tb testing.TB, h http.Handler) (*httptest.Server, *http.Client) {
 	srv.Config.Protocols.SetHTTP1(true)
 	srv.Config.Protocols.SetUnencryptedHTTP2(true)
 	srv.Start()
-	tr := &http.Transport{Protocols: new(http.Protocols)}
+	dials := mustTrackDials(tb, srv)
+	return srv, &http.Client{Transport: h2cTransport(dials)}
+}
+
+func h2cTransport(dials *dialTracker) *http.Transport {
+	tr := &http.Transport{Protocols: new(http.Protocols), DialContext: dials.dial}
 	tr.Protocols.SetUnencryptedHTTP2(true)
+	return tr
+}
+
+// dialTracker dials TCP and remembers the connections, so that a test can
+// close them all when it ends: a client connection with a stream still
+// winding down is not idle, and one hijacked by the x/net h2c handler is
+// not closed by httptest.Server.Close.
+type dialTracker struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+// mustTrackDials returns a dialTracker whose connections are closed, and
+// then srv, when the test ends.
+func mustTrackDials(tb testing.TB, srv *httptest.Server) *dialTracker {
+	d := new(dialTracker)
 	tb.Cleanup(func() {
-		tr.CloseIdleConnections()
+		d.mu.Lock()
+		for _, c := range d.conns {
+			c.Close()
+		}
+		d.mu.Unlock()
 		srv.Close()
 	})
-	return srv, &http.Client{Transport: tr}
+	return d
+}
+
+func (d *dialTracker) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var nd net.Dialer
+	c, err := nd.DialContext(ctx, network, addr)
+	if err == nil {
+		d.mu.Lock()
+		d.conns = append(d.conns, c)
+		d.mu.Unlock()
+	}
+	return c, err
 }
 
 // mustServe starts a server of the given protocol whose handler serves s,

@@ -84,3 +84,56 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	i := int(p * float64(len(sorted)-1))
 	return sorted[i]
 }
+
+// Paced issues b.N operations at a fixed total rate (open loop) from
+// `clients` goroutines: operation i is due at start + i/rate, so latency is
+// measured against a schedule, not against the previous answer. It reports
+// the achieved rate and latency percentiles of each op and of the part of
+// it named by the first return value of op (e.g. the acquire of a pair).
+func Paced(b *testing.B, clients int, rate float64, op func(worker int) (first time.Duration, err error)) {
+	b.Helper()
+	interval := time.Duration(float64(time.Second) / rate)
+	var (
+		mu          sync.Mutex
+		whole, part []time.Duration
+		failed      atomic.Value
+		wg          sync.WaitGroup
+	)
+	b.ResetTimer()
+	start := time.Now()
+	for w := 0; w < clients; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			var lw, lp []time.Duration
+			for i := w; i < b.N; i += clients {
+				due := start.Add(time.Duration(i) * interval)
+				if d := time.Until(due); d > 0 {
+					time.Sleep(d)
+				}
+				t := time.Now()
+				first, err := op(w)
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				lw = append(lw, time.Since(t))
+				lp = append(lp, first)
+			}
+			mu.Lock()
+			whole = append(whole, lw...)
+			part = append(part, lp...)
+			mu.Unlock()
+		}(w)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	Report(b, whole, elapsed)
+	slices.Sort(part)
+	b.ReportMetric(float64(Percentile(part, 0.50).Microseconds()), "first-p50-µs")
+	b.ReportMetric(float64(Percentile(part, 0.99).Microseconds()), "first-p99-µs")
+}

@@ -1,0 +1,101 @@
+package load
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// leaseClient is one worker: its own session, its own routes.
+type leaseClient struct {
+	c       *http.Client
+	base    string
+	session string
+	n       int
+}
+
+func post(c *http.Client, url string, body any, want int, out any) error {
+	data, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(data))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer load-token")
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		return fmt.Errorf("POST %s: %d %s", url, resp.StatusCode, raw)
+	}
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
+
+func newLeaseClients(b *testing.B, base string, n int) []*leaseClient {
+	b.Helper()
+	c := Client(n)
+	out := make([]*leaseClient, n)
+	for i := range out {
+		var s struct {
+			SessionID string `json:"session_id"`
+		}
+		if err := post(c, base+"/v1/sessions", map[string]any{"owner_id": "load-" + strconv.Itoa(i), "ttl_ms": 600000}, 201, &s); err != nil {
+			b.Fatal(err)
+		}
+		out[i] = &leaseClient{c: c, base: base, session: s.SessionID}
+	}
+	return out
+}
+
+// pair acquires a lease on a route of its own and releases it; it returns
+// the acquire's latency.
+func (lc *leaseClient) pair(worker int) (time.Duration, error) {
+	lc.n++
+	path := lc.base + "/v1/leases/load/w" + strconv.Itoa(worker) + "/r" + strconv.Itoa(lc.n%1024)
+	var l struct {
+		FencingToken int64 `json:"fencing_token"`
+	}
+	t := time.Now()
+	if err := post(lc.c, path+"/acquire", map[string]any{"session_id": lc.session, "ttl_ms": 60000}, 200, &l); err != nil {
+		return 0, err
+	}
+	acquired := time.Since(t)
+	return acquired, post(lc.c, path+"/release", map[string]any{"session_id": lc.session, "fencing_token": l.FencingToken}, 204, nil)
+}
+
+var peakPairs float64 // pairs/s measured by the peak sub-benchmark of this run
+
+// BenchmarkHTTPLeases measures, in one run and with one driver, 32
+// keep-alive clients on loopback against the real broker:
+//   - ceiling: a trivial request (GET /healthz) through the whole stack;
+//   - peak:    acquire+release pairs, closed loop;
+//   - half:    pairs paced at 50% of the peak, with p50/p99 latency.
+func BenchmarkHTTPLeases(b *testing.B) {
+	m := startBroker(b, tokenConfig)
+	b.Run("ceiling", func(b *testing.B) {
+		c := Client(clients)
+		Parallel(b, clients, func(int) error { return get(c, m.URL()+"/healthz") })
+	})
+	b.Run("peak", func(b *testing.B) {
+		lcs := newLeaseClients(b, m.URL(), clients)
+		start := time.Now()
+		Parallel(b, clients, func(w int) error { _, err := lcs[w].pair(w); return err })
+		peakPairs = float64(b.N) / time.Since(start).Seconds()
+		b.ReportMetric(2*peakPairs, "requests/s")
+	})
+	b.Run("half", func(b *testing.B) {
+		if peakPairs == 0 {
+			b.Skip("run with the peak sub-benchmark: -bench 'HTTPLeases'")
+		}
+		lcs := newLeaseClients(b, m.URL(), clients)
+		Paced(b, clients, peakPairs/2, func(w int) (time.Duration, error) { return lcs[w].pair(w) })
+	})
+}
