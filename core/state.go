@@ -17,6 +17,10 @@ type Config struct {
 	IncarnationKey []byte
 	// MaxSessions bounds live sessions across all families.
 	MaxSessions int
+	// Inventory snapshot retention; zero values take the defaults.
+	MaxSnapshots       int
+	MaxCallerSnapshots int
+	SnapshotIdle       time.Duration
 }
 
 // DefaultMaxSessions is the default for Config.MaxSessions.
@@ -47,6 +51,11 @@ type Stats struct {
 	Expiries                uint64
 	Rejected                uint64 // extend/release refused: fenced or not_owner
 	Rollbacks               uint64
+
+	Snapshots        int // open inventory snapshots
+	SnapshotsTaken   uint64
+	SnapshotsEvicted uint64 // by the caps
+	SnapshotsExpired uint64 // by the idle timeout
 }
 
 // State is the whole lease universe of one epoch.
@@ -60,6 +69,7 @@ type State struct {
 	waiters    map[uint64]*waiter
 	waitDue    *deadlines[uint64]
 	nextTicket uint64
+	snaps      *snapshots
 	stats      Stats
 
 	// Outputs of the current step, drained by the actor after each step.
@@ -72,6 +82,15 @@ func NewState(cfg Config) *State {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
+	if cfg.MaxSnapshots <= 0 {
+		cfg.MaxSnapshots = DefaultMaxSnapshots
+	}
+	if cfg.MaxCallerSnapshots <= 0 {
+		cfg.MaxCallerSnapshots = DefaultCallerSnapshots
+	}
+	if cfg.SnapshotIdle <= 0 {
+		cfg.SnapshotIdle = DefaultSnapshotIdle
+	}
 	return &State{
 		cfg:        cfg,
 		sessions:   make(map[SessionID]*session),
@@ -79,6 +98,7 @@ func NewState(cfg Config) *State {
 		families:   make(map[string]*family),
 		waiters:    make(map[uint64]*waiter),
 		waitDue:    newDeadlines[uint64](),
+		snaps:      newSnapshots(cfg.MaxSnapshots, cfg.MaxCallerSnapshots, cfg.SnapshotIdle),
 	}
 }
 
@@ -88,8 +108,11 @@ func (s *State) Epoch() string { return s.cfg.Epoch }
 // Revision is the current revision.
 func (s *State) Revision() uint64 { return s.revision }
 
-// Tick processes everything due at now.
-func (s *State) Tick(now time.Time) { s.expireDue(now) }
+// Tick processes everything due at now, idle snapshots included.
+func (s *State) Tick(now time.Time) {
+	s.expireDue(now)
+	s.snaps.expireIdle(now, &s.stats)
+}
 
 // expireDue processes everything due at now, in this order: sessions whose
 // TTL passed end (with their leases and waiters), leases whose TTL passed
@@ -133,5 +156,6 @@ func (s *State) Stats() Stats {
 	st.Revision = s.revision
 	st.Leases = len(s.leaseDue)
 	st.Waiters = len(s.waiters)
+	st.Snapshots = len(s.snaps.byID)
 	return st
 }

@@ -10,6 +10,8 @@
 # could be started: callers must fail, not skip.
 #
 # Environment:
+#   MUSTER_TEST_PG=off    the caller opts out: print nothing, start nothing,
+#                         succeed (the Go tests then skip, saying why).
 #   MUSTER_TEST_PG_URL    already set: print it and start nothing.
 #   MUSTER_TEST_PG_STATE  where the running server is recorded for stop.sh
 #                         (default ${TMPDIR:-/tmp}/muster-test-pg.state). A
@@ -28,6 +30,10 @@ set -euo pipefail
 log() { printf 'tests/pg/start.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+if [[ "${MUSTER_TEST_PG:-}" == off ]]; then
+  log "MUSTER_TEST_PG=off: not starting PostgreSQL; its tests will skip"
+  exit 0
+fi
 if [[ -n "${MUSTER_TEST_PG_URL:-}" ]]; then
   printf '%s\n' "$MUSTER_TEST_PG_URL"
   exit 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stop and delete the throwaway PostgreSQL that tests/pg/start.sh recorded.
-# Does nothing (successfully) when start.sh started nothing, for instance
-# because MUSTER_TEST_PG_URL was given. Reads MUSTER_TEST_PG_STATE like start.sh.
+# Does nothing (successfully) when nothing is recorded, or when
+# MUSTER_TEST_PG_URL names another server than the recorded one (it was given,
+# not started). Reads MUSTER_TEST_PG_STATE like start.sh.
 set -euo pipefail
 
 log() { printf 'tests/pg/stop.sh: %s\n' "$*" >&2; }
@@ -11,6 +12,10 @@ state="${MUSTER_TEST_PG_STATE:-${TMPDIR:-/tmp}/muster-test-pg.state}"
 
 read_state() { sed -n "s/^$1=//p" "$state" | head -n 1; }
 dir=$(read_state dir) data=$(read_state data) bin=$(read_state bin)
+if [[ -n "${MUSTER_TEST_PG_URL:-}" && "$MUSTER_TEST_PG_URL" != "$(read_state url)" ]]; then
+  log "MUSTER_TEST_PG_URL is not the server recorded in $state; leaving that one running"
+  exit 0
+fi
 
 if [[ $(id -u) -eq 0 ]]; then
   as_pg() {
