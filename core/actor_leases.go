@@ -117,3 +117,30 @@ func (b *Broker) Query(ctx context.Context, fam string, r Route) (LeaseStatus, e
 		return s.Query(now, fam, r), nil
 	})
 }
+
+// OpenSnapshot takes an inventory snapshot; see State.OpenSnapshot.
+func (b *Broker) OpenSnapshot(ctx context.Context, fam, caller string) (*Snapshot, error) {
+	return call(ctx, b, func(s *State, now time.Time) (*Snapshot, error) {
+		return s.OpenSnapshot(now, fam, caller), nil
+	})
+}
+
+// ResumeSnapshot finds an open snapshot; see State.ResumeSnapshot.
+func (b *Broker) ResumeSnapshot(ctx context.Context, id uint64, fam string) (*Snapshot, error) {
+	return call(ctx, b, func(s *State, now time.Time) (*Snapshot, error) {
+		return s.ResumeSnapshot(now, id, fam)
+	})
+}
+
+// Lookup is the exact-selector read with the revision it was read at.
+func (b *Broker) Lookup(ctx context.Context, fam string, r Route) (*Item, uint64, error) {
+	type res struct {
+		it  *Item
+		rev uint64
+	}
+	v, err := call(ctx, b, func(s *State, now time.Time) (res, error) {
+		it := s.Lookup(now, fam, r)
+		return res{it, s.Revision()}, nil
+	})
+	return v.it, v.rev, err
+}

@@ -21,6 +21,13 @@ type Metrics struct {
 	Registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+
+	listPages      prometheus.Counter
+	listItems      prometheus.Counter
+	listExamined   prometheus.Counter
+	listExhausted  prometheus.Counter
+	cursorResumes  prometheus.Counter
+	cursorRejected *prometheus.CounterVec
 }
 
 // NewMetrics registers the HTTP instruments and a collector that reads the
@@ -39,12 +46,30 @@ func NewMetrics(broker *core.Broker) *Metrics {
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"route", "method"}),
 	}
+	m.listPages = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_list_pages_total", Help: "LIST pages served."})
+	m.listItems = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_list_items_returned_total", Help: "Items returned by LIST."})
+	m.listExamined = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_list_entries_examined_total", Help: "Inventory entries examined by LIST (seeks included)."})
+	m.listExhausted = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_list_budget_exhausted_total", Help: "LIST pages ended by the examined-entries budget."})
+	m.cursorResumes = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_list_cursor_resumes_total", Help: "LIST pages resumed from a cursor."})
+	m.cursorRejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "muster_list_cursor_rejected_total", Help: "Cursors refused, by code."}, []string{"reason"})
+	reg.MustRegister(m.listPages, m.listItems, m.listExamined, m.listExhausted, m.cursorResumes, m.cursorRejected)
 	reg.MustRegister(m.requests, m.duration,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&coreCollector{broker: broker})
 	return m
 }
+
+func (m *Metrics) listPage(examined, items int, exhausted bool) {
+	m.listPages.Inc()
+	m.listItems.Add(float64(items))
+	m.listExamined.Add(float64(examined))
+	if exhausted {
+		m.listExhausted.Inc()
+	}
+}
+
+func (m *Metrics) cursorMismatch(reason string) { m.cursorRejected.WithLabelValues(reason).Inc() }
 
 // routePattern is the chi pattern of the matched route, or "unmatched".
 func routePattern(r *http.Request) string {
@@ -133,7 +158,13 @@ var statMetrics = slices.Concat(
 		counter("muster_lease_fenced_rejects_total", "Extends and releases refused as fenced or not_owner.", func(s *core.Stats) float64 { return u(s.Rejected) }),
 		counter("muster_lease_rollbacks_total", "Grants rolled back because the requester had left.", func(s *core.Stats) float64 { return u(s.Rollbacks) }),
 		counter("muster_lease_wait_cancelled_total", "Waiters whose requester left the queue.", func(s *core.Stats) float64 { return u(s.WaitCancelled) }),
+		gauge("muster_list_snapshots_open", "Open inventory snapshots.", func(s *core.Stats) float64 { return float64(s.Snapshots) }),
+		counter("muster_list_snapshots_taken_total", "Inventory snapshots taken.", func(s *core.Stats) float64 { return u(s.SnapshotsTaken) }),
 	},
+	labelled("muster_list_snapshots_dropped_total", "Inventory snapshots dropped, by reason.", "reason", map[string]func(*core.Stats) float64{
+		"evicted":      func(s *core.Stats) float64 { return u(s.SnapshotsEvicted) },
+		"idle_timeout": func(s *core.Stats) float64 { return u(s.SnapshotsExpired) },
+	}),
 	labelled("muster_sessions_ended_total", "Sessions ended, by reason.", "reason", map[string]func(*core.Stats) float64{
 		"expired": func(s *core.Stats) float64 { return u(s.SessionsExpired) },
 		"deleted": func(s *core.Stats) float64 { return u(s.SessionsDeleted) },

@@ -38,13 +38,6 @@ func (s *Server) Unsubscribe(ctx context.Context, req api.UnsubscribeRequestObje
 	return nil, errNotImplemented
 }
 
-func (s *Server) ListLeases(ctx context.Context, req api.ListLeasesRequestObject) (api.ListLeasesResponseObject, error) {
-	if _, err := authorizeSelector(ctx, req.Params.Selector, core.Read); err != nil {
-		return nil, err
-	}
-	return nil, errNotImplemented
-}
-
 func (s *Server) RegisterSpec(ctx context.Context, req api.RegisterSpecRequestObject) (api.RegisterSpecResponseObject, error) {
 	if err := allowFleet(callerFrom(ctx), req.Root, core.Write); err != nil {
 		return nil, err

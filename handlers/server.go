@@ -28,6 +28,8 @@ type Options struct {
 	Logger  *slog.Logger
 	// Clock is the core's clock (remaining_ms is computed against it).
 	Clock core.Clock
+	// CursorMaster is the secret the per-epoch cursor keys derive from.
+	CursorMaster []byte
 	// Ready reports whether dependencies beyond the actor are reachable.
 	Ready func(*http.Request) error
 }
@@ -40,6 +42,7 @@ type Server struct {
 	log     *slog.Logger
 	ready   func(*http.Request) error
 	clock   core.Clock
+	cursors *core.CursorCodec
 	docs    http.Handler
 }
 
@@ -47,8 +50,8 @@ type Server struct {
 // middleware (authentication, body bounds, kin-openapi request validation),
 // and the operations endpoints.
 func New(opt Options) (http.Handler, error) {
-	if opt.Broker == nil || opt.Auth == nil || opt.Metrics == nil {
-		return nil, errors.New("handlers: Broker, Auth and Metrics are required")
+	if opt.Broker == nil || opt.Auth == nil || opt.Metrics == nil || len(opt.CursorMaster) == 0 {
+		return nil, errors.New("handlers: Broker, Auth, Metrics and CursorMaster are required")
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
@@ -56,7 +59,8 @@ func New(opt Options) (http.Handler, error) {
 	if opt.Clock == nil {
 		opt.Clock = core.SystemClock{}
 	}
-	s := &Server{broker: opt.Broker, auth: opt.Auth, metrics: opt.Metrics, log: opt.Logger, ready: opt.Ready, clock: opt.Clock}
+	s := &Server{broker: opt.Broker, auth: opt.Auth, metrics: opt.Metrics, log: opt.Logger, ready: opt.Ready, clock: opt.Clock,
+		cursors: core.NewCursorCodec(opt.CursorMaster, opt.Broker.Epoch())}
 	spec, err := api.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("handlers: embedded spec: %w", err)

@@ -77,8 +77,31 @@ func (b *syncBuffer) String() string {
 // port with a temp data dir and a manual clock.
 type Broker struct {
 	*app.Main
-	Clock *core.ManualClock
-	Logs  *syncBuffer
+	Clock  *core.ManualClock
+	Logs   *syncBuffer
+	tokens []TokenSpec
+	events *eventLog
+	closed bool
+}
+
+// eventLog records every committed change of the held set, in revision
+// order, as the core produced it: the ground truth tests compare with.
+type eventLog struct {
+	mu  sync.Mutex
+	all []core.Event
+}
+
+func (l *eventLog) add(ev []core.Event) {
+	l.mu.Lock()
+	l.all = append(l.all, ev...)
+	l.mu.Unlock()
+}
+
+// Events returns a copy of the events recorded so far.
+func (b *Broker) Events() []core.Event {
+	b.events.mu.Lock()
+	defer b.events.mu.Unlock()
+	return append([]core.Event(nil), b.events.all...)
 }
 
 // TokenSpec configures one token for MustStartBroker.
@@ -91,22 +114,45 @@ type TokenSpec struct {
 // test ends. With no tokens it runs in dev mode.
 func MustStartBroker(tb testing.TB, tokens ...TokenSpec) *Broker {
 	tb.Helper()
-	return startBroker(tb, true, tokens)
+	return startBroker(tb, brokerOptions{manual: true, tokens: tokens})
+}
+
+// MustRestartBroker starts a new broker lifetime (a new epoch) on the data
+// directory of b, after stopping b.
+func MustRestartBroker(tb testing.TB, b *Broker) *Broker {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.Close(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	b.closed = true
+	return startBroker(tb, brokerOptions{manual: true, tokens: b.tokens, dataDir: b.DataDir})
+}
+
+type brokerOptions struct {
+	manual  bool
+	tokens  []TokenSpec
+	dataDir string
 }
 
 // MustStartWallClockBroker starts a broker on the wall clock, for tests in
 // which time passes for real (expiry under concurrency).
 func MustStartWallClockBroker(tb testing.TB, tokens ...TokenSpec) *Broker {
 	tb.Helper()
-	return startBroker(tb, false, tokens)
+	return startBroker(tb, brokerOptions{tokens: tokens})
 }
 
-func startBroker(tb testing.TB, manual bool, tokens []TokenSpec) *Broker {
+func startBroker(tb testing.TB, o brokerOptions) *Broker {
 	tb.Helper()
 	dir := tb.TempDir()
+	tokens := o.tokens
 	m := app.NewMain()
 	m.Addr = "127.0.0.1:0"
 	m.DataDir = filepath.Join(dir, "data")
+	if o.dataDir != "" {
+		m.DataDir = o.dataDir
+	}
 	if len(tokens) > 0 {
 		var sb strings.Builder
 		sb.WriteString("tokens:\n")
@@ -122,8 +168,9 @@ func startBroker(tb testing.TB, manual bool, tokens []TokenSpec) *Broker {
 			tb.Fatal(err)
 		}
 	}
-	b := &Broker{Main: m, Logs: &syncBuffer{}}
-	if manual {
+	b := &Broker{Main: m, Logs: &syncBuffer{}, tokens: tokens, events: &eventLog{}}
+	m.EventLog = b.events.add
+	if o.manual {
 		b.Clock = core.NewManualClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 		m.Clock = b.Clock
 	}
@@ -132,6 +179,9 @@ func startBroker(tb testing.TB, manual bool, tokens []TokenSpec) *Broker {
 		tb.Fatalf("start broker: %v", err)
 	}
 	tb.Cleanup(func() {
+		if b.closed {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := m.Close(ctx); err != nil {

@@ -37,6 +37,10 @@ type Main struct {
 	// Clock drives the core; nil is the wall clock. Tests inject one.
 	Clock  core.Clock
 	Logger *slog.Logger
+	// EventLog, if set, observes every committed change of the held set on
+	// the actor goroutine (it must not block). Tests record ground truth
+	// with it.
+	EventLog func([]core.Event)
 
 	broker   *core.Broker
 	server   *http.Server
@@ -87,17 +91,22 @@ func (m *Main) Open() error {
 	if err := os.MkdirAll(m.DataDir, 0o750); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	secret, err := loadSecret(m.DataDir)
+	if err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
 
 	m.broker = core.NewBroker(core.Config{
 		Epoch:          randomText(12),
 		IncarnationKey: randomBytes(32),
-	}, m.Clock, nil)
+	}, m.Clock, m.sink)
 	h, err := handlers.New(handlers.Options{
-		Broker:  m.broker,
-		Auth:    auth,
-		Metrics: handlers.NewMetrics(m.broker),
-		Logger:  m.Logger,
-		Clock:   m.Clock,
+		Broker:       m.broker,
+		Auth:         auth,
+		Metrics:      handlers.NewMetrics(m.broker),
+		Logger:       m.Logger,
+		Clock:        m.Clock,
+		CursorMaster: secret,
 	})
 	if err != nil {
 		m.broker.Close()
@@ -123,6 +132,13 @@ func (m *Main) Open() error {
 	}
 	m.Logger.Info("muster serving", "addr", ln.Addr().String(), "epoch", m.broker.Epoch(), "data_dir", m.DataDir)
 	return nil
+}
+
+// sink receives the events of every actor step.
+func (m *Main) sink(ev []core.Event) {
+	if m.EventLog != nil {
+		m.EventLog(ev)
+	}
 }
 
 // URL is the base URL the broker serves on.
