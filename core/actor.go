@@ -151,3 +151,13 @@ func (b *Broker) Stats(ctx context.Context) (Stats, error) {
 		return s.Stats(), nil
 	})
 }
+
+// Exec runs f on the actor as one step, like any command. It exists for
+// tools, tests and benchmarks that prepare state in bulk; the broker itself
+// uses the typed methods.
+func (b *Broker) Exec(ctx context.Context, f func(s *State, now time.Time) error) error {
+	_, err := call(ctx, b, func(s *State, now time.Time) (struct{}, error) {
+		return struct{}{}, f(s, now)
+	})
+	return err
+}

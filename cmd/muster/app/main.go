@@ -144,6 +144,9 @@ func (m *Main) sink(ev []core.Event) {
 // URL is the base URL the broker serves on.
 func (m *Main) URL() string { return "http://" + m.listener.Addr().String() }
 
+// Broker is the running core (for tools, tests and benchmarks).
+func (m *Main) Broker() *core.Broker { return m.broker }
+
 // Epoch is this broker lifetime's id.
 func (m *Main) Epoch() string { return m.broker.Epoch() }
 
