@@ -23,8 +23,11 @@ type Broker struct {
 	quit  chan struct{}
 	done  chan struct{}
 	// Owned by the actor goroutine:
-	waiting map[uint64]chan WaitResult // queued acquisitions by ticket
-	sink    func([]Event)
+	waiting    map[uint64]chan WaitResult // queued acquisitions by ticket
+	sink       func([]Event)
+	sinks      map[StreamID]StreamSink
+	nextStream StreamID
+	deliveries []Delivery
 }
 
 // NewBroker starts the actor for a fresh State. sink, if not nil, receives
@@ -42,6 +45,7 @@ func NewBroker(cfg Config, clock Clock, sink func([]Event)) *Broker {
 		done:    make(chan struct{}),
 		waiting: make(map[uint64]chan WaitResult),
 		sink:    sink,
+		sinks:   make(map[StreamID]StreamSink),
 	}
 	go b.run()
 	return b
@@ -65,7 +69,8 @@ func (b *Broker) run() {
 }
 
 // drain hands the step's wait results to their waiting requests (a one-slot
-// buffered channel each: never blocks) and its events to the sink.
+// buffered channel each: never blocks), its events to the sink and to the
+// watch streams, and its stream ends to their streams.
 func (b *Broker) drain() {
 	for _, r := range b.state.TakeResults() {
 		if ch, ok := b.waiting[r.Ticket]; ok {
@@ -73,9 +78,11 @@ func (b *Broker) drain() {
 			delete(b.waiting, r.Ticket)
 		}
 	}
-	if ev := b.state.TakeEvents(); len(ev) > 0 && b.sink != nil {
+	ev := b.state.TakeEvents()
+	if len(ev) > 0 && b.sink != nil {
 		b.sink(ev)
 	}
+	b.fanOut(ev)
 }
 
 // Close stops the actor and waits for it. It is safe to call more than once.

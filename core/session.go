@@ -51,8 +51,11 @@ type SessionInfo struct {
 // session is the core's record of one live session.
 type session struct {
 	SessionInfo
-	leases  *lease             // intrusive list of held leases
-	waiters map[uint64]*waiter // queued acquisitions by ticket
+	leases    *lease                   // intrusive list of held leases
+	waiters   map[uint64]*waiter       // queued acquisitions by ticket
+	regs      map[string]*registration // watch registrations by original selector
+	wildcards int                      // wildcard registrations among regs
+	readOnly  StreamID                 // non-zero: the read-only session of that stream
 }
 
 // incarnation is the holder incarnation of a session: HMAC-SHA256 of the
@@ -159,6 +162,11 @@ func (s *State) endSession(now time.Time, ss *session, why EndReason) {
 	}
 	for ss.leases != nil {
 		s.removeLease(now, ss.leases, SessionClosed)
+	}
+	for _, r := range ss.regs {
+		if s.streams[r.stream] != nil {
+			s.endStream(r.stream, EndSessionClosed)
+		}
 	}
 	if why == EndExpired {
 		s.stats.SessionsExpired++

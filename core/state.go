@@ -52,6 +52,15 @@ type Stats struct {
 	Rejected                uint64 // extend/release refused: fenced or not_owner
 	Rollbacks               uint64
 
+	ExactRegistrations    int
+	WildcardRegistrations int
+	Streams               int
+	Supersedes            uint64
+	Changes               uint64 // held-set changes fanned out
+	Deliveries            uint64 // change events offered to streams
+	Overflows             uint64 // streams dropped because they refused an event
+	SubscriptionLimit     uint64 // opens refused by the registration caps
+
 	Snapshots        int // open inventory snapshots
 	SnapshotsTaken   uint64
 	SnapshotsEvicted uint64 // by the caps
@@ -70,11 +79,16 @@ type State struct {
 	waitDue    *deadlines[uint64]
 	nextTicket uint64
 	snaps      *snapshots
+	watch      map[string]*watchIndex // by family
+	streams    map[StreamID]*stream
+	nextSub    uint64
+	matchStamp uint64
 	stats      Stats
 
 	// Outputs of the current step, drained by the actor after each step.
 	events  []Event
 	results []WaitResult
+	ends    []StreamEnd
 }
 
 // NewState returns an empty universe.
@@ -99,6 +113,8 @@ func NewState(cfg Config) *State {
 		waiters:    make(map[uint64]*waiter),
 		waitDue:    newDeadlines[uint64](),
 		snaps:      newSnapshots(cfg.MaxSnapshots, cfg.MaxCallerSnapshots, cfg.SnapshotIdle),
+		watch:      make(map[string]*watchIndex),
+		streams:    make(map[StreamID]*stream),
 	}
 }
 
@@ -157,5 +173,6 @@ func (s *State) Stats() Stats {
 	st.Leases = len(s.leaseDue)
 	st.Waiters = len(s.waiters)
 	st.Snapshots = len(s.snaps.byID)
+	st.Streams = len(s.streams)
 	return st
 }

@@ -28,6 +28,11 @@ type Metrics struct {
 	listExhausted  prometheus.Counter
 	cursorResumes  prometheus.Counter
 	cursorRejected *prometheus.CounterVec
+
+	streams    prometheus.Gauge
+	delivered  prometheus.Counter
+	overflows  prometheus.Counter
+	supersedes prometheus.Counter
 }
 
 // NewMetrics registers the HTTP instruments and a collector that reads the
@@ -52,6 +57,11 @@ func NewMetrics(broker *core.Broker) *Metrics {
 	m.listExhausted = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_list_budget_exhausted_total", Help: "LIST pages ended by the examined-entries budget."})
 	m.cursorResumes = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_list_cursor_resumes_total", Help: "LIST pages resumed from a cursor."})
 	m.cursorRejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "muster_list_cursor_rejected_total", Help: "Cursors refused, by code."}, []string{"reason"})
+	m.streams = prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_watch_streams", Help: "Open watch streams."})
+	m.delivered = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_watch_events_delivered_total", Help: "Change events queued to watch streams."})
+	m.overflows = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_watch_overflows_total", Help: "Streams ended because their queue filled (slow consumer)."})
+	m.supersedes = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_watch_supersedes_total", Help: "Streams ended because the same session opened the same selector again."})
+	reg.MustRegister(m.streams, m.delivered, m.overflows, m.supersedes)
 	reg.MustRegister(m.listPages, m.listItems, m.listExamined, m.listExhausted, m.cursorResumes, m.cursorRejected)
 	reg.MustRegister(m.requests, m.duration,
 		collectors.NewGoCollector(),
@@ -158,6 +168,11 @@ var statMetrics = slices.Concat(
 		counter("muster_lease_fenced_rejects_total", "Extends and releases refused as fenced or not_owner.", func(s *core.Stats) float64 { return u(s.Rejected) }),
 		counter("muster_lease_rollbacks_total", "Grants rolled back because the requester had left.", func(s *core.Stats) float64 { return u(s.Rollbacks) }),
 		counter("muster_lease_wait_cancelled_total", "Waiters whose requester left the queue.", func(s *core.Stats) float64 { return u(s.WaitCancelled) }),
+		gauge("muster_watch_registrations_exact", "Active exact watch registrations.", func(s *core.Stats) float64 { return float64(s.ExactRegistrations) }),
+		gauge("muster_watch_registrations_wildcard", "Active wildcard watch registrations.", func(s *core.Stats) float64 { return float64(s.WildcardRegistrations) }),
+		counter("muster_watch_changes_total", "Held-set changes fanned out.", func(s *core.Stats) float64 { return u(s.Changes) }),
+		counter("muster_watch_fanout_total", "Deliveries of changes to matching registrations (fan-out; divide by changes for the mean).", func(s *core.Stats) float64 { return u(s.Deliveries) }),
+		counter("muster_watch_subscription_limit_total", "Stream opens refused by the registration caps.", func(s *core.Stats) float64 { return u(s.SubscriptionLimit) }),
 		gauge("muster_list_snapshots_open", "Open inventory snapshots.", func(s *core.Stats) float64 { return float64(s.Snapshots) }),
 		counter("muster_list_snapshots_taken_total", "Inventory snapshots taken.", func(s *core.Stats) float64 { return u(s.SnapshotsTaken) }),
 	},

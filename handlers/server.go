@@ -5,6 +5,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster/fleetstore"
 	"github.com/musterhq/muster/handlers/swaggerui"
+	"github.com/musterhq/muster/sse"
 )
 
 // Options wire a Server.
@@ -32,6 +35,8 @@ type Options struct {
 	CursorMaster []byte
 	// Ready reports whether dependencies beyond the actor are reachable.
 	Ready func(*http.Request) error
+	// Fleet is the desired set behind the /v1/fleets operations.
+	Fleet *fleetstore.Fleet
 }
 
 // Server is the HTTP face of one broker.
@@ -43,15 +48,20 @@ type Server struct {
 	ready   func(*http.Request) error
 	clock   core.Clock
 	cursors *core.CursorCodec
-	docs    http.Handler
+	hub     sse.Hub
+	router  http.Handler
+	// changeCache is touched only on the actor goroutine.
+	changeCache changeCache
+	docs        http.Handler
+	fleet       *fleetstore.Fleet
 }
 
 // New builds the router: chi, the generated routes behind the contract
 // middleware (authentication, body bounds, kin-openapi request validation),
 // and the operations endpoints.
-func New(opt Options) (http.Handler, error) {
-	if opt.Broker == nil || opt.Auth == nil || opt.Metrics == nil || len(opt.CursorMaster) == 0 {
-		return nil, errors.New("handlers: Broker, Auth, Metrics and CursorMaster are required")
+func New(opt Options) (*Server, error) {
+	if opt.Broker == nil || opt.Auth == nil || opt.Metrics == nil || opt.Fleet == nil || len(opt.CursorMaster) == 0 {
+		return nil, errors.New("handlers: Broker, Auth, Metrics, Fleet and CursorMaster are required")
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
@@ -60,7 +70,7 @@ func New(opt Options) (http.Handler, error) {
 		opt.Clock = core.SystemClock{}
 	}
 	s := &Server{broker: opt.Broker, auth: opt.Auth, metrics: opt.Metrics, log: opt.Logger, ready: opt.Ready, clock: opt.Clock,
-		cursors: core.NewCursorCodec(opt.CursorMaster, opt.Broker.Epoch())}
+		cursors: core.NewCursorCodec(opt.CursorMaster, opt.Broker.Epoch()), fleet: opt.Fleet}
 	spec, err := api.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("handlers: embedded spec: %w", err)
@@ -80,6 +90,7 @@ func New(opt Options) (http.Handler, error) {
 		writeProblem(w, core.CodeMethodNotAllowed, "the route does not take this method")
 	})
 	r.Handle("/docs/*", s.docs)
+	s.router = r
 	r.Group(func(r chi.Router) {
 		r.Use(c.middleware)
 		strict := api.NewStrictHandlerWithOptions(s, nil, api.StrictHTTPServerOptions{
@@ -97,7 +108,17 @@ func New(opt Options) (http.Handler, error) {
 			},
 		})
 	})
-	return r, nil
+	return s, nil
+}
+
+// ServeHTTP serves the router.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// EndStreams sends `event: shutdown` to every watch stream and waits
+// (bounded by ctx) for them to close. Register it with
+// http.Server.RegisterOnShutdown: Shutdown does not wait for streams.
+func (s *Server) EndStreams(ctx context.Context) error {
+	return s.hub.EndAll(ctx, endEvent("shutdown"))
 }
 
 // routes overrides the generated operations that are not JSON: they need
@@ -118,8 +139,8 @@ func (rt routes) OpenapiSpec(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(api.SpecYAML)
 }
 
-func (rt routes) WatchLeases(w http.ResponseWriter, _ *http.Request, _ api.WatchLeasesParams) {
-	writeError(rt.s.log, w, nil, errNotImplemented)
+func (rt routes) WatchLeases(w http.ResponseWriter, r *http.Request, params api.WatchLeasesParams) {
+	rt.s.watch(w, r, params)
 }
 
 func (s *Server) epochHeader(next http.Handler) http.Handler {

@@ -127,13 +127,21 @@ func MustRestartBroker(tb testing.TB, b *Broker) *Broker {
 		tb.Fatal(err)
 	}
 	b.closed = true
-	return startBroker(tb, brokerOptions{manual: true, tokens: b.tokens, dataDir: b.DataDir})
+	return startBroker(tb, brokerOptions{manual: true, tokens: b.tokens, dataDir: b.DataDir, storeURL: b.StoreURL})
 }
 
 type brokerOptions struct {
-	manual  bool
-	tokens  []TokenSpec
-	dataDir string
+	manual   bool
+	tokens   []TokenSpec
+	dataDir  string
+	storeURL string // the fleet store; "" is bbolt in the data dir
+}
+
+// MustStartBrokerOn is MustStartBroker with the fleet store at storeURL
+// ("" is bbolt in the data dir; see fleetBackends).
+func MustStartBrokerOn(tb testing.TB, storeURL string, tokens ...TokenSpec) *Broker {
+	tb.Helper()
+	return startBroker(tb, brokerOptions{manual: true, tokens: tokens, storeURL: storeURL})
 }
 
 // MustStartWallClockBroker starts a broker on the wall clock, for tests in
@@ -153,6 +161,7 @@ func startBroker(tb testing.TB, o brokerOptions) *Broker {
 	if o.dataDir != "" {
 		m.DataDir = o.dataDir
 	}
+	m.StoreURL = o.storeURL
 	if len(tokens) > 0 {
 		var sb strings.Builder
 		sb.WriteString("tokens:\n")

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster/fleetstore"
 	"github.com/musterhq/muster/handlers"
 )
 
@@ -33,6 +34,9 @@ type Main struct {
 	DataDir     string
 	ConfigPath  string
 	InsecureDev bool
+	// StoreURL selects the fleet store: "" is the bbolt file in DataDir,
+	// postgres://… a PostgreSQL database (several brokers may share it).
+	StoreURL string
 
 	// Clock drives the core; nil is the wall clock. Tests inject one.
 	Clock  core.Clock
@@ -43,6 +47,7 @@ type Main struct {
 	EventLog func([]core.Event)
 
 	broker   *core.Broker
+	fleet    *fleetstore.Fleet
 	server   *http.Server
 	listener net.Listener
 	served   chan error
@@ -60,6 +65,7 @@ func (m *Main) ParseFlags(args []string, stderr io.Writer) error {
 	fs.StringVar(&m.Addr, "addr", m.Addr, "listen address HOST:PORT")
 	fs.StringVar(&m.DataDir, "data-dir", m.DataDir, "directory for durable data (the fleet store)")
 	fs.StringVar(&m.ConfigPath, "config", m.ConfigPath, "YAML configuration file (tokens and grants); none = dev mode")
+	fs.StringVar(&m.StoreURL, "store", m.StoreURL, "fleet store: empty = bbolt file in the data dir, or a postgres:// URL")
 	fs.BoolVar(&m.InsecureDev, "insecure-dev", m.InsecureDev, "allow dev mode (no tokens) on a non-loopback address")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -95,6 +101,9 @@ func (m *Main) Open() error {
 	if err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	if err := m.openStore(); err != nil {
+		return err
+	}
 
 	m.broker = core.NewBroker(core.Config{
 		Epoch:          randomText(12),
@@ -107,14 +116,18 @@ func (m *Main) Open() error {
 		Logger:       m.Logger,
 		Clock:        m.Clock,
 		CursorMaster: secret,
+		Fleet:        m.fleet,
+		Ready:        m.storeReady,
 	})
 	if err != nil {
 		m.broker.Close()
+		_ = m.closeStore()
 		return err
 	}
 	ln, err := net.Listen("tcp", m.Addr)
 	if err != nil {
 		m.broker.Close()
+		_ = m.closeStore()
 		return err
 	}
 	m.listener = ln
@@ -125,6 +138,16 @@ func (m *Main) Open() error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
 	}
+	// HTTP/1.1 and HTTP/2 over cleartext (h2c) both serve watch streams.
+	m.server.Protocols = new(http.Protocols)
+	m.server.Protocols.SetHTTP1(true)
+	m.server.Protocols.SetUnencryptedHTTP2(true)
+	// Shutdown does not wait for streams: end them with `event: shutdown`.
+	m.server.RegisterOnShutdown(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = h.EndStreams(ctx)
+	})
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.server.Serve(ln) }()
 	if auth.DevMode() {
@@ -173,6 +196,7 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.broker != nil {
 		m.broker.Close()
 	}
+	err = errors.Join(err, m.closeStore())
 	m.Logger.Info("muster stopped")
 	return err
 }

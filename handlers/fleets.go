@@ -1,0 +1,260 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/musterhq/muster/api"
+	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster/fleetstore"
+)
+
+// The fleet operations: the desired set of the caller's family under one
+// root. The root arrives decoded ("inst-7%2Fmon" is "inst-7/mon"); it is
+// judged before authorization, so an illegal root is invalid_request rather
+// than forbidden. Families never meet: every call names the caller's own.
+//
+// Specs leave exactly as they were registered. The generated response types
+// encode through encoding/json, which compacts a json.RawMessage (and any
+// MarshalJSON result) and escapes <, > and &; the spec-carrying answers are
+// therefore written by rawJSON instead.
+
+// MaxSpecPageBytes bounds the specs of one listSpecs page: a page stops
+// before the row that would cross it (it always holds at least one row), and
+// its next_cursor resumes after the last row sent.
+const MaxSpecPageBytes = 1 << 20
+
+// fleetCursorSelector is what a listSpecs cursor is bound to besides the
+// family and the epoch: the root, in a namespace no lease selector can use.
+func fleetCursorSelector(root string) string { return "fleet:" + root }
+
+// fleetScope checks the root and that one grant of the caller covers it with
+// access a, and returns the caller's family.
+func fleetScope(ctx context.Context, root string, a core.Access) (string, error) {
+	if err := fleetstore.CheckRoot(root); err != nil {
+		return "", err
+	}
+	c := callerFrom(ctx)
+	if err := allowFleet(c, root, a); err != nil {
+		return "", err
+	}
+	return c.Family, nil
+}
+
+// fleetErr passes the fleet store's errors through: a request error as it
+// is, a backend failure as its public part, with the cause logged (it may
+// quote stored values, so it is never shown).
+func (s *Server) fleetErr(ctx context.Context, op string, err error) error {
+	var be *fleetstore.BackendError
+	if !errors.As(err, &be) {
+		return err
+	}
+	if ctx.Err() == nil {
+		s.log.Error("fleet store failed", "op", op, "code", be.Public.Code, "err", be.Cause)
+	}
+	return be.Public
+}
+
+// RegisterSpec mints "<kind>-<n>" and stores the spec; the 201 is sent only
+// once the spec is durable.
+func (s *Server) RegisterSpec(ctx context.Context, req api.RegisterSpecRequestObject) (api.RegisterSpecResponseObject, error) {
+	fam, err := fleetScope(ctx, req.Root, core.Write)
+	if err != nil {
+		return nil, err
+	}
+	spec := []byte(req.Body.Spec)
+	if len(spec) <= fleetstore.MaxSpecBytes && !utf8.Valid(spec) {
+		return nil, core.Errorf(core.CodeInvalidRequest, "spec is not valid UTF-8")
+	}
+	name, err := s.fleet.Register(ctx, fam, req.Root, req.Body.Kind, spec)
+	if err != nil {
+		return nil, s.fleetErr(ctx, "register", err)
+	}
+	return rawJSON{status: http.StatusCreated, body: s.appendRow(nil, fleetstore.Row{Name: name, Spec: spec})}, nil
+}
+
+// GetSpec reads one spec.
+func (s *Server) GetSpec(ctx context.Context, req api.GetSpecRequestObject) (api.GetSpecResponseObject, error) {
+	fam, err := fleetScope(ctx, req.Root, core.Read)
+	if err != nil {
+		return nil, err
+	}
+	row, err := s.fleet.Get(ctx, fam, req.Root, req.Name)
+	if err != nil {
+		return nil, s.fleetErr(ctx, "get", err)
+	}
+	return rawJSON{status: http.StatusOK, body: s.appendRow(nil, row)}, nil
+}
+
+// ForgetSpec is the one door out of the desired set. An illegal name is
+// refused and nothing is deleted; a legal name that is absent succeeds.
+func (s *Server) ForgetSpec(ctx context.Context, req api.ForgetSpecRequestObject) (api.ForgetSpecResponseObject, error) {
+	fam, err := fleetScope(ctx, req.Root, core.Write)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.fleet.Forget(ctx, fam, req.Root, req.Name); err != nil {
+		return nil, s.fleetErr(ctx, "forget", err)
+	}
+	return api.ForgetSpec204Response{}, nil
+}
+
+// ListSpecs pages the root's specs in name order. The cursor is signed like
+// a LIST cursor (family, epoch, "fleet:<root>") and carries the last name
+// sent; pages are not a snapshot (see fleetstore.Fleet.Desired).
+func (s *Server) ListSpecs(ctx context.Context, req api.ListSpecsRequestObject) (api.ListSpecsResponseObject, error) {
+	fam, err := fleetScope(ctx, req.Root, core.Read)
+	if err != nil {
+		return nil, err
+	}
+	limit := fleetstore.DefaultPageSize
+	if req.Params.Limit != nil {
+		limit = *req.Params.Limit
+	}
+	if limit < 1 || limit > fleetstore.MaxPageSize {
+		return nil, core.Errorf(core.CodeInvalidRequest, "limit must be 1..%d", fleetstore.MaxPageSize)
+	}
+	sel := fleetCursorSelector(req.Root)
+	after := ""
+	if req.Params.Cursor != nil {
+		cur, err := s.cursors.Decode(*req.Params.Cursor, fam, sel)
+		if err != nil {
+			return nil, err
+		}
+		after = cur.After
+	}
+	rows, more, err := s.fleet.Desired(ctx, fam, req.Root, after, limit)
+	if err != nil {
+		return nil, s.fleetErr(ctx, "list", err)
+	}
+	b := append(make([]byte, 0, 256), `{"items":[`...)
+	size := 0
+	for i, r := range rows {
+		if i > 0 && size+len(r.Spec) > MaxSpecPageBytes {
+			rows, more = rows[:i], true
+			break
+		}
+		size += len(r.Spec)
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = s.appendRow(b, r)
+	}
+	b = append(b, ']')
+	if more && len(rows) > 0 {
+		next := s.cursors.Encode(core.Cursor{Epoch: s.broker.Epoch(), Family: fam, Selector: sel, After: rows[len(rows)-1].Name})
+		b = append(b, `,"next_cursor":`...)
+		b = appendJSONString(b, next)
+	}
+	b = append(b, '}')
+	return rawJSON{status: http.StatusOK, body: b}, nil
+}
+
+// SweepSpecs is the boot move, validate-or-drop, against the caller's JSON
+// Schema.
+func (s *Server) SweepSpecs(ctx context.Context, req api.SweepSpecsRequestObject) (api.SweepSpecsResponseObject, error) {
+	fam, err := fleetScope(ctx, req.Root, core.Write)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.fleet.Sweep(ctx, fam, req.Root, req.Body.Schema)
+	if err != nil {
+		return nil, s.fleetErr(ctx, "sweep", err)
+	}
+	b := append(make([]byte, 0, 256), `{"kept":[`...)
+	for i, r := range res.Kept {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = s.appendRow(b, r)
+	}
+	b = append(b, `],"dropped":[`...)
+	for i, name := range res.Dropped {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, name)
+	}
+	b = append(b, "]}"...)
+	return rawJSON{status: http.StatusOK, body: b}, nil
+}
+
+// PlanFleet is the pure difference of two name lists; it reads and changes
+// nothing, so it needs a token but no grant.
+func (s *Server) PlanFleet(_ context.Context, req api.PlanFleetRequestObject) (api.PlanFleetResponseObject, error) {
+	missing, orphans := fleetstore.Plan(req.Body.Desired, req.Body.Live)
+	return api.PlanFleet200JSONResponse{Missing: missing, Orphans: orphans}, nil
+}
+
+// FleetGap plans the root's desired set against the resource segments of the
+// held leases matching the live selector, read from one inventory snapshot
+// whose revision it reports. The live side is read first: a unit being
+// stopped (lease released, then spec forgotten) can then show as an orphan
+// but never as missing, so a reconciler acting on missing never restarts
+// what an operator just stopped.
+func (s *Server) FleetGap(ctx context.Context, req api.FleetGapRequestObject) (api.FleetGapResponseObject, error) {
+	fam, err := fleetScope(ctx, req.Root, core.Read)
+	if err != nil {
+		return nil, err
+	}
+	sel, err := authorizeSelector(ctx, req.Params.Live, core.Read)
+	if err != nil {
+		return nil, err
+	}
+	sn, err := s.broker.HeldView(ctx, fam)
+	if err != nil {
+		return nil, core.Errorf(core.CodeInventoryUnavailable, "no inventory snapshot could be taken")
+	}
+	live := sn.Resources(sel)
+	desired, err := s.fleet.Names(ctx, fam, req.Root)
+	if err != nil {
+		return nil, s.fleetErr(ctx, "gap", err)
+	}
+	missing, orphans := fleetstore.Plan(desired, live)
+	return api.FleetGap200JSONResponse{Missing: missing, Orphans: orphans, Revision: int64(sn.Revision)}, nil
+}
+
+// appendRow appends {"name":…,"spec":…} with the spec's stored bytes as they
+// are. A stored value that is not valid UTF-8 JSON (a hand-edited row: the
+// broker never stores one) is sent as null and logged, so the answer stays
+// JSON; a sweep drops such a row.
+func (s *Server) appendRow(b []byte, r fleetstore.Row) []byte {
+	b = append(b, `{"name":`...)
+	b = appendJSONString(b, r.Name)
+	b = append(b, `,"spec":`...)
+	if json.Valid(r.Spec) && utf8.Valid(r.Spec) {
+		b = append(b, r.Spec...)
+	} else {
+		s.log.Warn("fleet store holds a spec that is not valid JSON; sent as null", "name", r.Name)
+		b = append(b, "null"...)
+	}
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always marshals
+	return append(b, q...)
+}
+
+// rawJSON is a JSON answer written byte for byte: it implements the
+// generated response interfaces of the operations that return specs.
+type rawJSON struct {
+	status int
+	body   []byte
+}
+
+func (r rawJSON) write(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(r.status)
+	_, err := w.Write(append(r.body, '\n'))
+	return err
+}
+
+func (r rawJSON) VisitRegisterSpecResponse(w http.ResponseWriter) error { return r.write(w) }
+func (r rawJSON) VisitGetSpecResponse(w http.ResponseWriter) error      { return r.write(w) }
+func (r rawJSON) VisitListSpecsResponse(w http.ResponseWriter) error    { return r.write(w) }
+func (r rawJSON) VisitSweepSpecsResponse(w http.ResponseWriter) error   { return r.write(w) }
