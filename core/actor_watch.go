@@ -33,6 +33,10 @@ type WatchRequest struct {
 // Watch registers a stream; see State.Subscribe. It returns the stream's id.
 func (b *Broker) Watch(ctx context.Context, req WatchRequest) (StreamID, error) {
 	return call(ctx, b, func(s *State, now time.Time) (StreamID, error) {
+		// Process what is due and fan it out first: changes up to the
+		// marker's revision are in its snapshot, never on the new stream.
+		s.expireDue(now)
+		b.drain()
 		b.nextStream++
 		st := b.nextStream
 		ws, err := s.Subscribe(now, req.Family, req.Session, req.Anon, req.Selectors, st, req.Caller)
