@@ -31,7 +31,6 @@ type Metrics struct {
 
 	streams    prometheus.Gauge
 	delivered  prometheus.Counter
-	overflows  prometheus.Counter
 	supersedes prometheus.Counter
 }
 
@@ -59,9 +58,8 @@ func NewMetrics(broker *core.Broker) *Metrics {
 	m.cursorRejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "muster_list_cursor_rejected_total", Help: "Cursors refused, by code."}, []string{"reason"})
 	m.streams = prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_watch_streams", Help: "Open watch streams."})
 	m.delivered = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_watch_events_delivered_total", Help: "Change events queued to watch streams."})
-	m.overflows = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_watch_overflows_total", Help: "Streams ended because their queue filled (slow consumer)."})
 	m.supersedes = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_watch_supersedes_total", Help: "Streams ended because the same session opened the same selector again."})
-	reg.MustRegister(m.streams, m.delivered, m.overflows, m.supersedes)
+	reg.MustRegister(m.streams, m.delivered, m.supersedes)
 	reg.MustRegister(m.listPages, m.listItems, m.listExamined, m.listExhausted, m.cursorResumes, m.cursorRejected)
 	reg.MustRegister(m.requests, m.duration,
 		collectors.NewGoCollector(),
@@ -172,6 +170,7 @@ var statMetrics = slices.Concat(
 		gauge("muster_watch_registrations_wildcard", "Active wildcard watch registrations.", func(s *core.Stats) float64 { return float64(s.WildcardRegistrations) }),
 		counter("muster_watch_changes_total", "Held-set changes fanned out.", func(s *core.Stats) float64 { return u(s.Changes) }),
 		counter("muster_watch_fanout_total", "Deliveries of changes to matching registrations (fan-out; divide by changes for the mean).", func(s *core.Stats) float64 { return u(s.Deliveries) }),
+		counter("muster_watch_overflows_total", "Streams dropped because their bounded queue was full (slow consumer).", func(s *core.Stats) float64 { return u(s.Overflows) }),
 		counter("muster_watch_subscription_limit_total", "Stream opens refused by the registration caps.", func(s *core.Stats) float64 { return u(s.SubscriptionLimit) }),
 		gauge("muster_list_snapshots_open", "Open inventory snapshots.", func(s *core.Stats) float64 { return float64(s.Snapshots) }),
 		counter("muster_list_snapshots_taken_total", "Inventory snapshots taken.", func(s *core.Stats) float64 { return u(s.SnapshotsTaken) }),

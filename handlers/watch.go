@@ -53,10 +53,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 	defer s.broker.DropStream(id)
 	s.metrics.streams.Inc()
 	defer s.metrics.streams.Dec()
-	_ = s.hub.Serve(w, r, stream, sse.Options{
-		Overflow:   endEvent("overflow"),
-		OnOverflow: s.metrics.overflows.Inc,
-	})
+	_ = s.hub.Serve(w, r, stream, sse.Options{Overflow: endEvent("overflow")})
 }
 
 // marker is the first event of a stream: the revision and, per selector,

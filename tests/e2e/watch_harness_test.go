@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -193,5 +192,3 @@ func (ws *watchStream) quiet(tb testing.TB, d time.Duration) {
 	case <-time.After(d):
 	}
 }
-
-var errStreamOpen = errors.New("stream still open")

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -169,7 +167,3 @@ func TestWatchOverlap(t *testing.T) {
 	}
 	ws.quiet(t, 50*time.Millisecond)
 }
-
-func parseRev(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }
-
-var _ = strings.Contains
