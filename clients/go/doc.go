@@ -57,10 +57,10 @@
 // # Concurrency
 //
 // Client, Session, Lease, Subscription and Observer are safe for concurrent
-// use. Session, Subscription and Observer each run one background goroutine
-// that ends with Close (or, for Subscription and Observer, with the context
-// given to Watch or Observe); Lease and WithLease run none beyond their
-// renewal. Close never blocks on the network beyond its own request
+// use. Session, Subscription and Observer run background goroutines that
+// end with Close (or, for Subscription and Observer, with the context given
+// to Watch or Observe); a Lease runs only a timer for its local deadline,
+// and WithLease one renewal goroutine until it returns. Close never blocks on the network beyond its own request
 // (Session.Close sends one DELETE; Subscription.Close and Observer.Close
 // send nothing and cancel what is in flight).
 package muster

@@ -130,10 +130,10 @@ func (s *Session) end(cause error) {
 func (s *Session) keepalive(ctx context.Context, deadline time.Time) {
 	defer close(s.loopDone)
 	interval := s.ttl / 3
-	wait := interval
 	backoff := newBackoff(100*time.Millisecond, interval)
-	timer := time.NewTimer(wait)
+	timer := time.NewTimer(interval)
 	defer timer.Stop()
+	var lastErr error
 	for {
 		select {
 		case <-ctx.Done():
@@ -142,6 +142,10 @@ func (s *Session) keepalive(ctx context.Context, deadline time.Time) {
 			return
 		case <-timer.C:
 		}
+		if lastErr != nil && !time.Now().Before(deadline) {
+			s.end(fmt.Errorf("%w: no keepalive got through within the TTL: %w", ErrSessionLost, lastErr))
+			return
+		}
 		t0 := time.Now()
 		rctx, cancel := context.WithDeadline(ctx, deadline)
 		resp, err := s.c.raw.KeepaliveSession(rctx, s.id)
@@ -149,7 +153,7 @@ func (s *Session) keepalive(ctx context.Context, deadline time.Time) {
 		cancel()
 		switch {
 		case err == nil:
-			deadline = t0.Add(s.ttl)
+			deadline, lastErr = t0.Add(s.ttl), nil
 			backoff.reset()
 			timer.Reset(interval)
 		case ctx.Err() != nil:
@@ -157,11 +161,11 @@ func (s *Session) keepalive(ctx context.Context, deadline time.Time) {
 		case errors.Is(err, ErrSessionNotFound):
 			s.end(fmt.Errorf("%w: %w", ErrSessionLost, err))
 			return
-		case !time.Now().Before(deadline):
-			s.end(fmt.Errorf("%w: no keepalive got through within the TTL: %w", ErrSessionLost, err))
-			return
 		default:
-			timer.Reset(min(backoff.next(), time.Until(deadline)))
+			if lastErr == nil || !isContextErr(err) {
+				lastErr = err
+			}
+			timer.Reset(max(0, min(backoff.next(), time.Until(deadline))))
 		}
 	}
 }
