@@ -47,7 +47,7 @@ func NewMetrics(broker *core.Broker) *Metrics {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "muster_http_request_duration_seconds",
 			Help:    "HTTP request latency by route pattern and method (streams: until the stream ends).",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+			Buckets: []float64{.0001, .00025, .0005, .001, .0015, .002, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"route", "method"}),
 	}
 	m.listPages = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_list_pages_total", Help: "LIST pages served."})
