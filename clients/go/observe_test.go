@@ -228,7 +228,9 @@ func TestObserverRecoveryBacksOff(t *testing.T) {
 		t.Fatalf("%d bootstraps ran at once", f.maxOpen.Load())
 	}
 	st := o.Stats()
-	if st.Bootstraps < 4 || st.Recoveries < 4 {
+	// A bootstrap may complete (then the overflow is a recovery) or fail
+	// (the overflow came before the pages were in): either way an attempt.
+	if st.Attempts != f.watches.Load() || st.Bootstraps < 1 || st.Recoveries < st.Bootstraps-1 || st.Recoveries > st.Bootstraps {
 		t.Fatalf("stats %+v", st)
 	}
 	if !errors.Is(o.Err(), ErrClosed) {
