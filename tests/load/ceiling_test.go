@@ -17,12 +17,16 @@ import (
 const clients = 32
 
 // startBroker runs the real broker (the same Main as the binary) on a free
-// loopback port.
-func startBroker(b *testing.B, config string) *app.Main {
+// loopback port, with the fleet store at storeURL ("" is bbolt in the data
+// dir) and config as its token file ("" is dev mode).
+func startBroker(b *testing.B, config string, storeURL ...string) *app.Main {
 	b.Helper()
 	dir := b.TempDir()
 	m := app.NewMain()
 	m.Addr, m.DataDir = "127.0.0.1:0", dir
+	if len(storeURL) > 0 {
+		m.StoreURL = storeURL[0]
+	}
 	m.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if config != "" {
 		m.ConfigPath = dir + "/muster.yaml"

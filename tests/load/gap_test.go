@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -40,7 +39,7 @@ func BenchmarkHTTPGap(b *testing.B) {
 			if storeURL != "" {
 				storeURL = pgSchema(b, storeURL)
 			}
-			m := startBrokerOn(b, storeURL)
+			m := startBroker(b, tokenConfig, storeURL)
 			const n = 10_000
 			fillDesired(b, m, "monitors", n)
 			holdRange(b, m.Broker(), "monitors", n/2+1, n/2+n)
@@ -63,27 +62,6 @@ func BenchmarkHTTPGap(b *testing.B) {
 			}
 		})
 	}
-}
-
-// startBrokerOn is startBroker with the token config and the fleet store at
-// storeURL ("" is bbolt in the data dir).
-func startBrokerOn(b *testing.B, storeURL string) *app.Main {
-	b.Helper()
-	dir := b.TempDir()
-	m := app.NewMain()
-	m.Addr, m.DataDir, m.StoreURL = "127.0.0.1:0", dir, storeURL
-	m.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	m.ConfigPath = dir + "/muster.yaml"
-	writeFile(b, m.ConfigPath, tokenConfig)
-	if err := m.Open(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = m.Close(ctx)
-	})
-	return m
 }
 
 // fillDesired registers repo-1 … repo-n under root in family "load", through
