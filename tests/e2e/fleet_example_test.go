@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -53,24 +52,6 @@ func TestFleetExample(t *testing.T) {
 	})
 }
 
-// docVolatile are the response keys whose values differ from run to run.
-var docVolatile = map[string]bool{
-	"session_id": true, "holder_incarnation": true, "epoch": true, "acquired_at": true,
-	"expires_at": true, "fencing_token": true, "revision": true, "remaining_ms": true,
-}
-
-// shBlocks returns the bodies of the ```sh fences of a Markdown text.
-func shBlocks(md string) []string {
-	var out []string
-	for _, part := range strings.Split(md, "```sh\n")[1:] {
-		body, _, ok := strings.Cut(part, "\n```")
-		if ok {
-			out = append(out, body+"\n")
-		}
-	}
-	return out
-}
-
 type docShell struct {
 	t       *testing.T
 	b       *Broker // nil while stopped
@@ -81,60 +62,20 @@ type docShell struct {
 	checked int
 }
 
-// runBlock splits a block into commands (an unquoted newline ends one) and
-// comment lines, and runs them.
+// runBlock runs the commands of a block and checks the expected outputs.
 func (sh *docShell) runBlock(block string) {
 	sh.t.Helper()
-	for i := 0; i < len(block); {
-		for i < len(block) && (block[i] == '\n' || block[i] == ' ') {
-			i++
-		}
-		if i == len(block) {
-			return
-		}
-		end := i
-		if block[i] == '#' {
-			end = i + strings.IndexByte(block[i:], '\n')
-			sh.comment(block[i:end])
+	for _, st := range docSteps(block) {
+		if st.out {
+			sh.expect(st.want)
 		} else {
-			end = commandEnd(block, i)
-			sh.command(strings.ReplaceAll(block[i:end], "\\\n", " "))
+			sh.command(strings.ReplaceAll(st.cmd, "\\\n", " "))
 		}
-		i = end
 	}
 }
 
-// commandEnd finds the newline that ends the command starting at i.
-func commandEnd(s string, i int) int {
-	var quote byte
-	for ; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote == '\'':
-			if c == '\'' {
-				quote = 0
-			}
-		case c == '\\':
-			i++
-		case quote == '"':
-			if c == '"' {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '\n':
-			return i
-		}
-	}
-	return i
-}
-
-func (sh *docShell) comment(line string) {
+func (sh *docShell) expect(want string) {
 	sh.t.Helper()
-	want, ok := strings.CutPrefix(line, "# → ")
-	if !ok {
-		return
-	}
 	sh.checked++
 	got := strings.TrimRight(sh.output, "\n")
 	if !docOutputMatches(want, got) {
@@ -376,64 +317,4 @@ func (sh *docShell) words(cmd string) []string {
 		out = append(out, cur.String())
 	}
 	return out
-}
-
-// docOutputMatches compares an expected output line with the real output:
-// byte for byte, unless the doc shows JSON with a volatile key; then as JSON,
-// the volatile values by presence only.
-func docOutputMatches(want, got string) bool {
-	if want == got {
-		return true
-	}
-	var w, g any
-	if json.Unmarshal([]byte(want), &w) != nil || !hasVolatile(w) {
-		return false
-	}
-	if json.Unmarshal([]byte(got), &g) != nil {
-		return false
-	}
-	return jsonMatches(w, g)
-}
-
-func hasVolatile(v any) bool {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return false
-	}
-	for k := range m {
-		if docVolatile[k] {
-			return true
-		}
-	}
-	return false
-}
-
-func jsonMatches(want, got any) bool {
-	wm, ok := want.(map[string]any)
-	if !ok {
-		if wa, ok := want.([]any); ok {
-			ga, ok := got.([]any)
-			if !ok || len(ga) != len(wa) {
-				return false
-			}
-			for i := range wa {
-				if !jsonMatches(wa[i], ga[i]) {
-					return false
-				}
-			}
-			return true
-		}
-		return reflect.DeepEqual(want, got)
-	}
-	gm, ok := got.(map[string]any)
-	if !ok || len(gm) != len(wm) {
-		return false
-	}
-	for k, wv := range wm {
-		gv, ok := gm[k]
-		if !ok || (!docVolatile[k] && !jsonMatches(wv, gv)) {
-			return false
-		}
-	}
-	return true
 }
