@@ -42,6 +42,8 @@ fuzz:
 	$(GO) test ./core -run='^$$' -fuzz=FuzzParseSelector -fuzztime=60s
 	$(GO) test ./core -run='^$$' -fuzz=FuzzParseRoute -fuzztime=60s
 	$(GO) test ./sse -run='^$$' -fuzz=FuzzDecoder -fuzztime=60s
+	$(GO) test ./core -run='^$$' -fuzz=FuzzCursorDecode -fuzztime=60s
+	cd clients/go && $(GO) test . -run='^$$' -fuzz=FuzzSSEReader -fuzztime=60s
 
 clean:
 	rm -rf bin muster-data
