@@ -79,7 +79,7 @@ func (s *State) CreateSession(now time.Time, id SessionID, family, ownerID strin
 		return SessionInfo{}, Errorf(CodeInvalidRequest, "ttl_ms must be %d..%d", MinSessionTTL.Milliseconds(), MaxSessionTTL.Milliseconds())
 	}
 	s.expireDue(now)
-	if len(s.sessions) >= s.cfg.MaxSessions {
+	if len(s.sessions)-s.readOnly >= s.cfg.MaxSessions {
 		return SessionInfo{}, Errorf(CodeSessionLimit, "the broker holds its maximum of %d sessions", s.cfg.MaxSessions)
 	}
 	if _, dup := s.sessions[id]; dup {

@@ -15,16 +15,22 @@ type Config struct {
 	Epoch string
 	// IncarnationKey keys holder incarnations; random per epoch.
 	IncarnationKey []byte
-	// MaxSessions bounds live sessions across all families.
+	// MaxSessions bounds live sessions across all families; the read-only
+	// sessions of watch streams are bounded by MaxStreams instead.
 	MaxSessions int
+	// MaxStreams bounds open watch streams across all families.
+	MaxStreams int
 	// Inventory snapshot retention; zero values take the defaults.
 	MaxSnapshots       int
 	MaxCallerSnapshots int
 	SnapshotIdle       time.Duration
 }
 
-// DefaultMaxSessions is the default for Config.MaxSessions.
-const DefaultMaxSessions = 100_000
+// Defaults of Config.
+const (
+	DefaultMaxSessions = 100_000
+	DefaultMaxStreams  = 10_000
+)
 
 // Stats are counters and gauges read by the metrics layer.
 type Stats struct {
@@ -82,6 +88,7 @@ type State struct {
 	watch      map[string]*watchIndex // by family
 	streams    map[StreamID]*stream
 	nextSub    uint64
+	readOnly   int // read-only stream sessions among sessions
 	matchStamp uint64
 	stats      Stats
 
@@ -95,6 +102,9 @@ type State struct {
 func NewState(cfg Config) *State {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
 	}
 	if cfg.MaxSnapshots <= 0 {
 		cfg.MaxSnapshots = DefaultMaxSnapshots
@@ -168,7 +178,7 @@ func (s *State) TakeResults() []WaitResult {
 // Stats returns a copy of the counters.
 func (s *State) Stats() Stats {
 	st := s.stats
-	st.Sessions = len(s.sessions)
+	st.Sessions = len(s.sessions) - s.readOnly
 	st.Revision = s.revision
 	st.Leases = len(s.leaseDue)
 	st.Waiters = len(s.waiters)

@@ -103,6 +103,10 @@ func (s *State) Subscribe(now time.Time, fam string, id *SessionID, anon Session
 		return WatchStart{}, Errorf(CodeInvalidRequest, "a stream watches 1..%d selectors", MaxSelectorsPerStream)
 	}
 	s.expireDue(now)
+	if len(s.streams) >= s.cfg.MaxStreams {
+		s.stats.SubscriptionLimit++
+		return WatchStart{}, Errorf(CodeSubscriptionLimit, "the broker holds its maximum of %d watch streams", s.cfg.MaxStreams)
+	}
 	var ss *session
 	if id != nil {
 		var err error
@@ -161,6 +165,7 @@ func (s *State) readOnlySession(now time.Time, fam string, id SessionID, st Stre
 	ss := &session{SessionInfo: SessionInfo{ID: id, Family: fam, OwnerID: "stream", Incarnation: incarnation(s.cfg.IncarnationKey, id)},
 		waiters: map[uint64]*waiter{}, readOnly: st}
 	s.sessions[id] = ss
+	s.readOnly++
 	return ss
 }
 
@@ -236,6 +241,7 @@ func (s *State) endStream(st StreamID, reason StreamEndReason) {
 	}
 	if str.sess.readOnly == st {
 		delete(s.sessions, str.sess.ID)
+		s.readOnly--
 	}
 	if reason != 0 {
 		s.ends = append(s.ends, StreamEnd{Stream: st, Reason: reason})

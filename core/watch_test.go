@@ -203,3 +203,27 @@ func TestWatchIndexMatchesBruteForce(t *testing.T) {
 	}
 	_ = time.Second
 }
+
+// Read-only stream sessions do not take session slots; streams have their
+// own broker-wide cap.
+func TestWatchCaps(t *testing.T) {
+	s := NewState(Config{Epoch: "e", IncarnationKey: []byte("k"), MaxSessions: 1, MaxStreams: 2})
+	sel := mustSel(t, "lease://**")
+	for i := 1; i <= 2; i++ {
+		if _, err := s.Subscribe(t0, "acme", nil, sid(byte(100+i)), []Selector{sel}, StreamID(i), "c"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := s.Subscribe(t0, "acme", nil, sid(103), []Selector{sel}, 3, "c")
+	wantCode(t, err, CodeSubscriptionLimit)
+	if _, err := s.CreateSession(t0, sid(1), "acme", "w", time.Minute); err != nil {
+		t.Fatalf("anonymous streams took the only session slot: %v", err)
+	}
+	if st := s.Stats(); st.Sessions != 1 || st.Streams != 2 {
+		t.Fatalf("stats = %+v", st)
+	}
+	s.DropStream(1)
+	if _, err := s.Subscribe(t0, "acme", nil, sid(104), []Selector{sel}, 4, "c"); err != nil {
+		t.Fatalf("a freed stream slot: %v", err)
+	}
+}

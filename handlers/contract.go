@@ -23,7 +23,7 @@ import (
 const (
 	DefaultBodyLimit = 16 << 10
 	FleetBodyLimit   = 80 << 10
-	SweepBodyLimit   = 256 << 10
+	SweepBodyLimit   = 260 << 10 // a 256 KiB schema plus its {"schema": …} wrapper
 	PlanBodyLimit    = 4 << 20
 )
 
@@ -159,7 +159,7 @@ var paramCodes = map[string]core.Code{
 	"resource": core.CodeInvalidRoute,
 	"cursor":   core.CodeInvalidCursor,
 	"name":     core.CodeInvalidName,
-	"root":     core.CodeInvalidName,
+	"root":     core.CodeInvalidRequest,
 }
 
 // validationError turns a validator error into a problem that names the

@@ -170,7 +170,7 @@ var statMetrics = slices.Concat(
 		gauge("muster_watch_registrations_wildcard", "Active wildcard watch registrations.", func(s *core.Stats) float64 { return float64(s.WildcardRegistrations) }),
 		counter("muster_watch_changes_total", "Held-set changes fanned out.", func(s *core.Stats) float64 { return u(s.Changes) }),
 		counter("muster_watch_fanout_total", "Deliveries of changes to matching registrations (fan-out; divide by changes for the mean).", func(s *core.Stats) float64 { return u(s.Deliveries) }),
-		counter("muster_watch_overflows_total", "Streams dropped because their bounded queue was full (slow consumer).", func(s *core.Stats) float64 { return u(s.Overflows) }),
+		counter("muster_watch_overflows_total", "Streams dropped because they refused a change: their bounded queue was full (slow consumer), or they were already ending.", func(s *core.Stats) float64 { return u(s.Overflows) }),
 		counter("muster_watch_subscription_limit_total", "Stream opens refused by the registration caps.", func(s *core.Stats) float64 { return u(s.SubscriptionLimit) }),
 		gauge("muster_list_snapshots_open", "Open inventory snapshots.", func(s *core.Stats) float64 { return float64(s.Snapshots) }),
 		counter("muster_list_snapshots_taken_total", "Inventory snapshots taken.", func(s *core.Stats) float64 { return u(s.SnapshotsTaken) }),

@@ -98,9 +98,10 @@ var (
 	// ErrQueueFull: the lease already has the maximum of waiters. Retry:
 	// backoff.
 	ErrQueueFull = &Error{Code: "queue_full"}
-	// ErrNotOwner: the lease is held by another session (or by none and the
-	// token is stale). The caller's lease is lost. Retry: restart (acquire
-	// again; stop the work guarded by the old token).
+	// ErrNotOwner: the lease is held by another session. The caller's lease
+	// is lost. Retry: restart (acquire again; stop the work guarded by the
+	// old token). A route held by no one answers extend with ErrLeaseExpired
+	// and release with success.
 	ErrNotOwner = &Error{Code: "not_owner"}
 	// ErrFenced: the fencing token is not the current one for this route.
 	// The caller's lease is lost. Retry: restart.
@@ -142,7 +143,8 @@ var (
 	// ErrUnavailable: the broker is shutting down or overloaded (also a
 	// gateway's 502/503/504 without a problem body). Retry: backoff.
 	ErrUnavailable = &Error{Code: "unavailable"}
-	// ErrSessionLimit: the family has too many sessions. Retry: backoff.
+	// ErrSessionLimit: the broker holds its maximum of live sessions (a
+	// broker-wide cap). Retry: backoff.
 	ErrSessionLimit = &Error{Code: "session_limit"}
 )
 

@@ -148,6 +148,10 @@ func TestBinaryRejectsBadConfig(t *testing.T) {
 		"ShortHash": "tokens:\n  - name: a\n    sha256: abc\n    family: f\n    grants: [\"lease://**#read\"]\n",
 		"BadGrant":  "tokens:\n  - name: a\n    sha256: " + strings.Repeat("a", 64) + "\n    family: f\n    grants: [\"lease://a/b#read\"]\n",
 		"NoFamily":  "tokens:\n  - name: a\n    sha256: " + strings.Repeat("a", 64) + "\n    grants: [\"lease://**#read\"]\n",
+		// A misspelt key must not fall back to dev mode (all grants).
+		"MisspeltKey":       "tokenz:\n  - name: a\n    sha256: " + strings.Repeat("a", 64) + "\n    family: f\n    grants: [\"lease://**#read\"]\n",
+		"NoTokens":          "tokens: []\n",
+		"UnknownTokenField": "tokens:\n  - name: a\n    sha256: " + strings.Repeat("a", 64) + "\n    family: f\n    grant: [\"lease://**#read\"]\n",
 	}
 	for name, text := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -22,7 +23,8 @@ import (
 //	      - "lease://acme/**#*"
 //	      - "fleet://acme/**#*"
 //
-// With no tokens the broker runs in dev mode.
+// Unknown keys are refused, and so is a file without tokens: dev mode is
+// only ever what running without --config gives.
 type FileConfig struct {
 	Tokens []TokenConfig `yaml:"tokens" validate:"max=10000,dive"`
 }
@@ -46,8 +48,15 @@ func LoadConfig(path string) (*FileConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	if err := yaml.Unmarshal(data, cfg); err != nil {
+	// Strict: a misspelt key (say "tokenz:") must not silently leave the
+	// broker without tokens, that is, in dev mode.
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if len(cfg.Tokens) == 0 {
+		return nil, fmt.Errorf("config %s: no tokens: a configuration file turns authentication on and must list at least one token (run without --config for dev mode)", path)
 	}
 	if err := validator.New(validator.WithRequiredStructEnabled()).Struct(cfg); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
