@@ -5,20 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"net/url"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/musterhq/muster/core"
-)
-
-// The PostgreSQL suites read the server from MUSTER_TEST_PG_URL (tests/pg/start.sh
-// prints one). Without it they fail, unless MUSTER_TEST_PG=off says to skip.
-const (
-	envPGURL = "MUSTER_TEST_PG_URL"
-	envPG    = "MUSTER_TEST_PG"
+	"github.com/musterhq/muster/tests/pgtest"
 )
 
 // storage is where one test's data lives. open returns a new Store on it,
@@ -86,58 +77,12 @@ func MustOpenPostgresURL(tb testing.TB, u string) Store {
 	return s
 }
 
-// PostgresURL is the test server's URL. It fails the test when none is
-// configured, or skips it when MUSTER_TEST_PG=off.
-func PostgresURL(tb testing.TB) string {
-	tb.Helper()
-	if os.Getenv(envPG) == "off" {
-		tb.Skipf("%s=off: PostgreSQL tests skipped on request", envPG)
-	}
-	u := os.Getenv(envPGURL)
-	if u == "" {
-		tb.Fatalf("%s is not set: start a throwaway server with "+
-			"`export %s=$(tests/pg/start.sh)` (stop it with tests/pg/stop.sh), "+
-			"or set %s=off to skip the PostgreSQL tests", envPGURL, envPGURL, envPG)
-	}
-	return u
-}
+// PostgresURL is the test server's URL (see tests/pgtest).
+func PostgresURL(tb testing.TB) string { tb.Helper(); return pgtest.URL(tb) }
 
-// MustPostgresSchema creates an empty schema on the test server and returns
-// a URL whose connections use it alone (search_path), so every test gets its
-// own tables, migrations included. The schema is dropped when the test ends.
-func MustPostgresSchema(tb testing.TB) string {
-	tb.Helper()
-	base := PostgresURL(tb)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		tb.Fatalf("connect to %s: %v", envPGURL, err)
-	}
-	defer func() { _ = conn.Close(ctx) }()
-	schema := "t_" + randomHex(tb, 8)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		tb.Fatalf("create schema: %v", err)
-	}
-	tb.Cleanup(func() {
-		c, err := pgx.Connect(ctx, base)
-		if err != nil {
-			tb.Errorf("drop schema: %v", err)
-			return
-		}
-		defer func() { _ = c.Close(ctx) }()
-		if _, err := c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			tb.Errorf("drop schema: %v", err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		tb.Fatalf("parse %s: %v", envPGURL, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// MustPostgresSchema gives the test a schema of its own on the test server,
+// dropped when the test ends (see tests/pgtest).
+func MustPostgresSchema(tb testing.TB) string { tb.Helper(); return pgtest.Schema(tb, "t") }
 
 func randomHex(tb testing.TB, n int) string {
 	tb.Helper()

@@ -29,15 +29,31 @@ func leaseBody(r core.Route, h core.Holding, withOutcome bool) api.Lease {
 
 func millis(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
+// mutation is what every lease mutation starts from: the exact route,
+// authorized for write, and the acting session of the caller's family.
+type mutation struct {
+	route   core.Route
+	session core.SessionID
+	family  string
+}
+
+func newMutation(ctx context.Context, realm, area, resource, sessionID string) (mutation, error) {
+	r, err := authorizeRoute(ctx, realm, area, resource, core.Write)
+	if err != nil {
+		return mutation{}, err
+	}
+	id, err := core.ParseSessionID(sessionID)
+	if err != nil {
+		return mutation{}, err
+	}
+	return mutation{route: r, session: id, family: callerFrom(ctx).Family}, nil
+}
+
 // AcquireLease acquires an exact lease, long-polling up to wait_ms in FIFO
 // order. A client that leaves while waiting leaves the queue; a grant that
 // reaches a request whose client has left is rolled back by the core.
 func (s *Server) AcquireLease(ctx context.Context, req api.AcquireLeaseRequestObject) (api.AcquireLeaseResponseObject, error) {
-	r, err := authorizeRoute(ctx, req.Realm, req.Area, req.Resource, core.Write)
-	if err != nil {
-		return nil, err
-	}
-	id, err := core.ParseSessionID(req.Body.SessionId)
+	m, err := newMutation(ctx, req.Realm, req.Area, req.Resource, req.Body.SessionId)
 	if err != nil {
 		return nil, err
 	}
@@ -46,46 +62,38 @@ func (s *Server) AcquireLease(ctx context.Context, req api.AcquireLeaseRequestOb
 		wait = *req.Body.WaitMs
 	}
 	h, err := s.broker.Acquire(ctx, core.AcquireRequest{
-		Family:  callerFrom(ctx).Family,
-		Session: id,
-		Route:   r,
+		Family:  m.family,
+		Session: m.session,
+		Route:   m.route,
 		TTL:     millis(req.Body.TtlMs),
 		Wait:    millis(wait),
 	})
 	if err != nil {
 		return nil, err
 	}
-	return api.AcquireLease200JSONResponse(leaseBody(r, h, true)), nil
+	return api.AcquireLease200JSONResponse(leaseBody(m.route, h, true)), nil
 }
 
 // ExtendLease extends a held lease.
 func (s *Server) ExtendLease(ctx context.Context, req api.ExtendLeaseRequestObject) (api.ExtendLeaseResponseObject, error) {
-	r, err := authorizeRoute(ctx, req.Realm, req.Area, req.Resource, core.Write)
+	m, err := newMutation(ctx, req.Realm, req.Area, req.Resource, req.Body.SessionId)
 	if err != nil {
 		return nil, err
 	}
-	id, err := core.ParseSessionID(req.Body.SessionId)
+	h, err := s.broker.Extend(ctx, m.family, m.session, m.route, uint64(req.Body.FencingToken), millis(req.Body.TtlMs))
 	if err != nil {
 		return nil, err
 	}
-	h, err := s.broker.Extend(ctx, callerFrom(ctx).Family, id, r, uint64(req.Body.FencingToken), millis(req.Body.TtlMs))
-	if err != nil {
-		return nil, err
-	}
-	return api.ExtendLease200JSONResponse(leaseBody(r, h, false)), nil
+	return api.ExtendLease200JSONResponse(leaseBody(m.route, h, false)), nil
 }
 
 // ReleaseLease releases a held lease; not held is a success.
 func (s *Server) ReleaseLease(ctx context.Context, req api.ReleaseLeaseRequestObject) (api.ReleaseLeaseResponseObject, error) {
-	r, err := authorizeRoute(ctx, req.Realm, req.Area, req.Resource, core.Write)
+	m, err := newMutation(ctx, req.Realm, req.Area, req.Resource, req.Body.SessionId)
 	if err != nil {
 		return nil, err
 	}
-	id, err := core.ParseSessionID(req.Body.SessionId)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.broker.Release(ctx, callerFrom(ctx).Family, id, r, uint64(req.Body.FencingToken)); err != nil {
+	if err := s.broker.Release(ctx, m.family, m.session, m.route, uint64(req.Body.FencingToken)); err != nil {
 		return nil, err
 	}
 	return api.ReleaseLease204Response{}, nil

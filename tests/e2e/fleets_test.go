@@ -2,33 +2,25 @@ package e2e
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/musterhq/muster/tests/pgtest"
 )
 
 // Every fleet test body runs once per fleet store backend: bbolt in the data
 // directory and PostgreSQL. The PostgreSQL runs read the server from
 // MUSTER_TEST_PG_URL (`export MUSTER_TEST_PG_URL="$(tests/pg/start.sh)"`) and
 // fail without it, unless MUSTER_TEST_PG=off says to skip them.
-const (
-	envPGURL = "MUSTER_TEST_PG_URL"
-	envPG    = "MUSTER_TEST_PG"
-)
 
 // fleetBackends gives, per backend, the --store value of a fresh, empty
 // desired set for one test.
@@ -47,49 +39,9 @@ func eachBackend(t *testing.T, body func(t *testing.T, store string)) {
 	}
 }
 
-// mustPostgresStore creates an empty schema on the test server and returns a
-// store URL whose connections use it alone; the schema is dropped when the
-// test ends.
-func mustPostgresStore(tb testing.TB) string {
-	tb.Helper()
-	if os.Getenv(envPG) == "off" {
-		tb.Skipf("%s=off: PostgreSQL tests skipped on request", envPG)
-	}
-	base := os.Getenv(envPGURL)
-	if base == "" {
-		tb.Fatalf("%s is not set: start a throwaway server with `export %s=$(tests/pg/start.sh)` "+
-			"(stop it with tests/pg/stop.sh), or set %s=off to skip the PostgreSQL tests", envPGURL, envPGURL, envPG)
-	}
-	ctx := context.Background()
-	exec := func(sql string) error {
-		c, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = c.Close(ctx) }()
-		_, err = c.Exec(ctx, sql)
-		return err
-	}
-	rnd := make([]byte, 8)
-	_, _ = rand.Read(rnd)
-	schema := "e2e_" + hex.EncodeToString(rnd)
-	if err := exec("CREATE SCHEMA " + schema); err != nil {
-		tb.Fatalf("create schema: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
-			tb.Errorf("drop schema: %v", err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		tb.Fatalf("parse %s: %v", envPGURL, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// mustPostgresStore gives the test a schema of its own on the test
+// PostgreSQL server (see tests/pgtest).
+func mustPostgresStore(tb testing.TB) string { tb.Helper(); return pgtest.Schema(tb, "e2e") }
 
 // specRow is one row as the wire carries it.
 type specRow struct {

@@ -2,8 +2,6 @@ package load
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,12 +10,10 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/musterhq/muster/cmd/muster/app"
 	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster/tests/pgtest"
 )
 
 // BenchmarkHTTPGap times GET /v1/fleets/{root}/gap over loopback HTTP with
@@ -28,7 +24,7 @@ import (
 // MUSTER_TEST_PG_URL is set (tests/pg/start.sh).
 func BenchmarkHTTPGap(b *testing.B) {
 	stores := []struct{ name, url string }{{"bolt", ""}}
-	if u := os.Getenv("MUSTER_TEST_PG_URL"); u != "" && os.Getenv("MUSTER_TEST_PG") != "off" {
+	if u := os.Getenv(pgtest.EnvURL); u != "" && os.Getenv(pgtest.EnvSwitch) != "off" {
 		stores = append(stores, struct{ name, url string }{"postgres", u})
 	} else {
 		b.Log("MUSTER_TEST_PG_URL is not set: the postgres case is not run")
@@ -37,7 +33,7 @@ func BenchmarkHTTPGap(b *testing.B) {
 		b.Run(st.name, func(b *testing.B) {
 			storeURL := st.url
 			if storeURL != "" {
-				storeURL = pgSchema(b, storeURL)
+				storeURL = pgtest.Schema(b, "load")
 			}
 			m := startBroker(b, tokenConfig, storeURL)
 			const n = 10_000
@@ -94,57 +90,14 @@ func fillDesired(b *testing.B, m *app.Main, root string, n int) {
 	}
 }
 
-// holdRange holds lease://load/<area>/repo-<i> for i in [from, to] in one
-// actor step.
+// holdRange holds lease://load/<area>/repo-<i> for i in [from, to].
 func holdRange(b *testing.B, br *core.Broker, area string, from, to int) {
 	b.Helper()
-	err := br.Exec(context.Background(), func(s *core.State, now time.Time) error {
-		var id core.SessionID
-		id[0] = 2
-		if _, err := s.CreateSession(now, id, "load", "gap-holder", core.MaxSessionTTL); err != nil {
-			return err
-		}
+	hold(b, br, 2, "gap-holder", func(yield func(core.Route) bool) {
 		for i := from; i <= to; i++ {
-			r := core.Route{Realm: "load", Area: area, Resource: "repo-" + strconv.Itoa(i)}
-			if _, _, err := s.Acquire(now, "load", id, r, core.MaxLeaseTTL, 0); err != nil {
-				return err
+			if !yield(core.Route{Realm: "load", Area: area, Resource: "repo-" + strconv.Itoa(i)}) {
+				return
 			}
 		}
-		s.TakeEvents()
-		return nil
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-}
-
-// pgSchema creates an empty schema on the server at base and returns a URL
-// whose connections use it alone; it is dropped when the benchmark ends.
-func pgSchema(b *testing.B, base string) string {
-	b.Helper()
-	ctx := context.Background()
-	exec := func(sql string) error {
-		c, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = c.Close(ctx) }()
-		_, err = c.Exec(ctx, sql)
-		return err
-	}
-	rnd := make([]byte, 8)
-	_, _ = rand.Read(rnd)
-	schema := "load_" + hex.EncodeToString(rnd)
-	if err := exec("CREATE SCHEMA " + schema); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = exec("DROP SCHEMA " + schema + " CASCADE") })
-	u, err := url.Parse(base)
-	if err != nil {
-		b.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,31 +14,47 @@ import (
 	"github.com/musterhq/muster/core"
 )
 
-// fill holds realms×10×100 leases in family "load" through the actor.
-func fill(b *testing.B, br *core.Broker, realms int) {
+// hold makes a new session (id byte id) of family "load" hold every route,
+// in one actor step.
+func hold(b *testing.B, br *core.Broker, id byte, owner string, routes iter.Seq[core.Route]) {
 	b.Helper()
 	err := br.Exec(context.Background(), func(s *core.State, now time.Time) error {
-		var id core.SessionID
-		id[0] = 1
-		if _, err := s.CreateSession(now, id, "load", "filler", core.MaxSessionTTL); err != nil {
+		var sid core.SessionID
+		sid[0] = id
+		if _, err := s.CreateSession(now, sid, "load", owner, core.MaxSessionTTL); err != nil {
 			return err
 		}
-		for i := 0; i < realms; i++ {
-			for j := 0; j < 10; j++ {
-				for k := 0; k < 100; k++ {
-					r := core.Route{Realm: "realm-" + strconv.Itoa(i), Area: "area-" + strconv.Itoa(j), Resource: "res-" + strconv.Itoa(k)}
-					if _, _, err := s.Acquire(now, "load", id, r, core.MaxLeaseTTL, 0); err != nil {
-						return err
-					}
-				}
+		n := 0
+		for r := range routes {
+			if _, _, err := s.Acquire(now, "load", sid, r, core.MaxLeaseTTL, 0); err != nil {
+				return err
 			}
-			s.TakeEvents()
+			if n++; n%4096 == 0 {
+				s.TakeEvents()
+			}
 		}
+		s.TakeEvents()
 		return nil
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
+}
+
+// fill holds realms×10×100 leases: realm-i/area-j/res-k.
+func fill(b *testing.B, br *core.Broker, realms int) {
+	b.Helper()
+	hold(b, br, 1, "filler", func(yield func(core.Route) bool) {
+		for i := 0; i < realms; i++ {
+			for j := 0; j < 10; j++ {
+				for k := 0; k < 100; k++ {
+					if !yield(core.Route{Realm: "realm-" + strconv.Itoa(i), Area: "area-" + strconv.Itoa(j), Resource: "res-" + strconv.Itoa(k)}) {
+						return
+					}
+				}
+			}
+		}
+	})
 }
 
 // BenchmarkHTTPPageAll pages through 1,000,000 held leases with limit=500
