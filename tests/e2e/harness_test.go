@@ -24,6 +24,7 @@ import (
 
 	"github.com/musterhq/muster/cmd/muster/app"
 	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster/tests/manualclock"
 )
 
 // The contract every response is validated against: the file, not the
@@ -77,7 +78,7 @@ func (b *syncBuffer) String() string {
 // port with a temp data dir and a manual clock.
 type Broker struct {
 	*app.Main
-	Clock  *core.ManualClock
+	Clock  *manualclock.Clock
 	Logs   *syncBuffer
 	tokens []TokenSpec
 	events *eventLog
@@ -180,7 +181,7 @@ func startBroker(tb testing.TB, o brokerOptions) *Broker {
 	b := &Broker{Main: m, Logs: &syncBuffer{}, tokens: tokens, events: &eventLog{}}
 	m.EventLog = b.events.add
 	if o.manual {
-		b.Clock = core.NewManualClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+		b.Clock = manualclock.New(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 		m.Clock = b.Clock
 	}
 	m.Logger = slog.New(slog.NewJSONHandler(b.Logs, nil))
