@@ -4,8 +4,6 @@ import (
 	"context"
 	"math"
 	"time"
-
-	"github.com/tidwall/btree"
 )
 
 // HeldView clones the family's held set at the current revision, after
@@ -15,13 +13,7 @@ import (
 // has ID 0 and cannot be resumed.
 func (s *State) HeldView(now time.Time, fam string) *Snapshot {
 	s.expireDue(now)
-	sn := &Snapshot{Family: fam, Revision: s.revision}
-	if f := s.families[fam]; f != nil {
-		sn.tree = f.held.Copy()
-	} else {
-		sn.tree = btree.NewBTreeGOptions(itemLess, btree.Options{NoLocks: true})
-	}
-	return sn
+	return &Snapshot{Family: fam, Revision: s.revision, tree: s.cloneHeld(fam)}
 }
 
 // HeldView takes an unregistered view of the family's held set; see

@@ -64,17 +64,20 @@ func (s *State) OpenSnapshot(now time.Time, fam, caller string) *Snapshot {
 		r.evictOldest(func(*Snapshot) bool { return true }, &s.stats)
 	}
 	r.next++
-	sn := &Snapshot{ID: r.next, Family: fam, Revision: s.revision, caller: caller, lastUsed: now}
-	if f := s.families[fam]; f != nil {
-		sn.tree = f.held.Copy()
-	} else {
-		sn.tree = btree.NewBTreeGOptions(itemLess, btree.Options{NoLocks: true})
-	}
+	sn := &Snapshot{ID: r.next, Family: fam, Revision: s.revision, caller: caller, lastUsed: now, tree: s.cloneHeld(fam)}
 	sn.elem = r.lru.PushFront(sn)
 	r.byID[sn.ID] = sn
 	r.perCall[caller]++
 	s.stats.SnapshotsTaken++
 	return sn
+}
+
+// cloneHeld is an O(1) copy-on-write clone of the family's held Items.
+func (s *State) cloneHeld(fam string) *btree.BTreeG[*Item] {
+	if f := s.families[fam]; f != nil {
+		return f.held.Copy()
+	}
+	return btree.NewBTreeGOptions(itemLess, btree.Options{NoLocks: true})
 }
 
 var errCursorExpired = Errorf(CodeCursorExpired, "the snapshot behind this cursor is gone (idle timeout or eviction): start again from the first page")
