@@ -9,45 +9,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/musterhq/muster/tests/musterbin"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// musterBinary builds the real command once per test run.
-func musterBinary(tb testing.TB) string {
-	tb.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "muster-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "muster")
-		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/muster").CombinedOutput()
-		if err != nil {
-			binErr = &buildError{out: string(out), err: err}
-		}
-	})
-	if binErr != nil {
-		tb.Fatalf("build muster: %v", binErr)
-	}
-	return binPath
-}
-
-type buildError struct {
-	out string
-	err error
-}
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+// musterBinary is the real command, built once per test run.
+func musterBinary(tb testing.TB) string { tb.Helper(); return musterbin.Path(tb) }
 
 // process is the real binary running `muster serve`.
 type process struct {

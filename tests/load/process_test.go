@@ -3,18 +3,11 @@ package load
 import (
 	"bufio"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
-)
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
+	"github.com/musterhq/muster/tests/musterbin"
 )
 
 // startProcess runs the real muster binary as its own process, so the
@@ -22,20 +15,7 @@ var (
 // broker, and returns its base URL.
 func startProcess(b *testing.B, config string) string {
 	b.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "muster-load-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "muster")
-		if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/muster").CombinedOutput(); err != nil {
-			binErr = &buildErr{string(out)}
-		}
-	})
-	if binErr != nil {
-		b.Fatal(binErr)
-	}
+	binPath := musterbin.Path(b)
 	dir := b.TempDir()
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dir}
 	if config != "" {
@@ -72,7 +52,3 @@ func startProcess(b *testing.B, config string) string {
 	}
 	return ""
 }
-
-type buildErr struct{ out string }
-
-func (e *buildErr) Error() string { return "build muster: " + e.out }
