@@ -14,6 +14,10 @@ if [[ "${MUSTER_TEST_PG:-on}" != "off" && -z "${MUSTER_TEST_PG_URL:-}" && -x tes
   export MUSTER_TEST_PG_URL
   cleanup() { bash tests/pg/stop.sh || true; }
 fi
+# The README's tour is executed with the real curl.
+if ! command -v curl >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null
+fi
 if [[ "${MUSTER_TEST_BROWSER:-on}" != "off" && -x tests/browser/install.sh ]]; then
   bash tests/browser/install.sh
 fi
