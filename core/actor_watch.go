@@ -12,8 +12,9 @@ type StreamSink interface {
 	// Change offers one change for one registration; false means the stream
 	// is finished (its queue overflowed or it ended) and must be dropped.
 	Change(e *Event, subscriptionID string) bool
-	// End offers the terminal event and lets the stream close.
-	End(reason StreamEndReason)
+	// End offers the terminal event and lets the stream close; revision is
+	// the broker revision at which the core ended the stream.
+	End(reason StreamEndReason, revision uint64)
 }
 
 // WatchRequest opens one stream.
@@ -88,7 +89,7 @@ func (b *Broker) fanOut(events []Event) {
 	}
 	for _, end := range b.state.TakeStreamEnds() {
 		if sink := b.sinks[end.Stream]; sink != nil {
-			sink.End(end.Reason)
+			sink.End(end.Reason, b.state.revision)
 			delete(b.sinks, end.Stream)
 		}
 	}

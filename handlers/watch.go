@@ -78,8 +78,16 @@ func (s *Server) marker(c *Caller, ws core.WatchStart) sse.Event {
 	return sse.Event{Name: "snapshot", Data: data}
 }
 
-func endEvent(reason string) sse.Event {
-	data, _ := json.Marshal(api.StreamEndEvent{Reason: api.StreamEndReason(reason)})
+// endEvent is a terminal event. The core's ends (superseded, unsubscribed,
+// session_closed) carry the revision at which they happened; the edge's
+// (overflow, shutdown) carry none.
+func endEvent(reason string, revision ...uint64) sse.Event {
+	ev := api.StreamEndEvent{Reason: api.StreamEndReason(reason)}
+	if len(revision) > 0 {
+		rev := int64(revision[0])
+		ev.Revision = &rev
+	}
+	data, _ := json.Marshal(ev)
 	return sse.Event{Name: reason, Data: data}
 }
 
@@ -106,8 +114,8 @@ func (k *streamSink) Change(e *core.Event, sub string) bool {
 }
 
 // End offers the terminal event decided by the core.
-func (k *streamSink) End(reason core.StreamEndReason) {
-	k.stream.End(endEvent(reason.String()))
+func (k *streamSink) End(reason core.StreamEndReason, revision uint64) {
+	k.stream.End(endEvent(reason.String(), revision))
 	if reason == core.EndSuperseded {
 		k.s.metrics.supersedes.Inc()
 	}

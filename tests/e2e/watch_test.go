@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,8 +92,8 @@ func TestWatchSupersedeAndLimits(t *testing.T) {
 	m1 := first.marker(t)
 	second := b.openWatch(t, watchOpts{session: s}, "lease://acme/a/*")
 	m2 := second.marker(t)
-	if ev := first.next(t, 5*time.Second); ev.Name != "superseded" {
-		t.Fatalf("older stream got %q, want superseded", ev.Name)
+	if ev := first.next(t, 5*time.Second); ev.Name != "superseded" || !strings.Contains(string(ev.Data), `"revision":`) {
+		t.Fatalf("older stream got %q %s, want superseded with its revision", ev.Name, ev.Data)
 	}
 	first.ended(t, 5*time.Second)
 	if m2.Subscriptions[0].ID != m1.Subscriptions[0].ID {

@@ -487,7 +487,7 @@ type SpecRow struct {
 type StreamEndEvent struct {
 	Reason StreamEndReason `json:"reason"`
 
-	// Revision The broker revision, +1 on every committed state change.
+	// Revision The broker revision at which the broker ended the stream (`superseded`, `unsubscribed`, `session_closed`); absent on `overflow` and `shutdown`.
 	Revision *Revision `json:"revision,omitempty"`
 }
 
