@@ -166,7 +166,7 @@ func itemSize(it *Item) int { return 190 + 2*len(it.key) + len(it.ownerID) + len
 // snapshot and may run on any goroutine.
 func (sn *Snapshot) Page(sel Selector, after string, b Budget) PageResult {
 	prefix := sel.Prefix()
-	forms := sel.Forms()
+	forms := sel.forms // read-only here: no copy per page
 	var res PageResult
 	var size int
 	iter := sn.tree.Iter()

@@ -2,12 +2,8 @@ package e2e
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/musterhq/muster/core"
 )
@@ -48,44 +44,7 @@ func TestListPaginationUnderChurn(t *testing.T) {
 	for i := 0; i < 300; i++ {
 		b.mustAcquire(t, sessions[i%4], fmt.Sprintf("lease://churn/a/r%03d", i))
 	}
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for c := 0; c < 4; c++ {
-		wg.Add(1)
-		go func(c int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(c), 99))
-			tokens := map[string]int64{}
-			for !stop.Load() {
-				route := fmt.Sprintf("lease://churn/%s/r%03d", []string{"a", "b"}[rng.IntN(2)], rng.IntN(n))
-				switch rng.IntN(3) {
-				case 0:
-					resp := b.acquire(t, sessions[c], route, 200+rng.IntN(2000), 0)
-					var l leaseBody
-					if resp.Status == 200 {
-						resp.JSON(t, &l)
-						tokens[route] = l.FencingToken
-					}
-				case 1:
-					if tok, ok := tokens[route]; ok {
-						b.release(t, sessions[c], route, tok)
-					}
-				default:
-					if tok, ok := tokens[route]; ok {
-						b.extend(t, sessions[c], route, tok, 200+rng.IntN(2000))
-					}
-				}
-			}
-		}(c)
-	}
-	wg.Add(1)
-	go func() { // time passes: short leases expire
-		defer wg.Done()
-		for !stop.Load() {
-			b.Clock.Advance(20 * time.Millisecond)
-			time.Sleep(2 * time.Millisecond)
-		}
-	}()
+	stop := churn(t, b, 4, n, 2200)
 	selectors := []string{"lease://churn/a/*", "lease://*/a/*", "lease://churn/**"}
 	for round := 0; round < 24; round++ {
 		raw := selectors[round%len(selectors)]
@@ -111,8 +70,7 @@ func TestListPaginationUnderChurn(t *testing.T) {
 			t.Fatalf("round %d: pages are not in route order", round)
 		}
 	}
-	stop.Store(true)
-	wg.Wait()
+	stop()
 	t.Logf("events recorded: %d", len(b.Events()))
 }
 

@@ -13,9 +13,9 @@ import (
 )
 
 // churn runs clients doing random acquire/release/extend on
-// lease://churn/{a,b}/rNN and a clock that lets short leases expire, until
-// stop is called.
-func churn(t *testing.T, b *Broker, clients int) (stop func()) {
+// lease://churn/{a,b}/rNNN (routes per area) with TTLs of 100 ms up to
+// maxTTL ms, and a clock that lets short leases expire, until stop is called.
+func churn(t *testing.T, b *Broker, clients, routes, maxTTL int) (stop func()) {
 	t.Helper()
 	var done atomic.Bool
 	var wg sync.WaitGroup
@@ -27,10 +27,10 @@ func churn(t *testing.T, b *Broker, clients int) (stop func()) {
 			rng := rand.New(rand.NewPCG(uint64(c), 5))
 			tokens := map[string]int64{}
 			for !done.Load() {
-				route := fmt.Sprintf("lease://churn/%s/r%02d", []string{"a", "b"}[rng.IntN(2)], rng.IntN(40))
+				route := fmt.Sprintf("lease://churn/%s/r%03d", []string{"a", "b"}[rng.IntN(2)], rng.IntN(routes))
 				switch rng.IntN(3) {
 				case 0:
-					if resp := b.acquire(t, sess, route, 100+rng.IntN(500), 0); resp.Status == 200 {
+					if resp := b.acquire(t, sess, route, 100+rng.IntN(maxTTL-100), 0); resp.Status == 200 {
 						var l leaseBody
 						resp.JSON(t, &l)
 						tokens[route] = l.FencingToken
@@ -41,7 +41,7 @@ func churn(t *testing.T, b *Broker, clients int) (stop func()) {
 					}
 				default:
 					if tok, ok := tokens[route]; ok {
-						b.extend(t, sess, route, tok, 100+rng.IntN(500))
+						b.extend(t, sess, route, tok, 100+rng.IntN(maxTTL-100))
 					}
 				}
 			}
@@ -89,7 +89,7 @@ func (v view) equal(w map[string]string) bool {
 // the churn and from explicit acquisitions at those points.
 func TestWatchBootstrapUnderChurn(t *testing.T) {
 	b := MustStartBroker(t)
-	stop := churn(t, b, 4)
+	stop := churn(t, b, 4, 40, 600)
 	defer stop()
 	me := createSession(t, b, "", "bootstrapper", 600000)
 	const raw = "lease://churn/a/*"
@@ -148,10 +148,10 @@ func TestWatchBootstrapUnderChurn(t *testing.T) {
 // reaches it exactly once per matching registration, in revision order.
 func TestWatchCompleteness(t *testing.T) {
 	b := MustStartBroker(t)
-	selectors := []string{"lease://churn/a/*", "lease://churn/**", "lease://*/b/r07"}
+	selectors := []string{"lease://churn/a/*", "lease://churn/**", "lease://*/b/r007"}
 	ws := b.openWatch(t, watchOpts{}, selectors...)
 	m := ws.marker(t)
-	stop := churn(t, b, 4)
+	stop := churn(t, b, 4, 40, 600)
 	time.Sleep(1500 * time.Millisecond)
 	stop()
 	events := b.Events()
