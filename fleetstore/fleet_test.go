@@ -136,7 +136,9 @@ func TestCompileSchema(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := CompileSchema([]byte(tt.schema))
 			must(t, err)
-			if got := s.Valid([]byte(tt.spec)); got != tt.valid {
+			got, err := s.Judge(ctx, []byte(tt.spec))
+			must(t, err)
+			if got != tt.valid {
 				t.Errorf("Valid(%s) = %v, want %v", tt.spec, got, tt.valid)
 			}
 		})

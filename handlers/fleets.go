@@ -160,7 +160,10 @@ func (s *Server) SweepSpecs(ctx context.Context, req api.SweepSpecsRequestObject
 	if err != nil {
 		return nil, err
 	}
+	s.metrics.sweepsRunning.Inc()
 	res, err := s.fleet.Sweep(ctx, fam, req.Root, req.Body.Schema)
+	s.metrics.sweepsRunning.Dec()
+	s.metrics.sweeps.WithLabelValues(sweepOutcome(ctx, err)).Inc()
 	if err != nil {
 		return nil, s.fleetErr(ctx, "sweep", err)
 	}
@@ -180,6 +183,21 @@ func (s *Server) SweepSpecs(ctx context.Context, req api.SweepSpecsRequestObject
 	}
 	b = append(b, "]}"...)
 	return rawJSON{status: http.StatusOK, body: b}, nil
+}
+
+// sweepOutcome is the muster_fleet_sweeps_total label of a sweep's end.
+func sweepOutcome(ctx context.Context, err error) string {
+	var be *fleetstore.BackendError
+	switch {
+	case err == nil:
+		return "ok"
+	case ctx.Err() != nil:
+		return "abandoned"
+	case errors.As(err, &be):
+		return "failed"
+	default:
+		return "refused"
+	}
 }
 
 // PlanFleet is the pure difference of two name lists; it reads and changes

@@ -32,6 +32,9 @@ type Metrics struct {
 	streams    prometheus.Gauge
 	delivered  prometheus.Counter
 	supersedes prometheus.Counter
+
+	sweepsRunning prometheus.Gauge
+	sweeps        *prometheus.CounterVec
 }
 
 // NewMetrics registers the HTTP instruments and a collector that reads the
@@ -60,6 +63,9 @@ func NewMetrics(broker *core.Broker) *Metrics {
 	m.delivered = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_watch_events_delivered_total", Help: "Change events queued to watch streams."})
 	m.supersedes = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_watch_supersedes_total", Help: "Streams ended because the same session opened the same selector again."})
 	reg.MustRegister(m.streams, m.delivered, m.supersedes)
+	m.sweepsRunning = prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_fleet_sweeps_running", Help: "Sweeps validating specs now."})
+	m.sweeps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "muster_fleet_sweeps_total", Help: "Sweeps by outcome: ok, refused (a limit or budget), abandoned (the client left), failed (the store)."}, []string{"outcome"})
+	reg.MustRegister(m.sweepsRunning, m.sweeps)
 	reg.MustRegister(m.listPages, m.listItems, m.listExamined, m.listExhausted, m.cursorResumes, m.cursorRejected)
 	reg.MustRegister(m.requests, m.duration,
 		collectors.NewGoCollector(),

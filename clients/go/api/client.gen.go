@@ -904,6 +904,12 @@ type ClientInterface interface {
 	// deleted for failing a validation it did not undergo. Needs `write` on
 	// `fleet://<root>`.
 	//
+	// The schema's shape and the work of validating are bounded (nesting,
+	// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+	// spec and per request): beyond a bound the answer is 400
+	// `invalid_request` whose detail names the limit, and a schema refused
+	// for its shape deletes nothing.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/fleets/{root}/sweep (the `SweepSpecs` operationId).
@@ -916,6 +922,12 @@ type ClientInterface interface {
 	// the names dropped. A spec registered while the sweep runs is never
 	// deleted for failing a validation it did not undergo. Needs `write` on
 	// `fleet://<root>`.
+	//
+	// The schema's shape and the work of validating are bounded (nesting,
+	// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+	// spec and per request): beyond a bound the answer is 400
+	// `invalid_request` whose detail names the limit, and a schema refused
+	// for its shape deletes nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1333,6 +1345,12 @@ func (c *Client) GetSpec(ctx context.Context, root Root, name SpecName, reqEdito
 // deleted for failing a validation it did not undergo. Needs `write` on
 // `fleet://<root>`.
 //
+// The schema's shape and the work of validating are bounded (nesting,
+// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+// spec and per request): beyond a bound the answer is 400
+// `invalid_request` whose detail names the limit, and a schema refused
+// for its shape deletes nothing.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/fleets/{root}/sweep (the `SweepSpecs` operationId).
@@ -1355,6 +1373,12 @@ func (c *Client) SweepSpecsWithBody(ctx context.Context, root Root, contentType 
 // the names dropped. A spec registered while the sweep runs is never
 // deleted for failing a validation it did not undergo. Needs `write` on
 // `fleet://<root>`.
+//
+// The schema's shape and the work of validating are bounded (nesting,
+// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+// spec and per request): beyond a bound the answer is 400
+// `invalid_request` whose detail names the limit, and a schema refused
+// for its shape deletes nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2885,6 +2909,12 @@ type ClientWithResponsesInterface interface {
 	// deleted for failing a validation it did not undergo. Needs `write` on
 	// `fleet://<root>`.
 	//
+	// The schema's shape and the work of validating are bounded (nesting,
+	// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+	// spec and per request): beyond a bound the answer is 400
+	// `invalid_request` whose detail names the limit, and a schema refused
+	// for its shape deletes nothing.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/fleets/{root}/sweep (the `SweepSpecs` operationId).
@@ -2897,6 +2927,12 @@ type ClientWithResponsesInterface interface {
 	// the names dropped. A spec registered while the sweep runs is never
 	// deleted for failing a validation it did not undergo. Needs `write` on
 	// `fleet://<root>`.
+	//
+	// The schema's shape and the work of validating are bounded (nesting,
+	// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+	// spec and per request): beyond a bound the answer is 400
+	// `invalid_request` whose detail names the limit, and a schema refused
+	// for its shape deletes nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4782,6 +4818,12 @@ func (c *ClientWithResponses) GetSpecWithResponse(ctx context.Context, root Root
 // deleted for failing a validation it did not undergo. Needs `write` on
 // `fleet://<root>`.
 //
+// The schema's shape and the work of validating are bounded (nesting,
+// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+// spec and per request): beyond a bound the answer is 400
+// `invalid_request` whose detail names the limit, and a schema refused
+// for its shape deletes nothing.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/fleets/{root}/sweep (the `SweepSpecs` operationId).
@@ -4800,6 +4842,12 @@ func (c *ClientWithResponses) SweepSpecsWithBodyWithResponse(ctx context.Context
 // the names dropped. A spec registered while the sweep runs is never
 // deleted for failing a validation it did not undergo. Needs `write` on
 // `fleet://<root>`.
+//
+// The schema's shape and the work of validating are bounded (nesting,
+// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+// spec and per request): beyond a bound the answer is 400
+// `invalid_request` whose detail names the limit, and a schema refused
+// for its shape deletes nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
