@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -46,15 +47,16 @@ type operation struct {
 // openapi.yaml for the generated routes it wraps. It finds the operation by
 // the chi route pattern, so routing happens once.
 type contract struct {
-	log  *slog.Logger
+	log         *slog.Logger
+	bodyTimeout time.Duration
 	auth *Authenticator
 	ops  map[string]*operation // "METHOD pattern"
 	opts openapi3filter.Options
 }
 
-func newContract(spec *openapi3.T, auth *Authenticator, log *slog.Logger) (*contract, error) {
+func newContract(spec *openapi3.T, auth *Authenticator, log *slog.Logger, bodyTimeout time.Duration) (*contract, error) {
 	spec.Servers = nil
-	c := &contract{log: log, auth: auth, ops: map[string]*operation{}}
+	c := &contract{log: log, bodyTimeout: bodyTimeout, auth: auth, ops: map[string]*operation{}}
 	c.opts = openapi3filter.Options{
 		// Authentication happened before validation; the validator only
 		// needs to know that every security requirement is satisfiable.
@@ -104,10 +106,11 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 			r = r.WithContext(withCaller(r.Context(), caller))
 		}
 		if op.bodyLimit > 0 {
-			if err := bufferBody(r, op.bodyLimit); err != nil {
+			if err := bufferBody(r, op.bodyLimit, c.bodyTimeout); err != nil {
 				writeError(c.log, w, r, err)
 				return
 			}
+			liftBodyDeadline(w)
 		}
 		if op.noInput {
 			next.ServeHTTP(w, r)
@@ -128,11 +131,14 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 
 // bufferBody reads at most limit bytes of the body into memory so that the
 // validator and the handler can both read it.
-func bufferBody(r *http.Request, limit int64) error {
+func bufferBody(r *http.Request, limit int64, timeout time.Duration) error {
 	if r.ContentLength > limit {
 		return core.Errorf(core.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if isTimeout(err) {
+		return core.Errorf(core.CodeInvalidRequest, "the request body did not arrive within %s", timeout)
+	}
 	if err != nil {
 		return core.Errorf(core.CodeInvalidRequest, "the request body could not be read")
 	}

@@ -37,6 +37,9 @@ type Options struct {
 	Ready func(*http.Request) error
 	// Fleet is the desired set behind the /v1/fleets operations.
 	Fleet *fleetstore.Fleet
+	// BodyReadTimeout bounds the reading of a request body (see
+	// bodyDeadline); zero is DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
 }
 
 // Server is the HTTP face of one broker.
@@ -76,13 +79,16 @@ func New(opt Options) (*Server, error) {
 		return nil, fmt.Errorf("handlers: embedded spec: %w", err)
 	}
 	s.docs = swaggerui.Handler("/openapi.yaml")
-	c, err := newContract(spec, opt.Auth, opt.Logger)
+	if opt.BodyReadTimeout <= 0 {
+		opt.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	c, err := newContract(spec, opt.Auth, opt.Logger, opt.BodyReadTimeout)
 	if err != nil {
 		return nil, err
 	}
 
 	r := chi.NewRouter()
-	r.Use(s.epochHeader, s.metrics.middleware, s.recoverer)
+	r.Use(bodyDeadline(opt.BodyReadTimeout), s.epochHeader, s.metrics.middleware, s.recoverer)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		writeProblem(w, core.CodeNotFound, "no such route")
 	})

@@ -27,6 +27,7 @@ import (
 // only ever what running without --config gives.
 type FileConfig struct {
 	Tokens []TokenConfig `yaml:"tokens" validate:"max=10000,dive"`
+	Limits LimitsConfig  `yaml:"limits"`
 }
 
 // TokenConfig is one token of the configuration file.

@@ -118,6 +118,8 @@ func (m *Main) Open() error {
 		CursorMaster: secret,
 		Fleet:        m.fleet,
 		Ready:        m.storeReady,
+
+		BodyReadTimeout: cfg.Limits.bodyReadTimeout(),
 	})
 	if err != nil {
 		m.broker.Close()
