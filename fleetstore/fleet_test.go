@@ -16,7 +16,7 @@ type spyStore struct {
 	limits []int
 }
 
-func (s *spyStore) Register(_ context.Context, _, _, kind string, _ []byte) (string, error) {
+func (s *spyStore) Register(_ context.Context, _, _, kind string, _ []byte, _ int) (string, error) {
 	s.calls = append(s.calls, "Register")
 	return kind + "-1", nil
 }

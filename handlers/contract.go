@@ -49,9 +49,9 @@ type operation struct {
 type contract struct {
 	log         *slog.Logger
 	bodyTimeout time.Duration
-	auth *Authenticator
-	ops  map[string]*operation // "METHOD pattern"
-	opts openapi3filter.Options
+	auth        *Authenticator
+	ops         map[string]*operation // "METHOD pattern"
+	opts        openapi3filter.Options
 }
 
 func newContract(spec *openapi3.T, auth *Authenticator, log *slog.Logger, bodyTimeout time.Duration) (*contract, error) {

@@ -70,6 +70,7 @@ const (
 	ErrorCodeQueueFull            ErrorCode = "queue_full"
 	ErrorCodeSessionLimit         ErrorCode = "session_limit"
 	ErrorCodeSessionNotFound      ErrorCode = "session_not_found"
+	ErrorCodeSpecLimit            ErrorCode = "spec_limit"
 	ErrorCodeSpecNotFound         ErrorCode = "spec_not_found"
 	ErrorCodeSubscriptionLimit    ErrorCode = "subscription_limit"
 	ErrorCodeUnauthenticated      ErrorCode = "unauthenticated"
@@ -123,6 +124,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeSessionLimit:
 		return true
 	case ErrorCodeSessionNotFound:
+		return true
+	case ErrorCodeSpecLimit:
 		return true
 	case ErrorCodeSpecNotFound:
 		return true
@@ -377,6 +380,15 @@ type Problem struct {
 
 	// Detail Example: the request body is not valid JSON
 	Detail *string `json:"detail,omitempty"`
+
+	// Scope On a limit (429), which bound was hit: `broker` (a cap shared by
+	// every family), `family` (the caller's family's quota; other
+	// families are unaffected), `session`, `route` or `root`. Absent on
+	// other errors. Values may be added.
+	//
+	//
+	// Example: family
+	Scope *string `json:"scope,omitempty"`
 
 	// Status Example: 400
 	Status int `json:"status"`
@@ -864,7 +876,8 @@ type ClientInterface interface {
 	//
 	// Mints the name `<kind>-<n>` from the root's counter and stores the spec
 	// exactly as given, in one transaction. Names are never reused, also
-	// across restarts. Needs `write` on `fleet://<root>`.
+	// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+	// family's quota of specs answers 429 `spec_limit` (scope `root`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -875,7 +888,8 @@ type ClientInterface interface {
 	//
 	// Mints the name `<kind>-<n>` from the root's counter and stores the spec
 	// exactly as given, in one transaction. Names are never reused, also
-	// across restarts. Needs `write` on `fleet://<root>`.
+	// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+	// family's quota of specs answers 429 `spec_limit` (scope `root`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1265,7 +1279,8 @@ func (c *Client) ListSpecs(ctx context.Context, root Root, params *ListSpecsPara
 //
 // Mints the name `<kind>-<n>` from the root's counter and stores the spec
 // exactly as given, in one transaction. Names are never reused, also
-// across restarts. Needs `write` on `fleet://<root>`.
+// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+// family's quota of specs answers 429 `spec_limit` (scope `root`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -1286,7 +1301,8 @@ func (c *Client) RegisterSpecWithBody(ctx context.Context, root Root, contentTyp
 //
 // Mints the name `<kind>-<n>` from the root's counter and stores the spec
 // exactly as given, in one transaction. Names are never reused, also
-// across restarts. Needs `write` on `fleet://<root>`.
+// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+// family's quota of specs answers 429 `spec_limit` (scope `root`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2865,7 +2881,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Mints the name `<kind>-<n>` from the root's counter and stores the spec
 	// exactly as given, in one transaction. Names are never reused, also
-	// across restarts. Needs `write` on `fleet://<root>`.
+	// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+	// family's quota of specs answers 429 `spec_limit` (scope `root`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2876,7 +2893,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Mints the name `<kind>-<n>` from the root's counter and stores the spec
 	// exactly as given, in one transaction. Names are never reused, also
-	// across restarts. Needs `write` on `fleet://<root>`.
+	// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+	// family's quota of specs answers 429 `spec_limit` (scope `root`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3556,6 +3574,8 @@ type RegisterSpecResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
 }
@@ -3583,6 +3603,11 @@ func (r RegisterSpecResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r RegisterSpecResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RegisterSpecResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -4750,7 +4775,8 @@ func (c *ClientWithResponses) ListSpecsWithResponse(ctx context.Context, root Ro
 //
 // Mints the name `<kind>-<n>` from the root's counter and stores the spec
 // exactly as given, in one transaction. Names are never reused, also
-// across restarts. Needs `write` on `fleet://<root>`.
+// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+// family's quota of specs answers 429 `spec_limit` (scope `root`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4767,7 +4793,8 @@ func (c *ClientWithResponses) RegisterSpecWithBodyWithResponse(ctx context.Conte
 //
 // Mints the name `<kind>-<n>` from the root's counter and stores the spec
 // exactly as given, in one transaction. Names are never reused, also
-// across restarts. Needs `write` on `fleet://<root>`.
+// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+// family's quota of specs answers 429 `spec_limit` (scope `root`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5469,6 +5496,13 @@ func ParseRegisterSpecResponse(rsp *http.Response) (*RegisterSpecResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error

@@ -91,6 +91,17 @@ func (m *Main) Open() error {
 		return err
 	}
 	auth := handlers.NewAuthenticator(tokens)
+	families := []string{handlers.DevFamily}
+	if len(tokens) > 0 {
+		families = families[:0]
+		for _, t := range tokens {
+			families = append(families, t.Family)
+		}
+	}
+	limits, err := cfg.Limits.resolve(families)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	if auth.DevMode() && !m.InsecureDev && !loopback(m.Addr) {
 		return fmt.Errorf("refusing to serve without tokens on non-loopback address %s: configure tokens or pass --insecure-dev", m.Addr)
 	}
@@ -104,11 +115,11 @@ func (m *Main) Open() error {
 	if err := m.openStore(); err != nil {
 		return err
 	}
+	m.fleet.SpecsPerRoot = limits.specsPerRoot
 
-	m.broker = core.NewBroker(core.Config{
-		Epoch:          randomText(12),
-		IncarnationKey: randomBytes(32),
-	}, m.Clock, m.sink)
+	coreCfg := limits.Core
+	coreCfg.Epoch, coreCfg.IncarnationKey = randomText(12), randomBytes(32)
+	m.broker = core.NewBroker(coreCfg, m.Clock, m.sink)
 	h, err := handlers.New(handlers.Options{
 		Broker:       m.broker,
 		Auth:         auth,
@@ -119,7 +130,7 @@ func (m *Main) Open() error {
 		Fleet:        m.fleet,
 		Ready:        m.storeReady,
 
-		BodyReadTimeout: cfg.Limits.bodyReadTimeout(),
+		BodyReadTimeout: limits.BodyReadTimeout,
 	})
 	if err != nil {
 		m.broker.Close()

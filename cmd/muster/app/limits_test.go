@@ -1,0 +1,102 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/musterhq/muster/core"
+)
+
+const limitsToken = `tokens:
+  - name: a
+    sha256: 746e2cebffe4b6380ad195b4cdf59f15a17bf906d0b7929a68aaf9953dc862d3
+    family: acme
+    grants: ["lease://acme/**#*"]
+`
+
+func loadLimits(t *testing.T, yaml string) (Limits, error) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "muster.yaml")
+	if err := os.WriteFile(p, []byte(limitsToken+yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(p)
+	if err != nil {
+		return Limits{}, err
+	}
+	return cfg.Limits.resolve([]string{"acme"})
+}
+
+func TestLimitsDefaults(t *testing.T) {
+	l, err := loadLimits(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := l.Core
+	if l.BodyReadTimeout != 5*time.Second || c.MaxSessions != 100_000 || c.MaxStreams != 10_000 ||
+		c.MaxRegistrations != 1_000_000 || c.MaxSnapshots != 1024 || c.MaxWaiters != 100_000 {
+		t.Errorf("broker defaults: %+v, body %v", c, l.BodyReadTimeout)
+	}
+	// No family takes more than a quarter of any cap.
+	want := core.Quota{Sessions: 25_000, Streams: 2_500, Registrations: 250_000, Snapshots: 256, Waiters: 25_000}
+	if c.FamilyQuota != want || l.DefaultSpecsRoot != 100_000 {
+		t.Errorf("family defaults: %+v, specs %d", c.FamilyQuota, l.DefaultSpecsRoot)
+	}
+}
+
+func TestLimitsConfigured(t *testing.T) {
+	l, err := loadLimits(t, `limits:
+  body_read_timeout: 2s
+  broker: {sessions: 1000, watch_streams: 40}
+  family: {watch_streams: 30, fleet_specs_per_root: 50}
+  families:
+    acme: {sessions: 600}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.BodyReadTimeout != 2*time.Second || l.Core.MaxSessions != 1000 || l.Core.MaxStreams != 40 {
+		t.Errorf("broker: %+v", l.Core)
+	}
+	if q := l.Core.FamilyQuota; q.Sessions != 250 || q.Streams != 30 || q.Snapshots != 256 || l.DefaultSpecsRoot != 50 {
+		t.Errorf("family: %+v specs %d", q, l.DefaultSpecsRoot)
+	}
+	if q := l.Core.FamilyQuotas["acme"]; q.Sessions != 600 || q.Streams != 30 || l.FleetSpecsPerRoot["acme"] != 50 {
+		t.Errorf("acme: %+v specs %d", q, l.FleetSpecsPerRoot["acme"])
+	}
+}
+
+func TestLimitsRefused(t *testing.T) {
+	// want: the message names the field, by its Go or its YAML name (the
+	// validator's messages may be rewritten in either).
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"UnknownKey", "limits:\n  session: 5\n", "session"},
+		{"UnknownQuotaKey", "limits:\n  family: {streams: 5}\n", "streams"},
+		{"TimeoutTooShort", "limits:\n  body_read_timeout: 10ms\n", "BodyReadTimeout|body_read_timeout"},
+		{"TimeoutNotADuration", "limits:\n  body_read_timeout: soon\n", "soon"},
+		{"Negative", "limits:\n  broker: {sessions: -1}\n", "Sessions|sessions"},
+		{"QuotaAboveCap", "limits:\n  broker: {sessions: 10}\n  family: {sessions: 11}\n", "limits.family.sessions: 11 is more than the broker-wide limits.broker.sessions (10)"},
+		{"OverrideAboveCap", "limits:\n  families:\n    acme: {watch_streams: 10001}\n", "limits.families.acme.watch_streams"},
+		{"UnknownFamily", "limits:\n  families:\n    acne: {sessions: 5}\n", "limits.families.acne: no token has this family"},
+		{"BadFamilyName", "limits:\n  families:\n    \"a b\": {sessions: 5}\n", "Families|families"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadLimits(t, tt.yaml)
+			if err == nil || !containsAny(err.Error(), strings.Split(tt.want, "|")) {
+				t.Errorf("err = %v, want one naming %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
