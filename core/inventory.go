@@ -56,6 +56,11 @@ func newSnapshots(max, perCaller int, idle time.Duration) *snapshots {
 // of the family when it holds its quota, then of anyone) is evicted.
 func (s *State) OpenSnapshot(now time.Time, fam, caller string) *Snapshot {
 	s.expireDue(now)
+	return s.openSnapshot(now, fam, caller, s.revision, s.cloneHeld(fam))
+}
+
+// openSnapshot registers tree, the family's held set at rev, under the caps.
+func (s *State) openSnapshot(now time.Time, fam, caller string, rev uint64, tree *btree.BTreeG[*Item]) *Snapshot {
 	r := s.snaps
 	r.expireIdle(now, &s.stats)
 	if r.perCall[caller] >= r.perLimit {
@@ -70,7 +75,7 @@ func (s *State) OpenSnapshot(now time.Time, fam, caller string) *Snapshot {
 		r.evictOldest(func(*Snapshot) bool { return true }, &s.stats)
 	}
 	r.next++
-	sn := &Snapshot{ID: r.next, Family: fam, Revision: s.revision, caller: caller, lastUsed: now, tree: s.cloneHeld(fam)}
+	sn := &Snapshot{ID: r.next, Family: fam, Revision: rev, caller: caller, lastUsed: now, tree: tree}
 	sn.elem = r.lru.PushFront(sn)
 	r.byID[sn.ID] = sn
 	r.perCall[caller]++

@@ -249,6 +249,38 @@ func (s *boltStore) Desired(ctx context.Context, family, root, after string, lim
 	return rows, more, nil
 }
 
+// Names is Desired without the specs.
+func (s *boltStore) Names(ctx context.Context, family, root, after string, limit int) ([]string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, backendErr("list", err, true)
+	}
+	names := []string{}
+	more := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		specs, err := specsBucket(tx, family, root)
+		if specs == nil || err != nil {
+			return err
+		}
+		c := specs.Cursor()
+		k, _ := c.Seek([]byte(after))
+		if k != nil && string(k) == after {
+			k, _ = c.Next()
+		}
+		for ; k != nil; k, _ = c.Next() {
+			if len(names) == limit {
+				more = true
+				break
+			}
+			names = append(names, string(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, boltErr("list", err)
+	}
+	return names, more, nil
+}
+
 func (s *boltStore) Close() error {
 	return boltErr("close", s.db.Close())
 }

@@ -113,6 +113,26 @@ func (f *Fleet) Names(ctx context.Context, family, root string) ([]string, error
 	return names, nil
 }
 
+// NamePage returns up to limit names of root (1 ≤ limit ≤ MaxGapPage)
+// strictly after after, in byte order, and whether more follow. It reads
+// names only, where the store can.
+func (f *Fleet) NamePage(ctx context.Context, family, root, after string, limit int) ([]string, bool, error) {
+	if err := checkScope(family, root); err != nil {
+		return nil, false, err
+	}
+	if nl, ok := f.store.(interface {
+		Names(ctx context.Context, family, root, after string, limit int) ([]string, bool, error)
+	}); ok {
+		return nl.Names(ctx, family, root, after, limit)
+	}
+	rows, more, err := f.store.Desired(ctx, family, root, after, min(limit, MaxPageSize))
+	names := make([]string, len(rows))
+	for i, r := range rows {
+		names[i] = r.Name
+	}
+	return names, more, err
+}
+
 // listPage is the page size of the Fleet's own walks (Names, Sweep). Tests
 // lower it to cross page boundaries with a few rows.
 var listPage = MaxPageSize

@@ -219,6 +219,34 @@ func (s *pgStore) Forget(ctx context.Context, family, root string, names ...stri
 	return pgErr("forget", err)
 }
 
+// Names is Desired without the specs.
+func (s *pgStore) Names(ctx context.Context, family, root, after string, limit int) ([]string, bool, error) {
+	names := make([]string, 0, min(limit, DefaultPageSize))
+	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		names = names[:0]
+		r, err := c.Query(ctx, `SELECT name FROM muster_fleet_specs
+			WHERE family = $1 AND root = $2 AND name > $3
+			ORDER BY name LIMIT $4`, family, root, after, limit+1)
+		if err != nil {
+			return err
+		}
+		var name string
+		_, err = pgx.ForEachRow(r, []any{&name}, func() error {
+			names = append(names, name)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, false, pgErr("list", err)
+	}
+	more := len(names) > limit
+	if more {
+		names = names[:limit]
+	}
+	return names, more, nil
+}
+
 func (s *pgStore) Desired(ctx context.Context, family, root, after string, limit int) ([]Row, bool, error) {
 	rows := make([]Row, 0, min(limit, DefaultPageSize))
 	err := s.pool.with(ctx, func(c *pgx.Conn) error {

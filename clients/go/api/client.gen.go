@@ -253,7 +253,10 @@ type FencingToken = int64
 // Gap defines model for Gap.
 type Gap struct {
 	Missing []string `json:"missing"`
-	Orphans []string `json:"orphans"`
+
+	// NextCursor Resumes after the last name this page covered; absent on the last page.
+	NextCursor *string  `json:"next_cursor,omitempty"`
+	Orphans    []string `json:"orphans"`
 
 	// Revision The broker revision, +1 on every committed state change.
 	Revision Revision `json:"revision"`
@@ -591,7 +594,11 @@ type Unavailable = Problem
 
 // FleetGapParams defines parameters for FleetGap.
 type FleetGapParams struct {
-	Live Selector `form:"live" json:"live"`
+	Live  Selector `form:"live" json:"live"`
+	Limit *int     `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, unchanged.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListSpecsParams defines parameters for ListSpecs.
@@ -860,6 +867,12 @@ type ClientInterface interface {
 	// Computes the plan with `live` = the resource segment of every held lease
 	// matching the selector, read from one inventory snapshot at `revision`.
 	// Needs `read` on `fleet://<root>` and `read` on the selector.
+	//
+	// Pages over names in byte order: a page covers at most `limit` names
+	// of each side, and `next_cursor` (absent on the last page) resumes
+	// after the last name the page covered, on the same inventory snapshot
+	// (the desired side is read afresh, like a spec listing). A gap of a
+	// set no larger than `limit` is one page, as before paging existed.
 	//
 	// Corresponds with GET /v1/fleets/{root}/gap (the `FleetGap` operationId).
 	FleetGap(ctx context.Context, root Root, params *FleetGapParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1243,6 +1256,12 @@ func (c *Client) PlanFleet(ctx context.Context, body PlanFleetJSONRequestBody, r
 // Computes the plan with `live` = the resource segment of every held lease
 // matching the selector, read from one inventory snapshot at `revision`.
 // Needs `read` on `fleet://<root>` and `read` on the selector.
+//
+// Pages over names in byte order: a page covers at most `limit` names
+// of each side, and `next_cursor` (absent on the last page) resumes
+// after the last name the page covered, on the same inventory snapshot
+// (the desired side is read afresh, like a spec listing). A gap of a
+// set no larger than `limit` is one page, as before paging existed.
 //
 // Corresponds with GET /v1/fleets/{root}/gap (the `FleetGap` operationId).
 func (c *Client) FleetGap(ctx context.Context, root Root, params *FleetGapParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1939,6 +1958,30 @@ func NewFleetGapRequest(server string, root Root, params *FleetGapParams) (*http
 			for _, qp := range strings.Split(queryFrag, "&") {
 				rawQueryFragments = append(rawQueryFragments, qp)
 			}
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
 		}
 
 		if encoded := queryValues.Encode(); encoded != "" {
@@ -2861,6 +2904,12 @@ type ClientWithResponsesInterface interface {
 	// Computes the plan with `live` = the resource segment of every held lease
 	// matching the selector, read from one inventory snapshot at `revision`.
 	// Needs `read` on `fleet://<root>` and `read` on the selector.
+	//
+	// Pages over names in byte order: a page covers at most `limit` names
+	// of each side, and `next_cursor` (absent on the last page) resumes
+	// after the last name the page covered, on the same inventory snapshot
+	// (the desired side is read afresh, like a spec listing). A gap of a
+	// set no larger than `limit` is one page, as before paging existed.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4743,6 +4792,12 @@ func (c *ClientWithResponses) PlanFleetWithResponse(ctx context.Context, body Pl
 // Computes the plan with `live` = the resource segment of every held lease
 // matching the selector, read from one inventory snapshot at `revision`.
 // Needs `read` on `fleet://<root>` and `read` on the selector.
+//
+// Pages over names in byte order: a page covers at most `limit` names
+// of each side, and `next_cursor` (absent on the last page) resumes
+// after the last name the page covered, on the same inventory snapshot
+// (the desired side is read afresh, like a spec listing). A gap of a
+// set no larger than `limit` is one page, as before paging existed.
 //
 // Returns a wrapper object for the known response body format(s).
 //
