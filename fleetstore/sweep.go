@@ -122,6 +122,15 @@ func (f *Fleet) Sweep(ctx context.Context, family, root string, schema []byte) (
 	if err != nil {
 		return SweepResult{}, err
 	}
+	return f.SweepSchema(ctx, family, root, s)
+}
+
+// SweepSchema is Sweep with a schema compiled by CompileSchema (a schema
+// serves one sweep: its work budget starts here).
+func (f *Fleet) SweepSchema(ctx context.Context, family, root string, s *Schema) (SweepResult, error) {
+	if err := checkScope(family, root); err != nil {
+		return SweepResult{}, err
+	}
 	s.Budget(ctx)
 	return f.SweepFunc(ctx, family, root, func(r Row) (bool, error) { return s.Judge(ctx, r.Spec) })
 }

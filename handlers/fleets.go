@@ -160,9 +160,22 @@ func (s *Server) SweepSpecs(ctx context.Context, req api.SweepSpecsRequestObject
 	if err != nil {
 		return nil, err
 	}
+	schema, err := fleetstore.CompileSchema(req.Body.Schema)
+	if err != nil {
+		s.metrics.sweeps.WithLabelValues(sweepOutcome(ctx, err)).Inc()
+		return nil, err
+	}
+	s.metrics.sweepsWaiting.Inc()
+	leave, err := s.sweeps.enter(ctx, fam)
+	s.metrics.sweepsWaiting.Dec()
+	if err != nil {
+		s.metrics.sweeps.WithLabelValues(sweepOutcome(ctx, err)).Inc()
+		return nil, err
+	}
 	s.metrics.sweepsRunning.Inc()
-	res, err := s.fleet.Sweep(ctx, fam, req.Root, req.Body.Schema)
+	res, err := s.fleet.SweepSchema(ctx, fam, req.Root, schema)
 	s.metrics.sweepsRunning.Dec()
+	leave()
 	s.metrics.sweeps.WithLabelValues(sweepOutcome(ctx, err)).Inc()
 	if err != nil {
 		return nil, s.fleetErr(ctx, "sweep", err)

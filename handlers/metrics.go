@@ -34,6 +34,7 @@ type Metrics struct {
 	supersedes prometheus.Counter
 
 	sweepsRunning prometheus.Gauge
+	sweepsWaiting prometheus.Gauge
 	sweeps        *prometheus.CounterVec
 }
 
@@ -65,7 +66,8 @@ func NewMetrics(broker *core.Broker) *Metrics {
 	reg.MustRegister(m.streams, m.delivered, m.supersedes)
 	m.sweepsRunning = prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_fleet_sweeps_running", Help: "Sweeps validating specs now."})
 	m.sweeps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "muster_fleet_sweeps_total", Help: "Sweeps by outcome: ok, refused (a limit or budget), abandoned (the client left), failed (the store)."}, []string{"outcome"})
-	reg.MustRegister(m.sweepsRunning, m.sweeps)
+	m.sweepsWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_fleet_sweeps_waiting", Help: "Sweeps waiting for their family's or a broker slot."})
+	reg.MustRegister(m.sweepsRunning, m.sweepsWaiting, m.sweeps)
 	reg.MustRegister(m.listPages, m.listItems, m.listExamined, m.listExhausted, m.cursorResumes, m.cursorRejected)
 	reg.MustRegister(m.requests, m.duration,
 		collectors.NewGoCollector(),

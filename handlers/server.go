@@ -40,6 +40,9 @@ type Options struct {
 	// BodyReadTimeout bounds the reading of a request body (see
 	// bodyDeadline); zero is DefaultBodyReadTimeout.
 	BodyReadTimeout time.Duration
+	// SweepsRunning bounds the sweeps that validate at once (one per
+	// family in any case); zero is DefaultSweepsRunning.
+	SweepsRunning int
 }
 
 // Server is the HTTP face of one broker.
@@ -57,6 +60,7 @@ type Server struct {
 	changeCache changeCache
 	docs        http.Handler
 	fleet       *fleetstore.Fleet
+	sweeps      *sweepGate
 }
 
 // New builds the router: chi, the generated routes behind the contract
@@ -73,7 +77,8 @@ func New(opt Options) (*Server, error) {
 		opt.Clock = core.SystemClock{}
 	}
 	s := &Server{broker: opt.Broker, auth: opt.Auth, metrics: opt.Metrics, log: opt.Logger, ready: opt.Ready, clock: opt.Clock,
-		cursors: core.NewCursorCodec(opt.CursorMaster, opt.Broker.Epoch()), fleet: opt.Fleet}
+		cursors: core.NewCursorCodec(opt.CursorMaster, opt.Broker.Epoch()), fleet: opt.Fleet,
+		sweeps: newSweepGate(opt.SweepsRunning)}
 	spec, err := api.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("handlers: embedded spec: %w", err)

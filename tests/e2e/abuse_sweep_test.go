@@ -105,3 +105,53 @@ func TestSweepStopsWhenClientLeaves(t *testing.T) {
 		t.Errorf("%d of 60 specs left", n)
 	}
 }
+
+// One sweep per family validates at a time: a family's second sweep waits
+// for its first, while another family's sweep runs at once. A hostile
+// schema is refused before it waits.
+func TestSweepGate(t *testing.T) {
+	a := TokenSpec{Secret: "a-secret", Family: "fa", Grants: []string{"fleet://**#*"}}
+	other := TokenSpec{Secret: "b-secret", Family: "fb", Grants: []string{"fleet://**#*"}}
+	b := MustStartConfiguredBroker(t, "limits:\n  broker: {sweeps: 2}\n", a, other)
+	for range 60 {
+		b.mustRegister(t, a.Secret, "slow", "d", hostile.DeepSpec(14))
+	}
+	b.mustRegister(t, other.Secret, "quick", "d", `{}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	slow := func() {
+		req, _ := http.NewRequestWithContext(ctx, "POST", b.URL()+fleetPath("slow", "/sweep"), strings.NewReader(`{"schema":`+hostile.DoublingSchema+`}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+a.Secret)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	go slow()
+	go slow()
+	deadline := time.Now().Add(5 * time.Second)
+	for b.metric(t, "muster_fleet_sweeps_running") != 1 || b.metric(t, "muster_fleet_sweeps_waiting") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("running %v waiting %v, want 1 and 1", b.metric(t, "muster_fleet_sweeps_running"), b.metric(t, "muster_fleet_sweeps_waiting"))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	resp := b.Do(t, Request{Method: "POST", Path: fleetPath("quick", "/sweep"), Token: other.Secret, Body: `{"schema":{"type":"object"}}`})
+	if resp.Status != 200 {
+		t.Fatalf("the other family's sweep: %d %s", resp.Status, resp.Body)
+	}
+	t.Logf("another family swept in %v while family fa had one sweep running and one waiting", time.Since(start))
+	start = time.Now()
+	wantProblem(t, b.Do(t, Request{Method: "POST", Path: fleetPath("slow", "/sweep"), Token: a.Secret, Body: `{"schema":` + hostile.Schema(25) + `}`}), 400, "invalid_request")
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("a hostile schema waited %v behind the family's sweeps", took)
+	}
+	cancel()
+	for b.metric(t, "muster_fleet_sweeps_running")+b.metric(t, "muster_fleet_sweeps_waiting") != 0 {
+		if time.Now().After(deadline.Add(5 * time.Second)) {
+			t.Fatal("the sweeps did not end after their clients left")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -21,6 +21,7 @@ import (
 //	    registrations: 1000000
 //	    snapshots: 1024
 //	    waiters: 100000
+//	    sweeps: 2               # validating at once (one per family in any case)
 //	  family:                   # each family's quota; default: 1/4 of each cap
 //	    sessions: 25000
 //	    fleet_specs_per_root: 100000
@@ -40,6 +41,9 @@ type BrokerLimits struct {
 	Registrations int `yaml:"registrations" validate:"omitempty,min=1,max=100000000"`
 	Snapshots     int `yaml:"snapshots" validate:"omitempty,min=1,max=1000000"`
 	Waiters       int `yaml:"waiters" validate:"omitempty,min=1,max=10000000"`
+	// Sweeps validating at once, all families together (one per family in
+	// any case).
+	Sweeps int `yaml:"sweeps" validate:"omitempty,min=1,max=64"`
 }
 
 // FamilyQuota is what one family may hold at once.
@@ -67,13 +71,17 @@ type Limits struct {
 	Core              core.Config // only the limit fields are set
 	FleetSpecsPerRoot map[string]int
 	DefaultSpecsRoot  int
+	SweepsRunning     int
 }
 
 // resolve applies the defaults and checks that no quota exceeds its cap.
 // families are the families the tokens name: a quota for any other family
 // is a typo and refused.
 func (l *LimitsConfig) resolve(families []string) (Limits, error) {
-	out := Limits{BodyReadTimeout: l.BodyReadTimeout}
+	out := Limits{BodyReadTimeout: l.BodyReadTimeout, SweepsRunning: l.Broker.Sweeps}
+	if out.SweepsRunning == 0 {
+		out.SweepsRunning = handlers.DefaultSweepsRunning
+	}
 	if out.BodyReadTimeout == 0 {
 		out.BodyReadTimeout = handlers.DefaultBodyReadTimeout
 	}

@@ -37,7 +37,7 @@ func TestLimitsDefaults(t *testing.T) {
 	}
 	c := l.Core
 	if l.BodyReadTimeout != 5*time.Second || c.MaxSessions != 100_000 || c.MaxStreams != 10_000 ||
-		c.MaxRegistrations != 1_000_000 || c.MaxSnapshots != 1024 || c.MaxWaiters != 100_000 {
+		c.MaxRegistrations != 1_000_000 || c.MaxSnapshots != 1024 || c.MaxWaiters != 100_000 || l.SweepsRunning != 2 {
 		t.Errorf("broker defaults: %+v, body %v", c, l.BodyReadTimeout)
 	}
 	// No family takes more than a quarter of any cap.
@@ -50,7 +50,7 @@ func TestLimitsDefaults(t *testing.T) {
 func TestLimitsConfigured(t *testing.T) {
 	l, err := loadLimits(t, `limits:
   body_read_timeout: 2s
-  broker: {sessions: 1000, watch_streams: 40}
+  broker: {sessions: 1000, watch_streams: 40, sweeps: 3}
   family: {watch_streams: 30, fleet_specs_per_root: 50}
   families:
     acme: {sessions: 600}
@@ -58,7 +58,7 @@ func TestLimitsConfigured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.BodyReadTimeout != 2*time.Second || l.Core.MaxSessions != 1000 || l.Core.MaxStreams != 40 {
+	if l.BodyReadTimeout != 2*time.Second || l.Core.MaxSessions != 1000 || l.Core.MaxStreams != 40 || l.SweepsRunning != 3 {
 		t.Errorf("broker: %+v", l.Core)
 	}
 	if q := l.Core.FamilyQuota; q.Sessions != 250 || q.Streams != 30 || q.Snapshots != 256 || l.DefaultSpecsRoot != 50 {
@@ -78,6 +78,7 @@ func TestLimitsRefused(t *testing.T) {
 		{"TimeoutTooShort", "limits:\n  body_read_timeout: 10ms\n", "BodyReadTimeout|body_read_timeout"},
 		{"TimeoutNotADuration", "limits:\n  body_read_timeout: soon\n", "soon"},
 		{"Negative", "limits:\n  broker: {sessions: -1}\n", "Sessions|sessions"},
+		{"TooManySweeps", "limits:\n  broker: {sweeps: 65}\n", "Sweeps|sweeps"},
 		{"QuotaAboveCap", "limits:\n  broker: {sessions: 10}\n  family: {sessions: 11}\n", "limits.family.sessions: 11 is more than the broker-wide limits.broker.sessions (10)"},
 		{"OverrideAboveCap", "limits:\n  families:\n    acme: {watch_streams: 10001}\n", "limits.families.acme.watch_streams"},
 		{"UnknownFamily", "limits:\n  families:\n    acne: {sessions: 5}\n", "limits.families.acne: no token has this family"},

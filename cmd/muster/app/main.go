@@ -131,6 +131,7 @@ func (m *Main) Open() error {
 		Ready:        m.storeReady,
 
 		BodyReadTimeout: limits.BodyReadTimeout,
+		SweepsRunning:   limits.SweepsRunning,
 	})
 	if err != nil {
 		m.broker.Close()
