@@ -2,6 +2,7 @@ package fleetstore
 
 import (
 	"context"
+	"strings"
 
 	"github.com/musterhq/muster/core"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -141,6 +142,119 @@ func checkDocument(doc any) error {
 		}
 	}
 	return nil
+}
+
+// rawExpansion is a fast first look at the $ref expansion, on the document
+// before it is compiled (compiling costs milliseconds; this, microseconds):
+// every object counts as a subschema, except under keywords that hold data
+// ("enum", "const", "default", "examples") and under "$defs" and
+// "definitions" (reached through references only), and a "$ref" "#" or
+// "#/json/pointer" counts its target's expansion, memoized; a reference back
+// to a target being expanded counts once. It reports whether the document
+// certainly expands beyond MaxSchemaExpansion. A document with "$id",
+// "$anchor" or "$dynamicRef" below its root is left to checkShape (its
+// references may resolve elsewhere), and so is anything it cannot resolve.
+func rawExpansion(doc any) bool {
+	root, ok := doc.(map[string]any)
+	if !ok {
+		return false
+	}
+	w := rawWalk{root: root, memo: map[string]int{}, open: map[string]bool{}}
+	n, ok := w.expand(root, true)
+	return ok && n > MaxSchemaExpansion
+}
+
+type rawWalk struct {
+	root map[string]any
+	memo map[string]int
+	open map[string]bool
+}
+
+// dataKeywords hold values, or subschemas reached only through a "$ref".
+var dataKeywords = map[string]bool{"enum": true, "const": true, "default": true, "examples": true, "$defs": true, "definitions": true}
+
+// expand counts v; ok is false when the walk gives up.
+func (w *rawWalk) expand(v any, top bool) (n int, ok bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		n = 1
+		for k, c := range v {
+			if dataKeywords[k] {
+				continue
+			}
+			if !top && (k == "$id" || k == "$anchor" || k == "$dynamicRef" || k == "$dynamicAnchor" || k == "$recursiveRef") {
+				return 0, false
+			}
+			if k == "$ref" {
+				ref, isStr := c.(string)
+				if !isStr {
+					continue
+				}
+				m, ok := w.ref(ref)
+				if !ok {
+					return 0, false
+				}
+				n += m
+				continue
+			}
+			m, ok := w.expand(c, false)
+			if !ok {
+				return 0, false
+			}
+			n += m
+			if n > MaxSchemaExpansion {
+				return n, true
+			}
+		}
+		return n, true
+	case []any:
+		for _, c := range v {
+			m, ok := w.expand(c, false)
+			if !ok {
+				return 0, false
+			}
+			if n += m; n > MaxSchemaExpansion {
+				return n, true
+			}
+		}
+		return n, true
+	}
+	return 0, true
+}
+
+// ref expands the target of a local JSON-pointer reference.
+func (w *rawWalk) ref(ref string) (int, bool) {
+	if ref != "#" && !strings.HasPrefix(ref, "#/") {
+		return 0, false
+	}
+	if n, ok := w.memo[ref]; ok {
+		return n, true
+	}
+	if w.open[ref] {
+		return 1, true
+	}
+	var target any = w.root
+	if ref != "#" {
+		for _, tok := range strings.Split(ref[2:], "/") {
+			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+			obj, isObj := target.(map[string]any)
+			if !isObj || strings.Contains(tok, "%") {
+				return 0, false
+			}
+			if target, isObj = obj[tok]; !isObj {
+				return 0, false
+			}
+		}
+	}
+	w.open[ref] = true
+	n, ok := w.expand(target, ref == "#")
+	delete(w.open, ref)
+	if !ok {
+		return 0, false
+	}
+	n = min(n, MaxSchemaExpansion+1)
+	w.memo[ref] = n
+	return n, true
 }
 
 // shape is what checkShape measured of one subschema.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/musterhq/muster/core"
 	"github.com/musterhq/muster/tests/hostile"
 )
@@ -180,6 +182,30 @@ func TestSweepLegitLargeSchema(t *testing.T) {
 		must(t, err)
 		if ok != tt.valid {
 			t.Errorf("Judge(%s) = %v, want %v", tt.spec, ok, tt.valid)
+		}
+	}
+}
+
+// The first look at the expansion (on the document, before compiling)
+// refuses only what the compiled walk refuses too: never a schema the full
+// check would accept.
+func TestRawExpansionAgreesWithCompiled(t *testing.T) {
+	schemas := []string{hostile.LegitSchema(MaxSchemaBytes), hostile.DoublingSchema, topicSchema,
+		`{"$defs":{"a":{"$ref":"#"}},"anyOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/a"}]}`,
+		`{"$id":"urn:x","$defs":{"a":{"$id":"urn:y","$defs":{"b":true},"$ref":"#/$defs/b"}},"$ref":"#/$defs/a"}`}
+	for levels := 1; levels <= 22; levels++ {
+		schemas = append(schemas, hostile.Schema(levels))
+	}
+	for i, raw := range schemas {
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(raw))
+		must(t, err)
+		fast := rawExpansion(doc)
+		_, full := compileSchema([]byte(raw), false)
+		if fast && !errors.Is(full, errExpansion) {
+			t.Errorf("schema %d: the first look refuses, the compiled walk says %v", i, full)
+		}
+		if i >= 5 && i-4 >= 16 && !fast { // 16+ levels are beyond the limit
+			t.Errorf("schema %d (%d levels): the first look let it through to compilation", i, i-4)
 		}
 	}
 }

@@ -36,7 +36,11 @@ const schemaLocation = "urn:muster:sweep-schema"
 // (MaxSchemaDepth, MaxSchemaPatternBytes, MaxSchemaFanOut,
 // MaxSchemaExpansion, MaxSchemaNesting) is CodeInvalidRequest with a message
 // naming the limit; the checks cost time linear in the schema's size.
-func CompileSchema(raw []byte) (*Schema, error) {
+func CompileSchema(raw []byte) (*Schema, error) { return compileSchema(raw, true) }
+
+// compileSchema is CompileSchema; fast=false skips the first look at the
+// expansion (tests compare it with the compiled walk).
+func compileSchema(raw []byte, fast bool) (*Schema, error) {
 	if len(raw) > MaxSchemaBytes {
 		return nil, core.Errorf(core.CodePayloadTooLarge, "schema is larger than %d bytes", MaxSchemaBytes)
 	}
@@ -46,6 +50,9 @@ func CompileSchema(raw []byte) (*Schema, error) {
 	}
 	if err := checkDocument(doc); err != nil {
 		return nil, err
+	}
+	if fast && rawExpansion(doc) {
+		return nil, errExpansion
 	}
 	m := &meter{}
 	c := jsonschema.NewCompiler()

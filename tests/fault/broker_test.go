@@ -37,12 +37,13 @@ type token struct {
 }
 
 // campaignLimits are small enough for the hostile family to reach its
-// quotas within a round.
+// quotas early in a round, even on a loaded machine.
 const campaignLimits = `limits:
   body_read_timeout: 1s
   broker: {sessions: 2000, watch_streams: 400}
   families:
     work: {sessions: 1000, watch_streams: 200}
+    hostile: {sessions: 10, watch_streams: 5}
 `
 
 // broker is the real muster binary as its own process, restartable on the

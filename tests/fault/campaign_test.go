@@ -27,9 +27,12 @@ import (
 //   - every observer converges to the broker's LIST;
 //   - goroutines, fds and memory stay within a bound of the first round;
 //   - the hostile requests are refused quickly, the hostile family stops at
-//     its own quota (scope family), and the prober's p99 stays within 2× of
-//     the quiet round (or 10 ms above it: the floor of scheduler noise on a
-//     shared machine).
+//     its own quota (scope family), and the prober's latency with the
+//     hostile requests on stays within 2× of its latency with them off (they
+//     alternate every 250 ms in the hostile-only round, so both halves see
+//     the same background load), or a few ms above it: the median always,
+//     the p99 in a long campaign (on a loaded CI machine the top 1 % of a
+//     few hundred samples is noise).
 //
 // `go test ./tests/fault` runs the short campaign (5 rounds of 3 s);
 // MUSTER_FAULT_ROUNDS=N and MUSTER_FAULT_ROUND_SECONDS=S run a long one.
@@ -48,6 +51,10 @@ type roundFigures struct {
 	fault           fault
 	ops             map[string]int
 	probeP99        time.Duration
+	probeOff        time.Duration // hostile-only round: p99 with the hostile requests off
+	probeOn         time.Duration // and on
+	medianOff       time.Duration // the same, p50
+	medianOn        time.Duration
 	goroutines, fds float64
 	rssMiB          float64
 	converge        time.Duration
@@ -101,13 +108,17 @@ func TestFaultCampaign(t *testing.T) {
 			f = kill9
 		}
 		l.mu.Lock()
-		l.probes, l.ops, l.hostile = nil, map[string]int{}, hostileLog{}
+		l.probes, l.ops, l.hostile = [2][]time.Duration{}, map[string]int{}, hostileLog{}
 		l.mu.Unlock()
 
 		ctx, cancel := context.WithTimeout(context.Background(), roundLen)
 		done := make(chan struct{})
 		go func() {
-			(&workload{b: b, l: l, hostile: f != quiet}).run(ctx)
+			w := &workload{b: b, l: l, hostile: f != quiet, start: time.Now()}
+			if f == hostileOnly {
+				w.window = 250 * time.Millisecond
+			}
+			w.run(ctx)
 			close(done)
 		}()
 		sleep(context.Background(), roundLen/2)
@@ -119,8 +130,13 @@ func TestFaultCampaign(t *testing.T) {
 			time.Sleep(time.Second)
 			pg.start()
 		case pgCut:
-			if n := pg.cut(); n == 0 {
-				t.Errorf("round %d: no broker connection to cut", r)
+			// The pool may hold no connection at this instant: try for 2 s.
+			cut := 0
+			for deadline := time.Now().Add(2 * time.Second); cut == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				cut = pg.cut()
+			}
+			if cut == 0 {
+				t.Errorf("round %d: no broker connection to cut within 2 s", r)
 			}
 		}
 		<-done
@@ -135,7 +151,9 @@ func TestFaultCampaign(t *testing.T) {
 		resident = hold(t, r, b, resident)
 		fig.converge = checkObservers(t, r, b, observers)
 		l.mu.Lock()
-		fig.ops, fig.probeP99, fig.hostile = l.ops, p99(l.probes), l.hostile
+		fig.ops, fig.probeP99, fig.hostile = l.ops, p99(append(slices.Clone(l.probes[0]), l.probes[1]...)), l.hostile
+		fig.probeOff, fig.probeOn = p99(l.probes[0]), p99(l.probes[1])
+		fig.medianOff, fig.medianOn = p50(l.probes[0]), p50(l.probes[1])
 		violations := slices.Clone(l.violations)
 		l.violations = nil
 		l.mu.Unlock()
@@ -144,7 +162,10 @@ func TestFaultCampaign(t *testing.T) {
 		}
 		fig.goroutines, fig.fds, fig.rssMiB = b.metric("go_goroutines"), float64(b.fds()), b.metric("process_resident_memory_bytes")/(1<<20)
 		figures = append(figures, fig)
-		checkRound(t, r, figures)
+		checkRound(t, r, figures, os.Getenv("MUSTER_FAULT_ROUNDS") != "")
+		if f == hostileOnly {
+			t.Logf("round %d: probe p50 %v / p99 %v with the hostile requests off, p50 %v / p99 %v with them on (alternating every 250 ms)", r, fig.medianOff, fig.probeOff, fig.medianOn, fig.probeOn)
+		}
 		t.Logf("round %d %-8s ops %v | probe p99 %v | goroutines %.0f fds %.0f rss %.0f MiB | observers converged in %v | hostile: %d sweeps (max %v), %d slow bodies (max %v), %d sessions (then %q), %d streams (then %q)",
 			r, f, fig.ops, fig.probeP99, fig.goroutines, fig.fds, fig.rssMiB, fig.converge,
 			fig.hostile.sweeps, fig.hostile.sweepMax, fig.hostile.slow, fig.hostile.slowMax,
@@ -156,7 +177,7 @@ func TestFaultCampaign(t *testing.T) {
 
 // checkRound compares a round with the first: resources within bounds, and
 // the hostile family contained.
-func checkRound(t *testing.T, r int, figs []roundFigures) {
+func checkRound(t *testing.T, r int, figs []roundFigures, long bool) {
 	t.Helper()
 	base, f := figs[0], figs[r]
 	if f.goroutines > base.goroutines*1.5+50 {
@@ -182,8 +203,15 @@ func checkRound(t *testing.T, r int, figs []roundFigures) {
 		t.Errorf("round %d: the hostile floods ended with scope %q (sessions) and %q (streams), want family", r, h.sessionScope, h.streamScope)
 	}
 	if f.fault == hostileOnly {
-		if limit := max(2*base.probeP99, base.probeP99+10*time.Millisecond); f.probeP99 > limit {
-			t.Errorf("round %d: probe p99 %v under hostile load, quiet %v (limit %v)", r, f.probeP99, base.probeP99, limit)
+		// The median is asserted always; the p99, whose top 1 % a loaded
+		// CI machine moves at will, in a long campaign (MUSTER_FAULT_ROUNDS).
+		if limit := max(2*f.medianOff, f.medianOff+5*time.Millisecond); f.medianOn > limit {
+			t.Errorf("round %d: probe p50 %v with the hostile requests on, %v with them off (limit %v)", r, f.medianOn, f.medianOff, limit)
+		}
+		if long {
+			if limit := max(2*f.probeOff, f.probeOff+10*time.Millisecond); f.probeOn > limit {
+				t.Errorf("round %d: probe p99 %v with the hostile requests on, %v with them off (limit %v)", r, f.probeOn, f.probeOff, limit)
+			}
 		}
 	}
 }

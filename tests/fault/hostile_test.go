@@ -18,11 +18,20 @@ import (
 
 // The hostile family's requests, from the abuse report, sent while the
 // workload runs. Each must be refused quickly and leave the other families
-// alone.
+// alone. Each kind is sent at hostileRate: the campaign measures what each
+// hostile request costs the others, not raw volume (a flood of requests of
+// any kind is for a rate limiter in front of the broker).
+
+// hostileRate is how often each hostile generator sends a request.
+const hostileRate = 50 * time.Millisecond
 
 func (w *workload) hostileSweeps(ctx context.Context) {
 	body := `{"schema":` + hostile.Schema(25) + `}`
 	for ctx.Err() == nil {
+		if !w.on() {
+			sleep(ctx, 10*time.Millisecond)
+			continue
+		}
 		start := time.Now()
 		st, resp, _ := do(ctx, client, "POST", w.b.url()+"/v1/fleets/hostile/sweep", hostileTok.secret, body)
 		took := time.Since(start)
@@ -37,7 +46,7 @@ func (w *workload) hostileSweeps(ctx context.Context) {
 		if st != 400 || !strings.Contains(string(resp), "$ref expansion") {
 			w.l.violate("hostile sweep answered %d: %.200s", st, resp)
 		}
-		sleep(ctx, 5*time.Millisecond)
+		sleep(ctx, hostileRate)
 	}
 }
 
@@ -47,6 +56,10 @@ func (w *workload) slowBodies(ctx context.Context) {
 	for range 20 {
 		wg.Go(func() {
 			for ctx.Err() == nil {
+				if !w.on() {
+					sleep(ctx, 10*time.Millisecond)
+					continue
+				}
 				lived, ok := trickle(ctx, w.b.addr)
 				if !ok {
 					sleep(ctx, 20*time.Millisecond)
@@ -90,12 +103,17 @@ func trickle(ctx context.Context, addr string) (time.Duration, bool) {
 // quota answers 429, then keeps trying.
 func (w *workload) sessionFlood(ctx context.Context) {
 	for ctx.Err() == nil {
+		if !w.on() {
+			sleep(ctx, 10*time.Millisecond)
+			continue
+		}
 		st, body, _ := do(ctx, client, "POST", w.b.url()+"/v1/sessions", hostileTok.secret, `{"owner_id":"flood","ttl_ms":5000}`)
 		switch st {
 		case 201:
 			w.l.mu.Lock()
 			w.l.hostile.sessions++
 			w.l.mu.Unlock()
+			sleep(ctx, hostileRate)
 		case 429:
 			var p struct {
 				Scope string `json:"scope"`
@@ -104,7 +122,7 @@ func (w *workload) sessionFlood(ctx context.Context) {
 			w.l.mu.Lock()
 			w.l.hostile.sessionScope = p.Scope
 			w.l.mu.Unlock()
-			sleep(ctx, 20*time.Millisecond)
+			sleep(ctx, hostileRate)
 		default:
 			sleep(ctx, 20*time.Millisecond)
 		}
@@ -117,6 +135,10 @@ func (w *workload) streamFlood(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for ctx.Err() == nil {
+		if !w.on() {
+			sleep(ctx, 10*time.Millisecond)
+			continue
+		}
 		req, _ := http.NewRequestWithContext(ctx, "GET", w.b.url()+"/v1/leases/watch?selector="+url.QueryEscape("lease://hostile/**"), nil)
 		req.Header.Set("Authorization", "Bearer "+hostileTok.secret)
 		resp, err := http.DefaultClient.Do(req)
@@ -133,7 +155,7 @@ func (w *workload) streamFlood(ctx context.Context) {
 			w.l.mu.Lock()
 			w.l.hostile.streamScope = p.Scope
 			w.l.mu.Unlock()
-			sleep(ctx, 20*time.Millisecond)
+			sleep(ctx, hostileRate)
 			continue
 		}
 		if resp.StatusCode != 200 {
@@ -144,6 +166,7 @@ func (w *workload) streamFlood(ctx context.Context) {
 		w.l.mu.Lock()
 		w.l.hostile.streams++
 		w.l.mu.Unlock()
+		sleep(ctx, hostileRate)
 		wg.Go(func() {
 			defer resp.Body.Close()
 			_, _ = io.Copy(io.Discard, bufio.NewReader(resp.Body))

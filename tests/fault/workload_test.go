@@ -29,7 +29,7 @@ type ledger struct {
 	forgotten  map[string]bool // answered 204 to a forget
 	unsure     map[string]bool // a forget whose answer was lost
 	violations []string
-	probes     []time.Duration // latencies of the prober, this round
+	probes     [2][]time.Duration // latencies of the prober, this round: [0] hostile idle, [1] hostile active
 	ops        map[string]int
 	hostile    hostileLog
 }
@@ -63,6 +63,16 @@ type workload struct {
 	b       *broker
 	l       *ledger
 	hostile bool
+	// start and window, when window is set, switch the hostile requests on
+	// and off every window, so that the prober's latency with and without
+	// them is measured under the same background load.
+	start  time.Time
+	window time.Duration
+}
+
+// on reports whether the hostile requests run now.
+func (w *workload) on() bool {
+	return w.hostile && (w.window == 0 || (time.Since(w.start)/w.window)%2 == 1)
 }
 
 func (w *workload) run(ctx context.Context) {
@@ -253,11 +263,14 @@ func (w *workload) vanisher(ctx context.Context) {
 // prober measures the latency other families see: a lease query every 10 ms.
 func (w *workload) prober(ctx context.Context) {
 	for ctx.Err() == nil {
-		start := time.Now()
+		start, on := time.Now(), 0
+		if w.on() {
+			on = 1
+		}
 		st, _, _ := do(ctx, client, "GET", w.b.url()+"/v1/leases/work/pool/r1", obsTok.secret, "")
 		if st == 200 {
 			w.l.mu.Lock()
-			w.l.probes = append(w.l.probes, time.Since(start))
+			w.l.probes[on] = append(w.l.probes[on], time.Since(start))
 			w.l.mu.Unlock()
 		}
 		sleep(ctx, 10*time.Millisecond)
@@ -283,11 +296,15 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-func p99(ds []time.Duration) time.Duration {
+func p99(ds []time.Duration) time.Duration { return quantile(ds, 99) }
+
+func p50(ds []time.Duration) time.Duration { return quantile(ds, 50) }
+
+func quantile(ds []time.Duration, q int) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	return s[(len(s)*99)/100]
+	return s[(len(s)*q)/100]
 }

@@ -101,3 +101,46 @@ func containsAny(s string, subs []string) bool {
 	}
 	return false
 }
+
+// FuzzLimits: any limits section either is refused or resolves to limits
+// whose every quota is at most its cap and at least 1.
+func FuzzLimits(f *testing.F) {
+	for _, s := range []string{"", "limits:\n  broker: {sessions: 10}\n", "limits:\n  family: {sessions: 11}\n  broker: {sessions: 10}\n",
+		"limits:\n  families:\n    acme: {watch_streams: 3}\n", "limits:\n  body_read_timeout: 2s\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, yaml string) {
+		p := filepath.Join(t.TempDir(), "muster.yaml")
+		if err := os.WriteFile(p, []byte(limitsToken+yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := LoadConfig(p)
+		if err != nil {
+			return
+		}
+		l, err := cfg.Limits.resolve([]string{"acme"})
+		if err != nil {
+			return
+		}
+		c := l.Core
+		caps := [5]int{c.MaxSessions, c.MaxStreams, c.MaxRegistrations, c.MaxSnapshots, c.MaxWaiters}
+		for _, q := range append([]core.Quota{c.FamilyQuota}, mapValues(c.FamilyQuotas)...) {
+			for i, v := range [5]int{q.Sessions, q.Streams, q.Registrations, q.Snapshots, q.Waiters} {
+				if v < 1 || v > caps[i] {
+					t.Fatalf("quota %d of %+v outside 1..%d", i, q, caps[i])
+				}
+			}
+		}
+		if l.BodyReadTimeout < 100*time.Millisecond || l.SweepsRunning < 1 || l.DefaultSpecsRoot < 1 {
+			t.Fatalf("resolved limits out of range: %+v", l)
+		}
+	})
+}
+
+func mapValues(m map[string]core.Quota) []core.Quota {
+	var out []core.Quota
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
