@@ -50,99 +50,6 @@ func (e ChangeKind) Valid() bool {
 	}
 }
 
-// Defines values for ErrorCode.
-const (
-	ErrorCodeAlreadyQueued        ErrorCode = "already_queued"
-	ErrorCodeCursorExpired        ErrorCode = "cursor_expired"
-	ErrorCodeEpochChanged         ErrorCode = "epoch_changed"
-	ErrorCodeFenced               ErrorCode = "fenced"
-	ErrorCodeForbidden            ErrorCode = "forbidden"
-	ErrorCodeInternal             ErrorCode = "internal"
-	ErrorCodeInvalidCursor        ErrorCode = "invalid_cursor"
-	ErrorCodeInvalidName          ErrorCode = "invalid_name"
-	ErrorCodeInvalidRequest       ErrorCode = "invalid_request"
-	ErrorCodeInvalidRoute         ErrorCode = "invalid_route"
-	ErrorCodeInvalidSelector      ErrorCode = "invalid_selector"
-	ErrorCodeInventoryUnavailable ErrorCode = "inventory_unavailable"
-	ErrorCodeLeaseExpired         ErrorCode = "lease_expired"
-	ErrorCodeLeaseHeld            ErrorCode = "lease_held"
-	ErrorCodeMethodNotAllowed     ErrorCode = "method_not_allowed"
-	ErrorCodeNotFound             ErrorCode = "not_found"
-	ErrorCodeNotImplemented       ErrorCode = "not_implemented"
-	ErrorCodeNotOwner             ErrorCode = "not_owner"
-	ErrorCodePayloadTooLarge      ErrorCode = "payload_too_large"
-	ErrorCodeQueueFull            ErrorCode = "queue_full"
-	ErrorCodeSessionLimit         ErrorCode = "session_limit"
-	ErrorCodeSessionNotFound      ErrorCode = "session_not_found"
-	ErrorCodeSpecNotFound         ErrorCode = "spec_not_found"
-	ErrorCodeSubscriptionLimit    ErrorCode = "subscription_limit"
-	ErrorCodeUnauthenticated      ErrorCode = "unauthenticated"
-	ErrorCodeUnavailable          ErrorCode = "unavailable"
-	ErrorCodeWaitTimeout          ErrorCode = "wait_timeout"
-)
-
-// Valid indicates whether the value is a known member of the ErrorCode enum.
-func (e ErrorCode) Valid() bool {
-	switch e {
-	case ErrorCodeAlreadyQueued:
-		return true
-	case ErrorCodeCursorExpired:
-		return true
-	case ErrorCodeEpochChanged:
-		return true
-	case ErrorCodeFenced:
-		return true
-	case ErrorCodeForbidden:
-		return true
-	case ErrorCodeInternal:
-		return true
-	case ErrorCodeInvalidCursor:
-		return true
-	case ErrorCodeInvalidName:
-		return true
-	case ErrorCodeInvalidRequest:
-		return true
-	case ErrorCodeInvalidRoute:
-		return true
-	case ErrorCodeInvalidSelector:
-		return true
-	case ErrorCodeInventoryUnavailable:
-		return true
-	case ErrorCodeLeaseExpired:
-		return true
-	case ErrorCodeLeaseHeld:
-		return true
-	case ErrorCodeMethodNotAllowed:
-		return true
-	case ErrorCodeNotFound:
-		return true
-	case ErrorCodeNotImplemented:
-		return true
-	case ErrorCodeNotOwner:
-		return true
-	case ErrorCodePayloadTooLarge:
-		return true
-	case ErrorCodeQueueFull:
-		return true
-	case ErrorCodeSessionLimit:
-		return true
-	case ErrorCodeSessionNotFound:
-		return true
-	case ErrorCodeSpecNotFound:
-		return true
-	case ErrorCodeSubscriptionLimit:
-		return true
-	case ErrorCodeUnauthenticated:
-		return true
-	case ErrorCodeUnavailable:
-		return true
-	case ErrorCodeWaitTimeout:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for LeaseOutcome.
 const (
 	LeaseOutcomeAcquired    LeaseOutcome = "acquired"
@@ -219,7 +126,7 @@ type ChangeKind string
 
 // CreateSessionRequest defines model for CreateSessionRequest.
 type CreateSessionRequest struct {
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`
@@ -233,8 +140,15 @@ type CreateSessionRequest struct {
 // Example: Zk3bL8q2QxGv0sWb
 type Epoch = string
 
-// ErrorCode Stable error code; the same table drives the server and the SDKs. Append-only.
-type ErrorCode string
+// ErrorCode Stable error code; the same table drives the server and the SDKs. The
+// set is open: codes are never renamed or removed, but new ones may be
+// added, so a client must accept a code it does not know (and act on the
+// HTTP status). The codes known today are listed in `x-extensible-enum`
+// (and, with their status and retry advice, in docs/client-operations.md);
+// it is deliberately not an `enum`, which generated clients would enforce.
+//
+// Example: lease_held
+type ErrorCode = string
 
 // ExtendRequest defines model for ExtendRequest.
 type ExtendRequest struct {
@@ -313,7 +227,7 @@ type LeaseItem struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId     OwnerId `json:"owner_id"`
@@ -344,7 +258,7 @@ type LeaseStatus struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation *HolderIncarnation `json:"holder_incarnation,omitempty"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId     *OwnerId `json:"owner_id,omitempty"`
@@ -357,7 +271,7 @@ type LeaseStatus struct {
 // LeaseTTL Lease TTL in milliseconds (100 ms .. 10 min). A lower bound; expiry may be late by one tick (50 ms).
 type LeaseTTL = int64
 
-// OwnerId The application's logical owner of a session (1..512 bytes).
+// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 //
 // Example: worker-1
 type OwnerId = string
@@ -376,7 +290,15 @@ type PlanRequest struct {
 
 // Problem RFC 9457 problem details with a stable `code`.
 type Problem struct {
-	// Code Stable error code; the same table drives the server and the SDKs. Append-only.
+	// Code Stable error code; the same table drives the server and the SDKs. The
+	// set is open: codes are never renamed or removed, but new ones may be
+	// added, so a client must accept a code it does not know (and act on the
+	// HTTP status). The codes known today are listed in `x-extensible-enum`
+	// (and, with their status and retry advice, in docs/client-operations.md);
+	// it is deliberately not an `enum`, which generated clients would enforce.
+	//
+	//
+	// Example: lease_held
 	Code ErrorCode `json:"code"`
 
 	// Detail Example: the request body is not valid JSON
@@ -397,7 +319,7 @@ type RegisterRequest struct {
 	// Kind One legal segment (lowercase letters, digits, `-`, `_`).
 	Kind string `json:"kind"`
 
-	// Spec Any JSON value up to 64 KiB, stored exactly as given.
+	// Spec Any JSON value but `null` (refused with `invalid_request`), up to 64 KiB, stored exactly as given.
 	Spec json.RawMessage `json:"spec"`
 }
 
@@ -413,12 +335,16 @@ type ReleaseRequest struct {
 // Revision The broker revision, +1 on every committed state change.
 type Revision = int64
 
-// Segment One route segment; no `/`, no control characters.
+// Segment One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Segment = string
 
 // Selector `lease://{realm}/{area}/{resource}` where any segment may be `*` (one
 // segment) or `**` (zero or more segments). Exact routes are selectors.
 // Identity is the original string.
+// It starts with `lease://` (case-sensitive); literal segments follow
+// the `Segment` rules. At most 512 bytes.
 //
 // Example: lease://acme/renderers/*
 type Selector = string
@@ -436,7 +362,7 @@ type Session struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`
@@ -527,22 +453,30 @@ type WatchSubscription struct {
 	// Selector `lease://{realm}/{area}/{resource}` where any segment may be `*` (one
 	// segment) or `**` (zero or more segments). Exact routes are selectors.
 	// Identity is the original string.
+	// It starts with `lease://` (case-sensitive); literal segments follow
+	// the `Segment` rules. At most 512 bytes.
 	//
 	//
 	// Example: lease://acme/renderers/*
 	Selector Selector `json:"selector"`
 }
 
-// Area One route segment; no `/`, no control characters.
+// Area One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Area = Segment
 
 // Cursor defines model for Cursor.
 type Cursor = string
 
-// Realm One route segment; no `/`, no control characters.
+// Realm One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Realm = Segment
 
-// Resource One route segment; no `/`, no control characters.
+// Resource One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Resource = Segment
 
 // Root defines model for Root.
@@ -590,7 +524,7 @@ type FleetGapParams struct {
 type ListSpecsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged.
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -599,7 +533,7 @@ type ListLeasesParams struct {
 	Selector Selector `form:"selector" json:"selector"`
 	Limit    *int     `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged.
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -4575,142 +4509,154 @@ func (sh *strictHandler) Unsubscribe(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3tcttGtuCrnOLMVqQMRJGynJtQNVXrZOSMbxw719LcbI2hFZrAIdljsBvpbopmXKraX/cB7kPsg82T",
-	"bPXpbqBBgiJlxY6TnapUxSKAxunT5/sL73q5nFdSoDC6N3rXq5hiczSo6K8nCpn9P75l86rE3qinUBSo",
-	"7OWkx0Vv1KuYmfWSnmBze5nZB5Kewp8WXGHRGxm1wKSn8xnOaaU/Kpz0Rr0/HDevPXZX9fEFTucoTO/2",
-	"Nul9s1BaKvtEgTpXvDJc2tddzhAygW/NdU53ZCAnYGYIlcIbLhcaKjbFBBYinzExxaIfAP1pgWrVQOoe",
-	"78Wwzdnb5yimZtYbDQcnp0lvzkX9Q9Izq8o+qI3iYkpAvkJWzjdhfMqVNqDkwiBotyc4kBX7aYHAqqrk",
-	"ObN3goVEVyzHwz5kn2fANSicLDQWsORmBhkXN6zkxTUtldmdNAfB8jl2n4EiqH6JQ3iFWi5Ujm0SKGS+",
-	"sLccDU8ebYPAP/eLACGl2cTxE5iUiBbL0oxACgSpYC4VQolTVga8azgo5RJVzrS9YixhJ1DwKTc6gewo",
-	"SyC7zg7PgIFAbbCgBe1JaHtq7hiOM0CdswoLYBqy/3HydO0s5lJwI7fxhF3xTkxEdHfy+IvdZHeBWnMp",
-	"nhXtcxkMTx6dPv7i3778io3zAifrf3dDp91i17x4wGkFeAi6CvMXtHZbblTyaNgNAv1vTwQNT77chaBb",
-	"u5SupNBIQuxrVrzCnxaoiYxyKYwlrdG7XsSLx5WS4xLnf/qHtuQVQW6fKOz6NTP6tZJegYbxsjfqWfnj",
-	"f4axLFaWfoQ0QA/Av1+8fGHljGFmoXuj08Eg6RluCC1fswJe1Qv6nbCxXJjRuGTiTe9230P4wW3A7b/N",
-	"K88c5MBFtTCjSKy4F1seaEua6AeNJeZGqvg3L3mjX+wJZn0L7DdSTEqePwzVJTKN1zMsi3Us0xWLXnsR",
-	"xitgQpoZKvBk3MLzVw2ea7A+GJKzBmiLGVYqZMXq+qcFLpB+WTJurg2fo1wQyoU013IpkBA5QZG729wy",
-	"+LayrOBweq6UU4V7IvTBe3kiVuDQivbVcJBxYVAJVgbAuT0xK2Ad0HM0M1lc2yustALX/vrP//N/Dwn+",
-	"p1KNeVGgeBBRTOpVIpoQEqaKCQO5vEGlwcxIiQaGamjhUUMLT6OFPhAxvJCguZiW6KHzNkrOyhJVA2sj",
-	"NQ6yenuZQ9q3UuCD8OW4NFDSOiNpwSo9kwbGOOOicIhzj1j2mtq3R/gbRjLrW3ftQ/FRG25LXVjJfHbt",
-	"7blsBNowZYBNGRcwUXJOmJyQ0WWNP0LfC2meyoUoHoTCoBstXU9otXUsuhugkOgkPr7l2lhTZMY0WFO5",
-	"aFHhaYPFF9LAU7/mh0LlBvwWm7rCvP1L8weh7ge2KiUrLqV8ztT0YURYubWujZTXJa22Q20aKSHc2FBf",
-	"xL1eW8K5MNys4FJKeO7v/0BotC5HAI9AU2BmTBDVyQqVM+ZJ7mk4yDa27Bn6UsrvmVh5+PWD0Epa5Xqy",
-	"KMt1fFotA3TZCR0Lc9CZ/v4arSeRgrR4tOBBDd+HI8sGeqLHxbi+el3yOSftGEjX/UAI/JtgCzNDYSye",
-	"8GGcvVhbK8IigzEyZQ9ZvkEBXp94Gdqw8rDBnQNMKv4zFh9UpxBEiRUvzENnj3ys5BtUjQx6I+QSDrK1",
-	"LXoq/JtgN4yXbFziQxFYr7NGgh4e60PNFsZwMYVCLmPT7HGsji9Q3fAc4W+tFT8U7XFxg8JItbqOdmAJ",
-	"Lv5zBAqNWjn3b8zyN3Iy6ZNz419BsZGcqCJyLVhRcPseVv6grGAw3DogE1ZqTHpV9NO72Ova37lKesaU",
-	"13O965HnluEvL5/bJ8jqdI8UOGGL0vRGg3Ws/FUuoZRiCkY6AcIdZT199vSlFybLmae2XRa49YwnUs2Z",
-	"IZ/JfHHaS6wDx+eLeW/0aDCw7s+cC/f3oD5pa2FOUfWc+xY8wddt/9Tv/6p+So7/gbkhx4PMg/MbT83t",
-	"Df6FGWblYYb2+gicLZGd0Y4uLs4h4wXFX5xKuuFhJ+1T4wbneyH/mb3xNum94WLnATvAv7N30tbdy3c9",
-	"9SrcZ5+xTlvb3aZTGh0fs3yOx3XM7ngtdLPmOSe9lix2tLkZfmidztoDARi/9Wg/28/sO48kFJYiXvdY",
-	"XotbhbSRgqItwY4NFJGX0l1SsiyxuLaMGr2m2dU3CplBz0jvx6/kqO3BrS/tfeu82qZFDwdcXj63fDbn",
-	"Zck15lIUGg6GoKHfh+EA5lxQWOoNYsVKfoMwX2gDTCn7byuZuABu7ma3LwZr/DakP3ewXL3ZOxnu3Frl",
-	"m9t7xUQh58CL2v7w+qBSMketoeQTtG5wO4T29zePxs+//OnkP95+ezPQP467qJP84G9I/2wg1VjB7d1V",
-	"q6Ica2s2R3CXCos3x+Aa1Q0qYOT2IFz85TvdhydVhaI4kqJcEWSeGFuBEQpfteMi0U+N27lpXcTOa5dX",
-	"0Yp4tGMHPS/Efeigl7StvzqMYN9CUYR6uYZl2pGbXrLpHLZ8rN6aJCAjzC2zqTyj5X0gr+1hWCna4QWE",
-	"iILfQrh1M5Lgb4giDg7D0ftbxmKnCDh/a1AU78f7FqtcTK/J4tolAJ66my/p3tvkYyn6u5RmG/47eboF",
-	"fWfuJchzYAaWM57PIqNgybSLd2BxBhb3uSlXwEWukGlrBlaoXFoksT685UqWK6mthS1wyUqdwByZoMiJ",
-	"1vVF+4S2Vi8Rqe4WebWE2xRvSe9bVlFyq3Wuc64tVEGx6w5t19ihSrGV/VuqasaEvt9D91fqa+cZQG3e",
-	"v0Oz/hVZaWabey7w5nruJah/aCxliYyIFYNIvwtIJ/dvG2s+tjvkm16yy2Rwj4W3dUIvywLVM5EzJZjx",
-	"iGvT4kuXTnNqRgoEUpGe7iPhP7HOUlkCN94R1gkIXAKbGEuMVu8KzClko5ACS229lJ/858/5SXkz5sNq",
-	"PH8xy+ePZ8W35c142qWhvgvKehPzTtTqa0bip6bfghk8sqK9a7lGCmzQ+w4VHr3tToYnCbIJbDDB7gXt",
-	"++zwQbJVLkwu513WABqwIsrtAtZ1emRgBlVLmrdLcQTJ1HkId7kxv5xZvna0wRJZF+vxmSVtAqg3sZUE",
-	"nnnPZo3JBDo3j+BOwOLKWUjwAsmEAg9FCE0I/3MIjPJi04v6aMQ1IzFyzdty5C4K2xQ8lszub/srnDNu",
-	"9dg29t1BOZ8s0UWuQQd2dxBhhJN9aPIHNu0QTbXWrf+xtze+rpajMpKOAoMxVQBIBWJRllackKHD6iRD",
-	"0rMXXCDNJaw33WmfZNlp+oX71tHu9hgttBVZF7Uy/rWYzUrQTqviE2bDe7LeHey2gQ/rs/kqqh26OvCW",
-	"9/7Cg1uP2hr8G+RKV7bEFAYDmMdhhT48AaqKgbH1us6AznsFc7aCsaVxgzBekVVleP4GDh7bBQ7vH2ro",
-	"wlg4nk7vIopBf6ahlFOesxLo5K2d1+iVg2G//3h4AuOVQQdZI++WUr1BRcUmUeHI4+HJjsKRpPdDycSv",
-	"5yfstPm7KMKC/H5ubYHavSqCcL0SaQPiOXv7zN08HMShpHrfwfj9xZZcw0qA2r+pEyU+/L8Zmnr6DXx1",
-	"+vjfwKc3wKUttIvzs+CTZrksXLVdG2G595vudI7qENVtkxWJlfFepUKbimTT1TrtZi+fVYlf2VljtE6E",
-	"8QNx0mWXYUBXw2uTxrkjZHWdziuccm1QvR/RhoD6pp3aKvvbr+qv35YQX5zuFBC6wrzDVBArOjl7iAuE",
-	"RQVGwhen8B3/OgFtpMIC8C2jaAjTMOU3SMmFt0dTeeTf8Q8tRf8VW36PWlu7Zx3PPpxOAHSjlcy830qE",
-	"a/94Vfdmm3hKR67exZtDfCSBPw2t+WY9kxXkcj7nxmBhud2gzwTdHVLqZLRQotpJjK3a3zMQErLjLLH/",
-	"z6UwSpb2vYrlljDXqHB3gaN9tw8+b7w8C8b+O6oCvj1+xxSyW/unK8m9zWA5Q4XAxKrmFq/4s88zOJAC",
-	"U+EvHFrzN/vc/vwzKlmX2Ibi2sM+nFu6DiE6RtccbLqfimcFuioNn1mTik+5sGxKW+mnoqW4tzgqn9+t",
-	"yL/sRJAO9LEWhblXhOu35XQ+ONR83yBTi2s73cHNTNKaU7g9Btgqcl6v/W7CC3AwPPnyaMwNaMwVmgQa",
-	"yT/Dt+sy/lGbduyfFbP6wa77v18Pjr5iR5Ord49Obv/YdbgXkUP3EMJ6cEDYvW5HEDhAu2dSPDiZWQKs",
-	"XLKVjurq6BZvghuFbL5pHn1oDLRzUvuHAH5kJp9dRI/utLw3kLv+6k5kV5j/EhELu84rudwjXrEj/NAZ",
-	"StgGuX3jBuBiexX/npaRVcf2Smz+KG8Autac+9hAUXqxeyNEmeei2EHwlqwNqjmpIqJsDZm8QTUp5dKV",
-	"pFWoNBau/HQh/OmP3d/t+gP6ZbYwhVwKX1DiOATouvaZBpepb+NXIdO7OaDe1St3+xrzsLJ8OemNXu/L",
-	"RlfJbpOpndzzF6maNd7fwf3wdHgGzMfURIRuSsM3GOxvhkfctu888Fc1JkOMP6xPvBugpMRxA2RXLUkA",
-	"pDMZcLFErN6z4KuuXFvXZeQ5XNBlOCgUmxg4GZwMjoYnsBCUB83+6J7OQFupTOVWS67x0Nu0b7Ayjs00",
-	"M1xPOJJR2UbX/VjNg9uJdIcETaVkG/lFJatqLaiwM1Zi4X+4fFx3mOyiSQ1Q105IM2yRFZYrCi8vrKm8",
-	"tPcGyieZYVEsBe7BfG09fJvsUw+2371rEu/2Kuyqpe82NdKW8Fus5YAXZ46yqPSPQbFwsTkqehZQc5Vu",
-	"2QQbh/2x4vVW94b6PW3q4qPgjnymm5YHM1NyMZ1BVnJt6I062y+eH/ldd9vX/r4NJexkTlM6tEUp07vy",
-	"heJmRZIhxPJz1PqO4gxX7kSFwcweC7W8Qt3SewZ2hco6v+MVZETSfvt1jrSrVda9t6kf8cdS8e+QzsXV",
-	"Sz9ZmFmXfHPw1H0aXpvkUkz4dOGK5/vwIzczuTD1z1bT2Od0/IxaCA1cQIE3MJcFkupwW9LEpCGwxjRM",
-	"2JyXK8h80SudLx0PJScI4GYrM2MqVy3MxURubuL7hTauopn5UhcP0UQqcOFm146q+/DMUMmeJo5RrvTM",
-	"xSxBo6XLVNgnSF5rOHCPHSbOQvIlCrCXG8/NDC4vnyepoDpdnzcgpLSysjoBBhWznrc9eiqUqCu5LKM0",
-	"KV4N41UqlrwscqaKmnkSWvSCyuaOLlCYo3NnNcVSUcNyJnXbYbAYS0XNeHNmUdVPRSrOSXOFPk3ImVLc",
-	"82/m0H1EvkIGM2QFqpFj7S3FhanYqC6EJ6Ggw52bwKWrH3JUY/9OAOeVWfkjXQh+YyVaBJ4rJ7SPC6iD",
-	"x9m2QvnMBXS7gsmpmON8jAoONKLbpI9SZ+CExmEfvpGFj6G4LLpCy38FwfOkqSck2Wx3FLcp2O06Rhtj",
-	"KcVUg5G10S0FBn44MDNMhUHBhHHZH6ZWh4SScARUwaVBLyyqIlKkqMznx5//QSErMpAqFRlR7+j4ODRA",
-	"/2GpuMHMId/xogXVFfKRjHHa5OWL87pvTxjGHZ+nYjmTJcLcURXWfXMunCZVTZDAjeuedyGkkucoXB2L",
-	"F1lPKpbP8OikP7A2nyo9k+vR8fFyuewzutyXanrsn9XHz599c/7i4pyeaQLpnvd7Sc8ShxMHg/7Q3WMV",
-	"Iat4b9R71B/0H1Glo5mRrD4uZE7/mKLpKlBRN1g4oTjhJWqw5FFYA9uX3o+5YGp1BhM0+cw1dswsR9dy",
-	"1NVPojNDQhfSs8L157sEe9QDfTIYrLV7GHxrjmdmXrat045m6k09c7Fk0ykq+Nuz0HAXKaze6PWVNbrn",
-	"c6ZWdq/1zVbgsqkm8zxArHtX9uHjGRWs/RxhrL2pcH3nvmLuvF9DrK+Z27LnIGCInvnNjk0/5zcoUOu7",
-	"tjxHo3iLSNpbDtf3O8qqZFzc8yy/d28INPeDknM0M1xosEsCvq2kJgcHXGjw7j1Hjzegb929553+ijkS",
-	"7ESBv8na/Pc7+bDqBjJqC6vzkF9WKJ788AyInSFUyCSUZiZlT/+gULbAuJZ8yTSMF7w0xKB34+mSWm2l",
-	"MIq5hvRtKKLStJ+3CpFX9nLTmJNLhcBIOjKhl8EUoBgejcqgTJTrZ2P5zGqnTdnhX/mrcJnbj5EOp9St",
-	"9njwaNt6NYDHcePYXXi36/NdTHkzPHYmmWUo5zpJ3YH8zKfnM/hzbd9ZdAtpyMI6g8yn7e0dZHOFy/72",
-	"MxhLMwMtlcGiD87tqwX95tFYeJ5a0PyoDNTma1ms9jiYqHuvTvq/bmJ59I8T64W45P3r8Iu/9FXvav/W",
-	"u6gc4bbt/Vif6vYDEhYVb2zh6ymriJ5O3fvupqdoXgg9MtyLBFsNH/a54R6ku95qTcD7Lr1dz7qpEETw",
-	"kWhBqBYKoeCTCSoUOcIYzRJRtKiU6JEMqIgXHN1v8ME7JaW5PZ66EvpOSfSNnFeUAKRBTCUTfnCOfY0l",
-	"f++Vk+dSJx3lxIevGvcjFWT6kecyw8j9sGLJmT5W7jbOS+1ZMANZiF5m/VS8QCy0/YlMVQG1pZouBoNH",
-	"ud0S/Qt9/LG+MX6vMy7bXEjrfMsqsvWaUVlbIkDNLcc0xug22VqYGUxoSnd2eeHEnO8/oqeOSFx9QB60",
-	"iPmEWHAf7dFMA3kvffNAhrVCi2gujhHQZAttXMGp5VTfcxvIfm+epRjDVq6ldh4pzWfaByO4G0kGUhXW",
-	"VSVbh/59mJCdD+OVs/chZq9U3MlfXUxUcm0uCLb35qJuDnFtanGs3Z8NFSPWtYrDtUrFrkz3TlD8hLoP",
-	"yk91UrGDqV4KbMadfNJcdTrcAziaKvNQdnrOPdtE7NTFLckWq+57LozTYsQImaPmN1wUjpqP3A8i6I7a",
-	"G/d8lMuFdctJp5C57RtOK8xTsV4ClliGIz9CMaFZ7iKhL6xWbkWBFhqLBFipZSrqfjmKbOmaE13cBe7N",
-	"iSEZ6z2s92HGqweYo66cj8zMXpNDttRfLEhF/s+ZXKiSJJ6seE73ukhlNI5hdw1Bu+RwL8N0+IsyMWWs",
-	"ulyeJhf+6XPxr2DQBgQBcwlOLvZh7+3K8PidZexbx/klmo7msb/Q740UKOjNfXgigJeuypSEw0EdIX1F",
-	"nlR2GA3wTEV7gicNyAseIBm4XIODoACpYCLLwnqBT6WaopuZwlLhfUz3Pr3Ic8vsD+b5Cb3jARy/WzfW",
-	"MyA7tONpx8BUqabSGD/bZsm0rxT49JniQcTtDjuQ9kEIKxVSKpCLOvodEfthtzLrjJ39mmc8+BjCMxQX",
-	"/QZEpyP6u5+oJ9Y9XGaygghJu+PfUzwuEavt8a7/tGKMWbnonHZf1k6UW2dpZNt3iStbnMWTiqKWrlIj",
-	"mBkzMGG8DIKdMtgV0y52qdAslNCwtLdZsUD1CEwUqQjSWYOv8OjDEwdNU18GyxkvfZjW7s4nkLWzrAIs",
-	"BQV2LRAkdV0nhk+zGSi4C9otRIFqKjeFb5QF20v6EiQPcX4eYm81PNcuCPHG1a5pP+627nKF/bg5LqD6",
-	"yPHBuG5pmzSxt3xG5vWiNP8yyTrFS5AER1IdWd7bFAh3yBxvu28LSVj/zVle+UIpSr0IKY78mJpWoUJr",
-	"pOpndcGHlSg+jAhZNLzYOVNxjYT7ZSHkUtDY74VBTVYe+WmpaHLNmsYwrbCAUso3i6rphqBopMF50/ju",
-	"ypOoxTKUUbSXolBmHE1xTiSLypMY5fFXa2NNR6nIpfB48X0rXpRBzhYa2zVa1gkFSRakFNG8qFS0x+dz",
-	"DW40fQKaTwW5mqJwtQFg5FoglkAiTCdOBjclFfFU2bjUs902DU/cpkny6wqFSQU32iJ9zgUWRygMlSGM",
-	"F4U1jpa+MIj5qoCgEugEqHzK1XOkwm2oHZsK73d1BXfFdZtSsE2xvFeHSldAKqr0enDY9qExr8e/kZBX",
-	"0/r//0/M66OHnSlOFkvTOu/CICLaIMWbyPOaID+mArCt4vxlhYKKpy4uzkONKLjSqlgkeovL56aaWaow",
-	"xolUmAomVrXTrNAwKyjggJUljWdwDvVhHy5nm9Vn1MiSiqxuboEDR2mQtcpys8NRq9Swbh60IFXWWqwh",
-	"Zut1ssmapHa6ycq3zeLTVDDjLjbF9lSP5mdvW1u0LmI9oNW4qdNpdbnqYT8VlzMUkPlRlqGPod5dVEac",
-	"Jc2Myz/X7z1MgHr9KlTN8Tvj2clFik/WUFIigIxsVwNdYEn1ck79R5k7BxDFNimPIKl1oG6ybjdeBHhT",
-	"kbVrme157N2TYc+33WxAjYtNUwFko2aQYkZNoIQt17AoTNjE8DFootBwccaF0SMQEhRWJVtRDyfL3wi5",
-	"LLGY0kA6KtD70e0u1C767rVQveiPtMGt9nV6TsMSqdADqTjgvmlyVHe5/SlqnAxE6Cz0M6rFrvOlznni",
-	"KhVuOHpUo03BhdKC4s/PUp0rVDWbld+WvEJJLjdx0wfXNEpLLkUzDage/QpfK7nU1GxNtaBURynMhUv8",
-	"5kxYT0qjKDxadEKtp+TvUVNOKF3O4pLjTjcqKl6+Q2G/3q6xr6gTsaSefqeS31uD79e3UKvyeOSB70cM",
-	"AxA2a961WZX+6wfzJvHl0NeA2aa63nt9uKWzlToqMU1INuUlR5cjYabrRPvwJKoxpxLdZkb6PYrMOz/+",
-	"Qq2/6y7q1X71cSRujhwVrze1GbUawclgMLCcvNYNmYqCGTaCd6nrC0x7o7T30+n/WvX7/bSXpHUzVtob",
-	"nQ6TtN0qmFp6THu8oMf0Ynw0pIcCXdHP22iU7iTiSqmWKY07INLeSCzK8vbqNgLayd5U8GIEpycR6Gtz",
-	"etegIefnLlDiWVH0BKXE7ANhvtAGKk487Glv9O593hBah+mhMNKFrmx2GtM940f/PgtnEk09omsng5Mv",
-	"jobDo0eDy+FgNLD//Z1ubJqRu+8bPv6731kzSSjtjYaPB4MB/eymBaW90eD2NhVrhni7EeLHvz65/PHb",
-	"rjJ6R5VnoBEha7qSstoaCJ1IyPJZ0320s77zifBaNrK9hK+cJgVA63ppMILISPrnf/23VcktC+msMTb+",
-	"+V//3bYwzrYr61Tcp4PSLb1mC1gF8LuL8Z6efLX7gfWPRnxEZ6GponzX6vB5fWV1RasX6fXVbavSkkiY",
-	"/IsjV7oSohVMx+TvDa29HI2tjTB3lreEaImb9eEnhZIsGpEZ40RJNGoqC2LHJetcZCQV2abMyRIwfI46",
-	"qYfX1lEQsaBeDzkJ8aZ6XKL1IsLkgiZm1OrW6Q5gEMxddtAUnUtw/2AyfSVwD6efvgG5x331xwI/fHjA",
-	"D7vbEsV1JEdH/jtPIP4H9fcxETePRdzkg617s9KxV5vbs0Dfut6gaOSz9UE5udoThX7qeouew+yXNcc6",
-	"FT6AS21AffgxlLGTExO4xI9nJT61jkcSSttTkfnpryOIZ7j6tjiz1gxpVV34PIpCjc6lubx8bv0cam9t",
-	"f8SifuHIf7dtrkcwyOrC+tPBVxB/8O0sFXVXduu7XvZhKqyjFj1fWMcMzKU2MBwMgoRI4PTkq1TEn8Zx",
-	"XVmtN7Y+IddU/tMnO6yPbd1zZ6Cnggz0EtkNap8Hs7fZY/E/2ifpdWfAfDNWbNSPEWZMFFikwkgSluH5",
-	"qLPLfXmBPpHSUZZwp+DytPZpCq/3Ta9FE3j2+RxnGL3jzMnmWy2DvRNqax+h+cgpNXd4HWLYTaMMX4gJ",
-	"eRpLPPVXYn5/9txgD3uu/g7lA7J372s4PkjVeEL7BZUN0icZtuual6J0pGNlcUQ6jYQP1l1b38zZCtza",
-	"1AewDNNN/wxCLuFPkDmusy5LsNwy+BMMz6IQFNfRB6RTcT638k9I73rdU9I5YH5Xgm5tYODpSfIw2be3",
-	"vGt/x+PTEnfunH8TpZyfrGx7kIxyxAEsymw9RED5SuMPI6H84v1UuMmdLvfmjGoyw/xcWNpKU/pp/RuB",
-	"bw1EIx+A61T4767cVzZ5MP4lnGLhdI/C8tbQ1b3E0WlXI6/7ylni05l06P+SIr9aybnjwj3FiCctvV1M",
-	"uM/P6Wh6OX2Uxg+OcTydNRSauYIjN85y5JIr9EnGVDjA5gvj0iljWXBswk7bco8Uh4rmtJylgpsQfKoq",
-	"ZIo81FJO6ftL1LmfRE2WlIFIQoJZ+o+Ca5eBrvdEOd7xCrK/nD8/vzzPXCm3dVGFjD5i575fp0NBUjDG",
-	"umRTHn+27yFNz80s1Xg2fDBA6JOUe7N857cEP3ZDiUdJhyUSPi7ocFf8VpqefxWXxh1lw5YRk9dMvcHm",
-	"x+8aTr2zjeTc8kP8jXDf7KUNVqPoc1RUZhC+cwkHLsNj/Y3NoobDpI7DoNIujmNfwZUL5Gh3vV1nwBSm",
-	"QuFc3vj6Gl4nnOgL5b62JGQ922/sYku34YYt72czRCnnvVpDLhrx8mtY1h+zbv+cbNf3JsbjN62Pj3X3",
-	"N8rmG5j04Gc6uMdGev/Y0kctljdOv37JByGAX85Xa77EdoeUdO0EfprP75iyLDIi84P5UQL3JbCN+cvb",
-	"ZN8rEje6HkC2Xv0EB37ZZGtl02E/FXWtWYkTXwNHhVjRQk1lWZBgrVwzuVdzeeO8q9aT5GTVSQF8y7Vp",
-	"/KwOsRet+xCaTz6RcuKr/RyTCGFBhxy0WvQO/9V9te4+WDSRql/6ivUGidtS3Tvy7Vf2sroJ1Obm2R2T",
-	"APXLbVabOEv3M00TJARq3YdzUYQSXycIQi91yxyhvivHv7G14X6PLIt+TJhegGxWkZ3HYy3rkZWwY2Jl",
-	"tHbo9k46Br52T7S0y7UHU0rq/Vifahm/pTmN7kK47lGe0EzyjNbyPS+bC7nRV26aDQ2iitwtN8HLzQSr",
-	"zbRQFOWGpDZviKZW3V7d/r8AAAD//w==",
+	"7H3tchs3tuCrnOLMViSnxQ9ZTmyqpmqdRM74xrFzLeVma9waNdgNkhg3AQYARTEuVe2v+wDzEPtg8yRb",
+	"OAfoRpNNibJix8mdKldZ7A80cHC+v/Cuk6vZXEkurekM33XmTLMZt1zjr6eaM/c/v2Kzeck7w47msuDa",
+	"3U46QnaGnTmz007SkWzmbjP3QtLR/OeF0LzoDK1e8KRj8imf4Uh/1nzcGXb+1Ks/26O7pnfKJzMubef6",
+	"Oul8vdBGafdGwU2uxdwK5T53NuWQSX5lL3J8IgM1BjvlMNf8UqiFgTmb8AQWMp8yOeEF7Kk5+3mBl+as",
+	"KHgBI2b4F0cLXSbALMyUsTDoHx5BPmWa5W7t+92wvJ8XXK/q9dFHO/GKZuzqBZcTO+0M3ShJZyZkdSFx",
+	"8LFcu6H+/ubpwd/YwS/9gycXB+ef/7mTdOxq7kY1Vgs5wXW/5qycbS77mdDGglYLy8EQmMLCgM3npciZ",
+	"exLcNM2c5Xy/C9mDDIQBzccLwwtYCjuFTMhLVoriAofK3DLrvWX5jLdvq8ZZ/Rr7+pobtdA5b2JVofKF",
+	"e+RgcPhw2wz8e7/KJJSymzB+CuOScwdlZYcwAKvgcQC2cWiGlwaHj6FUS65zZjiU3O2uSaAQE2FNAtlB",
+	"BkwWkF1kCfxDCenwbQVZL6uR7fDRIxitLDcgJLCyPAYGkhvLC/y22zTjNph2rJcBNzmb8wKYgex/HT7L",
+	"uvBUruxUyAnw0vCNXT7q96Od5j8vuLFrez1TUli1jYzdNG6EdIT0h48e3YTzFcK/GySDw8fXe72NS/vv",
+	"+smX1+30cMqNEUo+L5oI0x8cPjx69MWXj5+wUV7w8frv9mUZGuxCFPdAozAfnN2c5y9x7E1kMnOeIz0O",
+	"QcmaatV4Z/QJ+PL4yKPLHoO3Qhb1YwxytZCW6/1jYOsoUWGAm8Ta9ms+VweDdijhfztu/uOjnfa+ldld",
+	"u2+YuZKGo7D5ihWvCVfdr1xJ6+h1+K4TMbjeXKtRyWef/8M4MEco4d4o3PhreN9JOgW3TJSdYcfJCX8Z",
+	"RqpYOShJZQFfgP84ffXScXbL7MJ0hkf9ftKxwiK8vmIFvK4G9CthI7Www1HJ5NvO9a4I9AMtgNbfxJnn",
+	"NHMQcr6ww00KTtbZd3TB8JLnVun4mpeQyQYmOPmq5LgU+f1AXXJm+MWUl8U6lPGOA6+76Rggk8pOuQZP",
+	"gg04P6nhXE3rgwE5qyftIMNKzVmxuvh5wRccryyZsBdWzLhaIMilshdqKTkCcsxlTo/RMPxq7miEYHqi",
+	"NaksOwL03mt5KldAYOXu07CXCccMJCvDxIXbMcd3aNIzbqequHB3WOnYkLv6r//7//Zx/s+UHomi4PJe",
+	"SDGuRolwQiqYaCYt5OqSawN2ijIrEFSNCw9rXHgWDfSBkOGlAiPkpOR+dl6XzFlZcl3PteYae1m1vIyA",
+	"9q2S/F7wIioNmLROSEayuZkqCyM+FbIgwNErjrwm7usR/AYRz/qW7n0oOmrO22EXn6t8euH17mwIxjJt",
+	"gU2YkDDWaoaQHKMm65R0BN9LZZ+phSzuBcIg1x1ej3G0dSjSA1AoThyfXwljQWmYMgPOpCkaWHhUQ/Gl",
+	"svDMj/mhQLkxfwdNpz80r9Q/EHQ/sFWpWHGm1AumJ/dDwjmNdWGVuihxtFvEplUKwoM19kXU66UlnEgr",
+	"7ArOlIIX/vkPBEZnGobp4dQ02CmTiHVqzjVZSMj3DOxlG0v2BH2m1PdMrvz8zb3AilLlYrwoy3V4OikD",
+	"eJuYjptzkJn++Qqsh5GAdHB004Nqfh8OLevZIz4uRtXdi1LMBErHgLp0AQH4o2QLO+XSOjjx+1H2Ym2s",
+	"CIoMRpxpt8nqLZfg5YnnoTUpD2rY0cSUFr/w4oPKFJxR4tgL87NzWz7S6i3XNQ96K9US9rK1JXos/FGy",
+	"SyZKNir5fQFYjbOGgn4+ztqcLqx1pkOhlrFq9igWx6dcX4qcw4+NET8U7gl5yaVVenURrcAhXPxzCJpb",
+	"vSKjd8Tyt2o87qJh5j+BPqwcsSIyLVhRCPcdVv6gHWOwwhkgY1YannTm0aV3scW4u2GYdKwtL2bmtlde",
+	"OII/O3vh3kCtk14p+JgtStsZ9teh8le1hFLJCVhFDEQQZj17/uyVZybLqce22zRwZw+OlZ4xizaT/eKo",
+	"kzjLTswWs87wYb/vzJ+ZkPS7X+200zAnXHfIfAsm4pumbe3Xf169pUb/4LlFwwPVg5NLj83NBX7DLHP8",
+	"MOPu/hBIl8iOcUWnpyeQiQKdWiSSLkVYSXPXhOWznYD/3D14nXScVX3bCzTx79yTuHT6+G1vvQ7PuXec",
+	"0db0Y+AuDXs9ls94r/Kt9tb8YWuWc9Jp8GLCzU3XSWN31l4Ik/FLj9azfc++80Di0mHEmw7LK3arOS6k",
+	"QB9D0GMDRuSloltalSUvLhyhRp+pV/W15sxyT0jvR69oqO1Ara/cc+u02sRFPw84O3vh6GwmylIYnitZ",
+	"GNgbgIFuFwZ9mAm5fwwM3nI+Z6W45DBbGAtMa/e340xCgrA3k9sX/TV6G+DPW0iuWuyNBHfitPLN5b1m",
+	"slAzEEWlf3h5MNcq58ZAKcbcmcFNx9Hf3j4cvXj88+F/Xn172Tc/jdqwE+3gr1H+bADVOsbtzVUnooi0",
+	"DZtxoFuFgxsRuOH6kmt0dCH9f/Od6cLZlKfScPSSqjmXQxzGANMcJHfPay7ZjBdO/Go+U5e8SGC0sCD5",
+	"EpTkBmZsBSOeSowGJGAUMMhLwaX1e5fnfG7RuVZwEHZdZKPnLbegkNOm8q9nZz8Aycx9nKCfkntaglUF",
+	"W+H0SoE+XiEhuzrgV5ZLI0YlP3AElaXSjZuQLLNTLrQfEtdPco4VTgInboRC5aZHkz6olFvTnRX7x6kU",
+	"CJ2Cl2Lk7vByhbNnEjL8VgLLqcinMOES7xd++QaWalEWwOVY6Zx3U9nY+4a7p7nrSWdjRQ5DG+4q9DY2",
+	"vVXRpdoZsKnzxS6FNluvMbGmR6fjRat36HSSpk5eOXfcV9C3Uw1XM7KmP62TbJrsDcu3s8afUTWmYTZV",
+	"mmh473dt2n1OtrXYZsHP45cQHt307/gHIj8QQTj6fkOF75w7AnY7WbwfB3ZQFHJygXrvbWz4GT18hs9e",
+	"Jx9L3bpJdWnO/0bO2ph9a6QySFVg1pNcrZotmSGvEy+OwZFRbssVCJlrzoxTxueOlznCSRwncLyR5VoZ",
+	"Z+dIvmSlSWDGmUT/lTHVTfeGccwPkdK0C55KzmwKmaTzLZtjKLixrzNh3KyCemVadI7aGtCardxvpedT",
+	"Js3dXrq7arW2n2Gq9fdv0W/+yllpp5trLvjlxczLMf/SSKmSM0RWHgTrTZMk6Xtd21Sx9qfetsa8GrhJ",
+	"r4Wvtc5elQXXz2XOtGTWA66Ji68oUkzCXkknii4rr1gkgsfOZC1LENa7I0yCYpONLQrWXEnJc0uiFd17",
+	"Te0gP/yvX/LD8nIkBvPR7OU0nz2aFt+Wl6NJm57wXVCZNiFPrNVcMGQ/Ff4WzPIDx8rbhqu5wAa+36JI",
+	"RV+7keCRg2xONijCd5rt+6zwXrxVLWyu2kKVpxxVGb8KULJc4a5uqvlBtKKkbdPgA2dq3YSbjMlfzzha",
+	"29qgeayz9XjPkiYCVIvYigLPvX25RmSSk7GN807AweoAoQkvUTFl4GcRHETSXw7uaVFs2rIfDbmmyEYu",
+	"RJOP3IRhm4zHodndLTDNZ0w4ObaNfG/BnE8W6SIDrQW6tyBhBJNdcPIHNmlhTZXUrf7Y2SeyLpajpKuW",
+	"dIcRZqwoDXJRlt4ygpJVoZ6k426QO5PyCTadGj7UdavqF55bBzutMRpoK7BOK2H8WxGb46CtWsUnTIZ3",
+	"JL0byG0DHs5G8zmHt8jqQFve2gsvbt1qp/BvoCve2eLZ6fdhFjt3uvCUMnZg5KysY8D9XnkvApTMchit",
+	"UKuyIn8Le4/cAPt3d/i0QSxsT6t1EUUCPjNQqonIWQm4807Pq+XK3qDbfTQ49FlEauwTXn48e3bw+Bi8",
+	"/Uk/o1yypPKnzEuW82K/qestlX7LNSYRRQlBjwaH6xlBG5v9Q8nkb2dg3GostKGSm/L72cMFN/SpaIaN",
+	"7LkvWiA0Y1fP6eFBP/YEVusOWvOvNuQaVMKs/ZdaQeKjN5uexWdfw5OjR1+Cj04BRZ0MubZYMGazXBWU",
+	"ltYEWO4NrhutqsrDeF0HtWIpvlOm16YE2rTRjtrp0gfF4k+2poitI2H8Qhwzu02jwLvhs0ltFSKw2nbn",
+	"NZ8IY7l+P6QN8ZBNBbfkE1bWKcg3pzImkF1kyDYi9Pzi/VMGyTnWon3IFe6p294FR2dv5tSNDPa2ZD/7",
+	"jLr9BBZzsAq+OILvxFcJGKs0L4BfMfTGMAMTcckxxHR1MFEHfkL/MEp2X7Pl99wYp3etb5cPquBs23cH",
+	"1czfi4dtd39Z+2Jrf05LxgZFHYJ/JoHPB059dJJnBbmazYS1vEBfOPfxwJtdWq30GrK/W3G6kVY/rNO8",
+	"K3FJknEvq7A4o7xbk8q6ZuA4jlnQbRphH5FPOaTsZUn94wHm8KYyXMiVtFqVURkC7P34uWPW3a77f/As",
+	"Aff/l8/o95Nn++ShjysQDh/fRF1/7z1I06t+/yBNrwbjNL36cuz+fDLeQm6nwU+/Abcs2EnvsDbguveO",
+	"ac6u3U9K1L/OYDnlmgOTq4pfeJ3JLX1PSQzk4I19ZzlkD9zlX7hW7tdM6WpPzH4XThxJBu8mw3s0N9NN",
+	"5fOCU5qRDw0rLSZCOkaFS3FPWEpH81Komn4Ge459HRgujbDiku8fQ+lUyprLGRirslTLVLqhM49KGehF",
+	"yU0Xnvos7UrBag2bbFqUD25RnPqNrQuDvPn7HTfQBNJbc7DdyXn5+/In3DuKcFf/YYMhtlr6m6HaNXt/",
+	"u3u3UQGxUWRQeY5gb3D4+GAkLBiea26TqMxgyq/WpfDDJra5nzGj6B88YQfj83cPD6/b8Sqy1e+DWPf2",
+	"9dPnbvHvh9numHUS/AdZAqxcspWJElfxEW9dWc3ZbFOB/dAQaIYXd/fu/MRsPj2NXr3VNtoA7vqnW4E9",
+	"5/mv4Yxy47xWyx1cUbd4llq9RNtm7r64MXHpS3xa6md21FCdpoMFQZFmqb2Kzou7qpdRpLh9IYiZJ7K4",
+	"BeEdWluuZygqEbMNZOqS63GplpTzOefa8ILyuxfS7/6IfjcTfPDKdGELtZQ+Y4soBPC+8UEkSoVpwldz",
+	"Zm6ngGpVr+nxNeJhZflq3Bm+2ZWMzpPbtdFm3NbfxHTxeH17d4PT/jEw7y6VEbip7quCYHfT80XLvnHD",
+	"X1eQDOGbMD7Sbpgl5gDUk2xL1goTaY3znC45n79nRmWVGrouy9CCO8XbsFdoNrZw2D/sHwwOYSExxJ39",
+	"md7OwDiujPmMS2H4vjcX3vK5JTIzzAozFhzD301w3Y3U/HRbgU5AMJiruRE61mo+X3P73OrNcvO/P39c",
+	"t0XdoEk1obaVoGTYwiscVRSeXzhVfumeDZiPPMOBWEm+A/E15fB1skvC5W7PrnG86/Owqoa825RIWzyr",
+	"sZQDURwTZmFuLYNiQW5XrCqQUFGVaegEG5v9sUIxTvaGBFljq+y+YC59ZuqaIjvVajFx1pAwFr9ost1C",
+	"NZFdeLN+7Z/bEMLEc+ossC1CGb+VL7SwK+QMIUyTc2NuyLuhfELMvGduW7CKH6reBsc+xc/XZiNK++VX",
+	"4e+26n/6bp0a5LdlLr7juC9UkPB0Yadt/I3mUxVCeWmSKzkWkwUl8HXhp9oZgJedpHHvmfgdvZBYO17w",
+	"S5ipglMtMC7JIJEG1yczMGYzUa4g81nluL+4PRh3wgnXS5laO6d0fCHHanMR3y+MpZIB5rOY/IzGSgMF",
+	"BKiI3nThucWcWIMUoym3k7zKYLjDy1S6N5BfG9ij1/YT0pB89gns5GZwBv3Z2YsklZgI70NCCJRGwN0k",
+	"wGDOJkJiziPmwFRJeY5Q6ui9gdEqlUtRFjnTRUU8CQ56ij6eg1Mu7cEJaU0xVzSwnCrTNBgcxFJZEd6M",
+	"OVB1U5nKE5RcoRAacqa18PSbEbgP0FbIYMpZwfWQSHtL9m4qN9J34WnI1aF9k3xJqWG+glzyZQJ8Nrcr",
+	"v6ULKS4dR4umR/m67nUJlXs/21aJkpHLvc3dn8oZn424hj3DOS3SxxEyIKax34Wv2xN6cT5P69RQ5M1u",
+	"RXEdkFsuEdqIl0pODFhVKd1K8kAPe5i5a7lk0lJgj+nVPoIkbAEm5xkwCweqCBXRj/Og9+BPmrMiA6VT",
+	"mSH2Dnu90FbhT0stLM8I+ESLbqqUk4k8hqTJq5cnVWGstEwQnadyOVUlhxlhFa8KU8lTqXSFkCAs9fwg",
+	"p1Mpci4pRcmzrKdzlk/5wWG373Q+XXoiN8Neb7lcdhne7io96fl3Te/F869PXp6e4Dt1qMPTfifpOOQg",
+	"dtDvDugZJwjZXHSGnYfdfvchJq3aKfLqXqFy/GPCbVvukb7kBTHFsSi5AYce2KXF17aMhGR6dQxjbvMp",
+	"pWFjl4OKj1IqLCc1JGRCPy+oqwjlTkRNBg77/bV6KsuvbG9qZ2VTO23pVrApZ06XbDLhGn58HipaI4HV",
+	"Gb45d0r3bMb0yq21etgxXDYxqJ5Xududc/dyb4q5iL9EEGsuKty/dV0xdd6t4tynQ25Zc2AwiM/i8pZF",
+	"vxCXXHJjblryjFstGkjSXHK4v9tWzksm5B338nv6QsC5H7SacTvlCwNuSOBXc2XQwAFyDd685uj1eupb",
+	"V+9pp7tihIKtIPAPOZ3/bjsfRt0ARqVhtW7yqzmXT394DkjOEJKfEnRwo7DHP9DVLnkc+FgyA6OFKC0S",
+	"6M1wOsNadiWtZtTxYRuIMOvwl61M5LW7XVe+5UpzYMgdmTTLoAqgDw8b/GCQjxIdWD510mmTd/hP/iZU",
+	"RuuximCK5aCP+g+3jVdNsBdXZt4Edze+uI0oLwc9UskcQZHppEwL8DOfQJHBXyr9zoFbKosa1jFkPrHC",
+	"PYE6V7jtHz+GkbJTMEpbXnSBzL6K0W9ujZvPMzc136SGG/uVKlY7bExUHlulZbypfXn4x6GzQii94k24",
+	"4m89weKIHWtbo4SR66b142yq6w+IWJhes4WuJ2yO+HRE37sZn6KGPPjKYCcUbNTuuPcGO6Duei8DnLwv",
+	"g73tXWq7gggfsRYO84XmUIjxmGsucw4jbpecywaWIj6iAhXRAuH9Bh2800rZ696EqiNaOdHXajbHACV2",
+	"pCuZDNFGcckd+nurHC2XuCMUua9q8yOVqPqh5TLlkfnh2BKpPo7v1sZLZVkwC1nwXmbdVL7kvDDuEqqq",
+	"EipNNV30+w9ztyT8i3v/Y/Vg/F1SLptUiON8y+ao69U9A7d4gOpHeth87TrZmnMbVGgMkLZZ4Uic79+/",
+	"q/JInH9AGnSA+YRIcBfpUbfbeS95c0+CdUwLcS72EWDrGGMpl9hRqi9qD2i/M82ij2Er1WKlllL2M+Od",
+	"EYIaKYLShTNVUdfBv/cT1PNhtCJ9H2LySuWN9NVGRKUw9hTn9t5U1E4hVHEY+9r93mCeaZWGOlhLQm2L",
+	"dN86Fd+q84PSUxVUbCGqV5LX/YQ+aao6GuwwOWzbdF9yeiE82UTk1EYtyRat7nshLUkxJISMsPmtkAVh",
+	"8wFdkEF2VNa4pyPflhBlCqrbvqJ7zvNUrmfXYUEz2hGaScNy8oS+dFK54QWipGRWGpXKqhSSsnoqSiS/",
+	"C9yZEkMw1ltY70OM5/dQRynhEtXMTh1DdthfLFBE/u+pWugSOZ6aixyfJU9l1O/k9hyCZlLoTorp4Fcl",
+	"YoxYtZk8dSz806fi30ChDQACRgFOIXch7+3CsPfOEfY1UX7JbUtd4Dd4veYCBX65C08liJLygJE57FUe",
+	"0tdoSWX7UREBpTeudaAMFiAquNSpgFvq2DBWZeGswGdKTzg1JWKp9DYmfc8s8twR+71pfozfuAfF3y4b",
+	"qwaxLdLxqKXNs9ITZa1vHrVkxmcKfPpEcS/kps0OqL0X3EqFUhrUovJ+R8i+3y7MWn1nv+Ue9z8G8wzJ",
+	"Rb8D1klIf/MbVUvI+/NMVlDvZdr+HdnjkvP5dn/Xfzk2xhxfJKPdVwwg5lZRGtW0XeLMFtJ4UllU3FUZ",
+	"DnbKLIyZKANjxwj2nJmq/ctCSwNL95hjC5iPgNnjgTsb8BkeXfC9p+v8MlhORendtG51PoBsSLMKcynQ",
+	"sesmgVyXamV8mM1CIchpt5AF1xO1yXyjKNhO3Bdnch/j5z76Vk1zzYQQr1zd1k6LHmtPV9iNmuMEqo/s",
+	"H4zzlrZxE/fIZ6heL0r7b5Wslb0ETnCg9IGjvU2GcAPP8br7NpeEs99I88oXWmPoRSp54DsONRIVGj2L",
+	"P6sSPhxH8W5EyKLu4GRMxTkSdGUh1VLiCQQLi2UNksLmqaxjzQb7nK14AaVSbxfzuloDvZGWz+qeBpSe",
+	"hNWzIY2iORS6MmNvChmRLEpPYhjHX631DR6mMlfSw8WXBHlWBjlbGN7M0XJGKCjUIJWMGrKlsnmOCPYT",
+	"o5NCjJhINDVlQbkBYNWaIxanhJBOiAfXKRVx2+Y41bNZEQ9PadHI+c2cS5tKYY0D+kxIXhxwaTENYbQo",
+	"nHIUqoSYzwoIIgF3ANOnKJ8jlbSgpm8qfJ/yCm7y69apYJtseaealjaHVJTpdW+37X19Xo9+Jy6vuqvD",
+	"/xyf10d3O6OfLOamVdyFQYS0gYvXnuc1Rt7DBLCt7PzVnEtMnjo9PQk5okCpVTFL9BqXj03VzYphxMdK",
+	"81RWZ3wg/7QMj5fZY2WJnTfIoPYtCNezz7CQJZVZVdwCe4RpkDXScrP9YSPVsKrLdFOaO22xmjFbz5NN",
+	"1jg1ySbH3zaTT1PJLN2sk+3pRBNqbu900SqJdQ9HE7YKp1XpqvvdVJ5NuYTM94oNdQzV6qI04iypm8j+",
+	"pfrufgJYizjnut5+Up6JL6J/spolBgJQyaYc6IKXmC9H4j+K3NGE0LeJcQSFpQNVGXyz8CLMN5VZM5fZ",
+	"7cfONRluf5vFBlhYWRcVQDasO5VmWF+L0KKCSmnDIgaPwCCGhptTIa0ZglTUDmLl9BFg+VupliUvJthb",
+	"EBP0fqLVhdxFX70Wshf9ltawNT5PjyQsogq+kMo94Ys6h1WV2+dRYWdAQtLQjzEXu4qXkvEkdCrp9IEo",
+	"RxudC6Wbit8/h3WUqGo3M78deoWUXGHjog9hsEuaWsq60VPVWxm+0mppsBwec0Exj1LaUwr85kw6S8pw",
+	"WXiwmARLY9Hew6KckLqcxSnHGQL4wQO0a4Wl1GbPTR48AGo46PNISR1CfEP7DWc6JKVLOFVD5ho3jZXl",
+	"KvE4OFrRH74LqedXmnZujzme4Fb1mWmsJ4EsX+gSDl5m6LYKvVo/81mxDsBqRPlBCRjOU5n5fqO9icpQ",
+	"RfTtV+uGpD6gECUI4TzcisMaU0lppqjSEIf0WhFySEvBB+qUbQBrkd0zl1wfg9MShXW/U0lqOzXHrnQh",
+	"4ncOAt9853VIB4tSjDTTK8+dnMroOMfe1m6sCaRUh0DKM21W2tlv07yiNPQbVK8323Wvc6wpLbF/BilX",
+	"762L7VaBUillcXsRX1kamo1sVi8Yuyr9QTGzOoRJhFBPs8k/Ou91Pldrv4EoWTjBfQy9b5H9tNBmF55G",
+	"1QK069VxEncoF2g9QAvLvtedDee7ZToirR4QTq2XJ1q9GsJhv993LGOtrjWVBbNsCO9SqvBMO8O08/PR",
+	"/1l1u920k6RVWV3aGR4NkrRZ9Jk6fEw7osDXzGJ0MMCXAl7h5W04ik8icqWYlZbGtSxpZygXZXl9fh1N",
+	"mqRoKkUxhKPDaOprLc3XZoNm7E1TiRu64RsY3HQvhCZgG6A49HNPO8N37/OFUASOL4X2SXhns2Ycnxk9",
+	"/I9p2JOoNRneO+wffnEwGBw87J8N+sO++/c3fLAuK29/bvDob35ldbuvtDMcPOr3+3iZWnqlnWH/+jqV",
+	"ayZVs6Tlp78+Pfvp27aCCMLKY8fuIavry7JKrws1ZZzl07qO7NZM3afSy6pIi5Y+Bx5ZNo7rucEQInX3",
+	"X//9T6dcNXTd41pt/Nd//7OpKx5vV7tSeZdaWBp6TatzAuAP560/Onxy+wvr5+t8RLOvzod916jVenPu",
+	"ZEWjquzN+XUjZ5aEuLMUDygJKfidmInR36vM7SZj0rmquDU6eZsm5NYSpxsTl4IfjBrk+Pa+yJuGqPYR",
+	"a4n6w2WBDVEYlnxeqcw2eVCWgBUzbpKq43Tl35ILrOJR4+BJrHqcOvsw9KSovYGNOqx21xTOuU0vmnAy",
+	"9u4eJsBTa3dw5+Axxzs8Vx1e++EdP75D5Rb/PKEgbvkfPDT8n1i5yWRcFhhRl3ejn+9KSj0vRrfH976l",
+	"qq+oT/uUYwBMGBhr7g+saOBz6Dq05jJJpXfNY4FXF34KBQpongYq8T2VkU6dSZmEooVUZr5l8xDixstZ",
+	"dUREo8zVib5wTIXmhpOxenb2wlmwWLjcPP+n+uDQH3k5M0PoZ1XJxFH/CcRnZR6nsqq3bxyJSOaVkHQK",
+	"kU+ZrM/V7gcOkcDR4ZNUxqeK7XsjK/pi4/TNuqYDTzty1mxtLKYSFfaSs0tufITTPea2xV90b+LnjoH5",
+	"MrtYyR9xmDJZ8CKVViGzDO9HNXt0aA2eLtWScHIj4/K49mkyr/cNnEa9lXY5hTk0VSL1sj7mqr9zqHTt",
+	"/K6PHCylzWthw9RCNhyuFSJwDnmqA7b+ePpdfwf9rjrC9x5x2fdVJO8lajyi/YrCBk/EKbbLmleyJNRx",
+	"vDhCnZrDB+2uKW9mbAU0NlZ4LENL4r+AVEv4HDKiOmfCBM0tg89hcBw5F4WBhfQn1nRTeTJz/E8qb4rd",
+	"kdPRZP5QjG6ty+bRYXI/3rczv2sevvNpsTva599Fku4ny9vuxaMIOYBFMcv7MCifQ/5hOJQfvJtKandL",
+	"UVVSqlEN8z2ZcSl1Uq+zbyS/shA18wBhUukPS7orb/LT+DdzipnTHUoGGp2Kd2JHR20l2nRAZOID1bjp",
+	"/+Yiv1kxAVHhjmzEo5bZzibo5E4THTmAJ0n5lkBE01mNoZmPhmGj0iEFW/A021TSxGYLS+GVkSoEr91O",
+	"26LK6IeKOvDQGYje+TSfc6bRQi3VBA9Nw54MSVQ+ixGJJKQOKE0NbwzlFlRrwmjqaAXZNycvTs5OKNqJ",
+	"JqpU0fmfdPSnCalmQRlr4015fOLpfcrZ6y658bkMQQHB03x3JvnWY1g/dqmQB0mLJhLOZSXYFb+Xcvbf",
+	"xKShrazJMiLyiqg3yLz3rqbUGwuEThw92IhAfBmfsXw+jM6QwwSScEQw7FHEx9kbm+kq+0nlh+HakB/H",
+	"n4aKjhxD95sZJEzzVPqjXpFViCoAZRzR+qyhEAVtfrGNLGnBNVneTWeIQtA7Ff2c1uzlt9CsP2ZFxgnq",
+	"ru+NjL23jRMD2ytXVX18ML74mQnmsVXePnb4UbHljd2vPvJBEODXs9Xq4xNv4JJUKOL7NP2BMcsBI1I/",
+	"mG8ScVcE2+isvY33vUZ2Y6rWcut5bbDnh0225qztd1NZZRGWfOyzGzHFLhqozhkMHKwRe0bzaqYuybpq",
+	"vIlGVhUU4FfC2NrOamF70bj3wfnkE0kUP9/NMIkAFmTIXqP4cv/fdXXr5oMDE4r6pa9FqIG4LVv6lvj7",
+	"ubutLwO2UafCHjJQP9xm9glpup8Z7A0iuTFdOJFFSN4mRhCq5BvqCFbUEf3G2gZdjzSLboyYnoFsZpWd",
+	"xA1Lq2akcEsv0mjsUMeftLTybe9V6oZrthxVWNWz3q80/kq9G+2Jce1NWqHu0RqN5auZNgeipmbUpwhb",
+	"jEXmFvVm88mcQU0LSVLU/rb+QtSP7Pr8+v8HAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
