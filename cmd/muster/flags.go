@@ -41,3 +41,31 @@ func printUsage(fs *flag.FlagSet, synopsis string, w io.Writer) {
 		fs.SetOutput(io.Discard)
 	}
 }
+
+// parseInterspersed is parse for commands whose flags may come before,
+// between or after their arguments (`muster lease acquire ROUTE --ttl 1m`).
+// Everything after a "--" is an argument, flags included. It returns the
+// arguments.
+func parseInterspersed(fs *flag.FlagSet, synopsis string, args []string, maxArgs int, stdout, stderr io.Writer) (pos []string, done bool, code int) {
+	for {
+		if done, code := parse(fs, synopsis, args, -1, stdout, stderr); done {
+			return nil, true, code
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	if maxArgs >= 0 && len(pos) > maxArgs {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n\n", fs.Name(), pos[maxArgs])
+		printUsage(fs, synopsis, stderr)
+		return nil, true, 2
+	}
+	return pos, false, 0
+}

@@ -2,6 +2,9 @@
 //
 //	muster serve [flags]   run the broker
 //	muster token           print a new random token and the sha256 line for the config
+//	muster session …       create|keepalive|end
+//	muster lease …         acquire|extend|release|get|list|watch|run
+//	muster fleet …         register|forget|desired|plan|gap|sweep
 //
 // Every command answers --help (exit 0) and refuses a usage error with a
 // message on stderr (exit 2). `muster help` lists the commands.
@@ -26,6 +29,9 @@ func commands() []command {
 	return []command{
 		{"serve", "run the broker", serve},
 		{"token", "print a new random token and the sha256 line for the configuration file", token},
+		{"session", "create, keep alive and end sessions (create|keepalive|end)", sessionCommand()},
+		{"lease", "leases: acquire|extend|release|get|list|watch, and run a command holding one", leaseCommand()},
+		{"fleet", "the desired set: register|forget|desired|plan|gap|sweep", fleetCommand()},
 	}
 }
 
@@ -38,6 +44,10 @@ func usage() string {
 	}
 	b.WriteString(`
   muster serve [--addr HOST:PORT] [--data-dir DIR] [--config FILE] [--store URL] [--insecure-dev]
+
+The client commands (session, lease, fleet) talk to the broker at
+MUSTER_ADDR (default http://127.0.0.1:7420) with the token MUSTER_TOKEN;
+--addr and --token override them, -o json prints JSON.
 
 Run 'muster COMMAND --help' for the flags of a command.
 `)
