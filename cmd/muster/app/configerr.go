@@ -114,8 +114,9 @@ func expected(fe validator.FieldError) string {
 
 // yamlUnknownRe and yamlTypeRe match yaml.v3's decoding messages.
 var (
-	yamlUnknownRe = regexp.MustCompile(`line (\d+): field (\S+) not found in type [\w.]*?(\w+)$`)
-	yamlTypeRe    = regexp.MustCompile("line (\\d+): cannot unmarshal !!(\\w+) `(.*)` into (\\S+)$")
+	yamlUnknownRe = regexp.MustCompile(`line (\d+): field (.+) not found in type [\w.]*?(\w+)$`)
+	yamlLineRe    = regexp.MustCompile(`^line \d+: `)
+	yamlTypeRe    = regexp.MustCompile("line (\\d+): cannot unmarshal !!(\\w+)(?: `(.*)`)? into (\\S+)$")
 )
 
 // describeDecode rewrites a YAML decoding error in the file's terms.
@@ -135,9 +136,13 @@ func describeDecode(err error) error {
 			l = fmt.Sprintf("line %s: unknown key %q %s (known keys: %s)", m[1], m[2], placeOf(m[3]), knownKeys(m[3]))
 		} else if m := yamlTypeRe.FindStringSubmatch(l); m != nil {
 			l = fmt.Sprintf("line %s: expected %s, found a %s", m[1], goTypeWords(m[4]), yamlTypeWords(m[2]))
-			if !strings.HasSuffix(m[3], "...") {
+			if m[3] != "" && !strings.HasSuffix(m[3], "...") {
 				l += fmt.Sprintf(" (%s)", m[3])
 			}
+		}
+		if strings.Contains(l, "app.") || strings.Contains(l, "unmarshal") {
+			// Anything else yaml.v3 says in Go's terms.
+			l = yamlLineRe.FindString(l) + "this value does not fit here: see the file format in docs/operations.md"
 		}
 		lines = append(lines, l)
 	}
