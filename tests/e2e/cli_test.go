@@ -307,6 +307,29 @@ func TestCLILeaseRun(t *testing.T) {
 		t.Fatalf("lease run on a held lease: exit %d\n%s%s", code, out, errOut)
 	}
 
+	// Ctrl-C to muster is passed on; the lease is released after.
+	var ee *exec.ExitError
+	stop := c.command("lease", "run", "lease://acme/cron/stopped", "--",
+		"sh", "-c", `trap 'exit 5' TERM; echo started; while :; do sleep 0.1; done`)
+	stopOut, err := stop.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stop.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stop.Process.Kill() })
+	if l, _ := bufio.NewReader(stopOut).ReadString('\n'); l != "started\n" {
+		t.Fatalf("command printed %q", l)
+	}
+	_ = stop.Process.Signal(syscall.SIGINT)
+	if err := stop.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 5 {
+		t.Fatalf("lease run after SIGINT: %v, want the command's exit status 5", err)
+	}
+	if out := c.ok("lease", "get", "lease://acme/cron/stopped"); !regexp.MustCompile(`(?m)^held\s+no$`).MatchString(out) {
+		t.Fatalf("after SIGINT:\n%s", out)
+	}
+
 	// The lease is lost (the broker dies): the command gets SIGTERM.
 	q := startProcess(t, "--addr", "127.0.0.1:0")
 	c2 := newCLI(t, q)
@@ -330,7 +353,6 @@ func TestCLILeaseRun(t *testing.T) {
 	start := time.Now()
 	rest2, _ := io.ReadAll(rd)
 	err = run.Wait()
-	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 42 || string(rest2) != "got-sigterm\n" {
 		t.Fatalf("lease lost: %v, stdout %q, stderr %s", err, rest2, stderr.String())
 	}
