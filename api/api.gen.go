@@ -50,102 +50,6 @@ func (e ChangeKind) Valid() bool {
 	}
 }
 
-// Defines values for ErrorCode.
-const (
-	ErrorCodeAlreadyQueued        ErrorCode = "already_queued"
-	ErrorCodeCursorExpired        ErrorCode = "cursor_expired"
-	ErrorCodeEpochChanged         ErrorCode = "epoch_changed"
-	ErrorCodeFenced               ErrorCode = "fenced"
-	ErrorCodeForbidden            ErrorCode = "forbidden"
-	ErrorCodeInternal             ErrorCode = "internal"
-	ErrorCodeInvalidCursor        ErrorCode = "invalid_cursor"
-	ErrorCodeInvalidName          ErrorCode = "invalid_name"
-	ErrorCodeInvalidRequest       ErrorCode = "invalid_request"
-	ErrorCodeInvalidRoute         ErrorCode = "invalid_route"
-	ErrorCodeInvalidSelector      ErrorCode = "invalid_selector"
-	ErrorCodeInventoryUnavailable ErrorCode = "inventory_unavailable"
-	ErrorCodeLeaseExpired         ErrorCode = "lease_expired"
-	ErrorCodeLeaseHeld            ErrorCode = "lease_held"
-	ErrorCodeMethodNotAllowed     ErrorCode = "method_not_allowed"
-	ErrorCodeNotFound             ErrorCode = "not_found"
-	ErrorCodeNotImplemented       ErrorCode = "not_implemented"
-	ErrorCodeNotOwner             ErrorCode = "not_owner"
-	ErrorCodePayloadTooLarge      ErrorCode = "payload_too_large"
-	ErrorCodeQueueFull            ErrorCode = "queue_full"
-	ErrorCodeSessionLimit         ErrorCode = "session_limit"
-	ErrorCodeSessionNotFound      ErrorCode = "session_not_found"
-	ErrorCodeSpecLimit            ErrorCode = "spec_limit"
-	ErrorCodeSpecNotFound         ErrorCode = "spec_not_found"
-	ErrorCodeSubscriptionLimit    ErrorCode = "subscription_limit"
-	ErrorCodeUnauthenticated      ErrorCode = "unauthenticated"
-	ErrorCodeUnavailable          ErrorCode = "unavailable"
-	ErrorCodeWaitTimeout          ErrorCode = "wait_timeout"
-)
-
-// Valid indicates whether the value is a known member of the ErrorCode enum.
-func (e ErrorCode) Valid() bool {
-	switch e {
-	case ErrorCodeAlreadyQueued:
-		return true
-	case ErrorCodeCursorExpired:
-		return true
-	case ErrorCodeEpochChanged:
-		return true
-	case ErrorCodeFenced:
-		return true
-	case ErrorCodeForbidden:
-		return true
-	case ErrorCodeInternal:
-		return true
-	case ErrorCodeInvalidCursor:
-		return true
-	case ErrorCodeInvalidName:
-		return true
-	case ErrorCodeInvalidRequest:
-		return true
-	case ErrorCodeInvalidRoute:
-		return true
-	case ErrorCodeInvalidSelector:
-		return true
-	case ErrorCodeInventoryUnavailable:
-		return true
-	case ErrorCodeLeaseExpired:
-		return true
-	case ErrorCodeLeaseHeld:
-		return true
-	case ErrorCodeMethodNotAllowed:
-		return true
-	case ErrorCodeNotFound:
-		return true
-	case ErrorCodeNotImplemented:
-		return true
-	case ErrorCodeNotOwner:
-		return true
-	case ErrorCodePayloadTooLarge:
-		return true
-	case ErrorCodeQueueFull:
-		return true
-	case ErrorCodeSessionLimit:
-		return true
-	case ErrorCodeSessionNotFound:
-		return true
-	case ErrorCodeSpecLimit:
-		return true
-	case ErrorCodeSpecNotFound:
-		return true
-	case ErrorCodeSubscriptionLimit:
-		return true
-	case ErrorCodeUnauthenticated:
-		return true
-	case ErrorCodeUnavailable:
-		return true
-	case ErrorCodeWaitTimeout:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for LeaseOutcome.
 const (
 	LeaseOutcomeAcquired    LeaseOutcome = "acquired"
@@ -222,7 +126,7 @@ type ChangeKind string
 
 // CreateSessionRequest defines model for CreateSessionRequest.
 type CreateSessionRequest struct {
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`
@@ -236,8 +140,15 @@ type CreateSessionRequest struct {
 // Example: Zk3bL8q2QxGv0sWb
 type Epoch = string
 
-// ErrorCode Stable error code; the same table drives the server and the SDKs. Append-only.
-type ErrorCode string
+// ErrorCode Stable error code; the same table drives the server and the SDKs. The
+// set is open: codes are never renamed or removed, but new ones may be
+// added, so a client must accept a code it does not know (and act on the
+// HTTP status). The codes known today are listed in `x-extensible-enum`
+// (and, with their status and retry advice, in docs/client-operations.md);
+// it is deliberately not an `enum`, which generated clients would enforce.
+//
+// Example: lease_held
+type ErrorCode = string
 
 // ExtendRequest defines model for ExtendRequest.
 type ExtendRequest struct {
@@ -319,7 +230,7 @@ type LeaseItem struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId     OwnerId `json:"owner_id"`
@@ -350,7 +261,7 @@ type LeaseStatus struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation *HolderIncarnation `json:"holder_incarnation,omitempty"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId     *OwnerId `json:"owner_id,omitempty"`
@@ -363,7 +274,7 @@ type LeaseStatus struct {
 // LeaseTTL Lease TTL in milliseconds (100 ms .. 10 min). A lower bound; expiry may be late by one tick (50 ms).
 type LeaseTTL = int64
 
-// OwnerId The application's logical owner of a session (1..512 bytes).
+// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 //
 // Example: worker-1
 type OwnerId = string
@@ -382,7 +293,15 @@ type PlanRequest struct {
 
 // Problem RFC 9457 problem details with a stable `code`.
 type Problem struct {
-	// Code Stable error code; the same table drives the server and the SDKs. Append-only.
+	// Code Stable error code; the same table drives the server and the SDKs. The
+	// set is open: codes are never renamed or removed, but new ones may be
+	// added, so a client must accept a code it does not know (and act on the
+	// HTTP status). The codes known today are listed in `x-extensible-enum`
+	// (and, with their status and retry advice, in docs/client-operations.md);
+	// it is deliberately not an `enum`, which generated clients would enforce.
+	//
+	//
+	// Example: lease_held
 	Code ErrorCode `json:"code"`
 
 	// Detail Example: the request body is not valid JSON
@@ -412,7 +331,7 @@ type RegisterRequest struct {
 	// Kind One legal segment (lowercase letters, digits, `-`, `_`).
 	Kind string `json:"kind"`
 
-	// Spec Any JSON value up to 64 KiB, stored exactly as given.
+	// Spec Any JSON value but `null` (refused with `invalid_request`), up to 64 KiB, stored exactly as given.
 	Spec json.RawMessage `json:"spec"`
 }
 
@@ -428,12 +347,16 @@ type ReleaseRequest struct {
 // Revision The broker revision, +1 on every committed state change.
 type Revision = int64
 
-// Segment One route segment; no `/`, no control characters.
+// Segment One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Segment = string
 
 // Selector `lease://{realm}/{area}/{resource}` where any segment may be `*` (one
 // segment) or `**` (zero or more segments). Exact routes are selectors.
 // Identity is the original string.
+// It starts with `lease://` (case-sensitive); literal segments follow
+// the `Segment` rules. At most 512 bytes.
 //
 // Example: lease://acme/renderers/*
 type Selector = string
@@ -451,7 +374,7 @@ type Session struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`
@@ -542,22 +465,30 @@ type WatchSubscription struct {
 	// Selector `lease://{realm}/{area}/{resource}` where any segment may be `*` (one
 	// segment) or `**` (zero or more segments). Exact routes are selectors.
 	// Identity is the original string.
+	// It starts with `lease://` (case-sensitive); literal segments follow
+	// the `Segment` rules. At most 512 bytes.
 	//
 	//
 	// Example: lease://acme/renderers/*
 	Selector Selector `json:"selector"`
 }
 
-// Area One route segment; no `/`, no control characters.
+// Area One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Area = Segment
 
 // Cursor defines model for Cursor.
 type Cursor = string
 
-// Realm One route segment; no `/`, no control characters.
+// Realm One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Realm = Segment
 
-// Resource One route segment; no `/`, no control characters.
+// Resource One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Resource = Segment
 
 // Root defines model for Root.
@@ -601,7 +532,7 @@ type FleetGapParams struct {
 	Live  Selector `form:"live" json:"live"`
 	Limit *int     `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged.
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -609,7 +540,7 @@ type FleetGapParams struct {
 type ListSpecsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged.
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -618,7 +549,7 @@ type ListLeasesParams struct {
 	Selector Selector `form:"selector" json:"selector"`
 	Limit    *int     `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged.
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -4636,150 +4567,162 @@ func (sh *strictHandler) Unsubscribe(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3tcttGtuCrdPHOVqQMRFGynDumaqrWk5EzvnHsXMsz2RrDKzSBQ7LHYDfS3RDNuFS1v+4D3IfYB5sn",
-	"2epzuoEGCYqUFTtOdqpSFYsAGqdPn+8vvB/kalEpCdKawfj9oOKaL8CCxr8ea+Du//COL6oSBuOBBlmA",
-	"dpeTgZCD8aDidj5IBpIv3GXuHkgGGn6shYZiMLa6hmRg8jkscKXfaZgOxoN/O25fe0xXzfElzBYg7eDm",
-	"Jhl8XWujtHuiAJNrUVmh3OtezYFlEt7ZqxzvyJiaMjsHVmm4Fqo2rOIzSFgt8zmXMyiGAdAfa9CrFlJ6",
-	"fBDDtuDvnoGc2flgfDI6PUsGCyGbH5KBXVXuQWO1kDME8iXwcrEJ4xOhjWVa1RaYoT2xA1XxH2tgvKpK",
-	"kXN3J3OQmIrncDhk2ZcZE4ZpmNYGCrYUds4yIa95KYorXCpzO2kPgucL6D8DjVD9HIfwEoyqdQ5dEihU",
-	"Xrtbjk5OH2yDwD/3swChlN3E8WM2LQEclpUdMyWBKc0WSgMrYcbLgHfDDkq1BJ1z465YR9gJK8RMWJOw",
-	"7ChLWHaVHZ4zziQYCwUu6E7CuFOjYzjOGJicV1Awblj2P06frJ3FQklh1TaecCveiomI7k4ffrWb7C7B",
-	"GKHk06J7LqOT0wdnD7/69z884pO8gOn63/3QGVrsShT3OK0AD0JXQf4c1+7KjUodnfSDgP/bE0Enp3/Y",
-	"haAbt5SplDSAQuxPvHgJP9ZgkIxyJa0jrfH7QcSLx5VWkxIWv/+HceQVQe6eKNz6DTP6tZJBAZaLcjAe",
-	"OPnjf2YTVawc/UhlGT7A/uPyxXMnZyy3tRmMz0ajZGCFRbT8iRfsZbOg3wmfqNqOJyWXbwc3+x7C97QB",
-	"2n+XV54S5EzIqrbjSKzQix0PdCVN9IOBEnKrdPybl7zRL+4Es6ED9mslp6XI74fqEriBqzmUxTqW8YpD",
-	"r7vIJivGpbJz0MyTcQfPj1o8N2B9NCRnLdAOM7zUwIvV1Y811IC/LLmwV1YsQNWIcqnslVpKQEROQeZ0",
-	"Gy0D7yrHCoTTC61JFe6J0Hvv5bFcMUIruFezg0xIC1ryMgAu3Ik5AUtAL8DOVXHlrvDSCVz36z//z/89",
-	"RPifKD0RRQHyXkQxbVaJaEIqNtNcWpara9CG2Tkq0cBQLS08aGnhSbTQRyKG54oZIWcleOi8jZLzsgTd",
-	"wtpKjYOs2V5GSPtGSbgXvohLAyWtM5KRvDJzZdkE5kIWhDh6xLHXzL09wt9JJLO+oWsfi4+6cDvqgkrl",
-	"8ytvz2VjZizXlvEZF5JNtVogJqdodDnjD9H3XNknqpbFvVAYdKOj6ymuto5FuoEVCkjiwzthrDNF5tww",
-	"ZyoXHSo8a7H4XFn2xK/5sVC5Ab/Dpqkg7/7S/oGo+56vSsWLV0o943p2PyKsaK0rq9RViavtUJtWKRZu",
-	"bKkv4l6vLdmFtMKu2Cul2DN//0dCo3M5AngImmZ2ziVSnapAkzGPcs+wg2xjy56hXyn1HZcrD7+5F1pR",
-	"q1xN67Jcx6fTMgwvk9BxMAed6e9v0HoaKUiHRwcea+D7eGTZQo/0WE+aq1elWAjUjoF02x8c2dJf5ywz",
-	"uaogY4avDFvORT5nE0fAiOi/Sl7bOUjr8An3kwD12loRtjmbANeOGNRbkMzrHS9rW5Y/aXFMgCktfoLi",
-	"o+oehChxYoh76BxpTLR6C7qVVW+lWrKDbG2Lnlr/Kvk1FyWflHBfBDbrrJGqh8f5WvPaWiFnrFDL2IR7",
-	"GKvtS9DXIgf2186KH4tGhbwGaZVeXUU7cHQY/zlmGqxekZs44flbNZ0O0Qnyr8AYSo5UEbkgvCiEew8v",
-	"v9dOgFjhHJUpLw0kgyr66X3sne3vhCUDa8urhdn1yDMnGF69euaeQOuUHilgyuvSDsajdaz8RS1ZqeSM",
-	"WUWCRhBlPXn65IUXOsu5p7ZdlrrzoKdKL7hF38p+dTZInKMnFvViMH4wGjk3aSEk/T1qTtpZojPQA3Lz",
-	"gsf4uuvH+v2/aZ5Sk39AbtFBQTPi4tpTc3eDf+aWO7mZgbs+ZmRzZOe4o8vLC5aJAuM0pLquRdhJ99SE",
-	"hcVeyH/qbrxJBm+F3HnABPi37k7cOr1811Mvw33uGefcdd1yPKXx8THPF3DcxPaO10I8ax52MujIbKLN",
-	"zTBF53TWHgjA+K1H+9l+Zt96JIF0FPF6wPNG3GrAjRQYlQn2bqCIvFR0SauyhOLKMWr0mnZXX2vgFjwj",
-	"fRi/okO3B7e+cPet82qXFj0c7NWrZ47PFqIshYFcycKwgxNm2HDITkZsISSGr94CVLwU18AWtbGMa+3+",
-	"7SSTkEzY29ntq9Eav53gnztYrtnsrQx34az3ze295LJQCyaKxk7x+qDSKgdjWCmm4Nzlbqjt728fTJ79",
-	"4cfT/3z3zfXI/DDpo070l79G/bOBVOsEt3drnYoi1jZ8AYwuFQ5vxOAG9DVoxtE9Anb552/NkD2uKpDF",
-	"kZLlCiHzxNgJoGCYqxs/iX5q3dNN6yJ2cvu8j05kpBtjGHgh7kMMg6RrJTbhBvcWjDY0y7Us043wDJJN",
-	"J7Ljiw3WJAGaZ7TMpvKMlvcBv64n4qRoj7cQIg9+C+HWzYiDvyGKTBCGo/d3jMoAAP3RJw8u3lmQxYcJ",
-	"AodiIWdXaH7tkgZP6OZXeO9N8qm0/m0atAv/rQzegb43YROEO+PWW+uthbDkhoIkUJwzh/vclismZK6B",
-	"G2cTVqApl5I4x9+xKM+1Ms7clrDkpUnYArjEcIsxzUX3hHEmMFKs6Zd/jbjblHXJ4BteYUasc64LYRxU",
-	"QcubHtXXGqVa85X7O8pX9QhCMPUCDONTi54lsJIbi8khkosVnwHFjByK+AQzE0q2t1LQIxnIuvQGOwXQ",
-	"N+BSuppzae4G/N0tjTW6Cihr379D3f8FeGnnm7gv4Ppq4cW6f2iiVAkcmQaCnrkNSFJGN62LERtD6u0g",
-	"2WXH0GPhbb3Qq7IA/VTmXEtuPeK6R/6CcoGk+5QEhnrb81+kkabOgytLJqz34k3CJCw9qWhnDEjIMd6k",
-	"AaNiXWWZn/7tp/y0vJ6Ik2qyeD7PFw/nxTfl9WTWpza/DRbEJuZJ/psrjmKw4aOCWzhy+qZvuVYabfDd",
-	"Drsietutggcl2SawwS68E7QfssN7yXhV21wt+kwUQO72u2DrhkZk9Qb9j+ZAnwILErL3EG7zrX4+X2Ht",
-	"aIN5tK5e4jNLugTQbGIrCTz17tYak0kg3xPhTpjDFZlt7DmgXcc8FCFeIv3PIaorik3X7pMR1xzFyJXo",
-	"ypHbKGxT8Dgyu7tDomHBhdOn29h3B+V8tkQX+Ss92N1BhBFO9qHJ7/msRzQ1Wrf5x94hgjvZFI+9kaCZ",
-	"swk+zFgIGaKdJmi4bx3ttMdooa3IumyU8S/FbE6C9loVnzEb3pH1bmG3DXw4R9KXgO3Q1YG3vEsaHtx6",
-	"1M7x2CBXvLIl0DEasUUc6xiyxwxLeijif87wvFdswVds4mjcApus0KqyIn/LDh66BQ7vHv/ow1g4nl4v",
-	"JwqMf2FYqWYi5yXDk3d2XqtXDk6Gw4cnp2yyskCQtfJuqfRb0FgpE1W9PDw53VH1kgy+L7n8mfyVD/AT",
-	"dtr8fRThQP4w97oAQ6+KIFwvo9qAeMHfPaWbT0ZxfKvZdzB+f7Yl17ASoPZv6kWJz0lsuolPvmaPzh7+",
-	"O/M5F0a5FEPJBx584yxXBZUKdhGWe7/pVueoiZvdtKmaWBnvVee0qUhyVUGffcY4w+ALOzg7fXSYxIk8",
-	"DAvMhR2zjMKCGTvgLOcVM3OuoWCTVYrm2opN+UKUq8OEZfSvjB20tRZfGH/9C8N+rJXl51TYkkr8WTi/",
-	"WwOrJZ9OIbdQHLa5xyxhGdVDOUWaaaVsNmRBtcpURiUyZsj+xssaTJBDvCigGKayw9wESi+ONt3Rs34R",
-	"5NNh8bH0FpGtM2r8QJwt22U84dXw2qR1gJGg+ij4JcyEsaA/jLFDJmTTlu/Ude5X1jnsStGvznYKUVNB",
-	"3mNOyRVStyP0GlhdMavYV2fsW/GnhBmrHEHCO46RK27YTFwDZoXeHc3UkX/HP4ySw5d8+R0Y42zDdTz7",
-	"PAgC0I9WNIV/LdHI/WOL/ZttY049xRiUKAgxpIT9/sSZuCQOcrVYCGuhcBLRgk/h3R7+62W0UIPcS4yd",
-	"4u5zJhXLjrPE/T9X0mpVuvdqnjvCXKPC3RWs7t0+a7Dx8iw4RO+xzPvm+D3XwG/cn1RzfZOx5Rw0MC5X",
-	"Dbd4oZR9mbEDJSGV/sIhSrYv3c8/gVZNDXWonj4csgtH1yGcyvEawWaGqXxaAJXh+JSo0mImpGNT3Mq6",
-	"/NvizH15u7Hzh14EmUAfa5GqO0UBf12O+b3TAncNxHW4ttdl3kwBrjnO2+OknSr29eL+NgTDDk5O/3A0",
-	"EZYZyDXYhLWSfw7v1mX8gy7tuD8r7vSDW/d/vx4dPeJH0zfvH5ze/K7vcC8jp/c+hHXvoDm9bkegPEC7",
-	"ZzVDcMSzhPFyyVcmKpzEW7ybYjXwxaYJ+bEx0E0m7h8m+YHbfH4ZPbrTO9lA7vqre5FdQf5zRHXcOi/V",
-	"co+Yzo4QTW+4ZRvk7o0bgMvtbRp7WkZOHbsrsfmjvQFIvVd3sYGivHD/RpAyL2Sxg+AdWVvQC1RFSNmG",
-	"Zeoa9LRUS6o5rEAbKKi+uJb+9Cf0d7dwBH+Z17ZQS+krgYhDGF4PiTsqsejiVwM3uzmg2dVLun2NeXhZ",
-	"vpgOxq/3ZaM3yW6TqZuI9RexXDne38Hd8HQYJydbdGP9RIvB4WYIibZ964G/bDAZ8iBhfeTdACVm/Fsg",
-	"+4qAAiC9CZPLJUD1gZV6Tcnhui5Dz+ESL7ODQvOpZaej09HRySmrJeass9/R076gFf3KpTBw6G3at1BZ",
-	"YjPDrTBTAWhUdtF1N1bz4PYinZBgsAZwIwerVVWtBV52xpMc/PeXj+sOk1s0aQDq2wlqhi2ywnFF4eWF",
-	"M5WX7t5A+SgzHIqVhD2Yr6uHb5J9Cvn2u3dN4t28Cbvq6LtNjbQlRBlrOSaKc6IsrNnkrKgpfolV7ZI1",
-	"XGU6NsHGYX+qnIbTvaHw0timaiy4I1+YtqfFzrWqZ3OWlcJYfKPJ9st5RH7X7fa1v29DCZPMaWu+tihl",
-	"fFdea2FXKBlCviMHY24ppKE6Nazo5u5YsKeZNT3b58ytUFmMj7EMSdpvv8kj9/VC03vbWh9/LJX4FvBc",
-	"qND9cW3nffKN4Gkacbw2yZWcillN3RFD9oOwc1Xb5menadxzJn5G19IwIVkB12yhCkDVQVsyyKQh+MhD",
-	"WI9lvloZzxePBxM4CHC7lbm1FZV5CzlVm5v4rjaWStG5L0vyEE2VZhSSp35jM2RPLdZaGuQYTTWDFNdl",
-	"BhxdptI9gfLasAN67DAhC8mXcbC93Hhh5+zVq2dJKrHA2udWECmdzLVJGGcVd563O3osJmlK8ByjtGlw",
-	"g4HTpSiLnOuiYZ4EF73EesejS5D26IKsplgqGracK9N1GBzGUtkw3oI7VA1TmcoL1FyhEZflXGvh+Tcj",
-	"dB+hr5CxOfAC9JhYe0tVaCo3ykLZ41D0QucmYUm1XkQ17u+EwaKyK3+ktRTXTqJF4FEdqHtcsibAnm3r",
-	"cMgo6N0XcE/lAhYT0OzAANAmfSQ/YyQ0Dofsa1X4GApVGmhw/FcgPI/bQlCUzW5HcX+J2y4x2gRKJWeG",
-	"WdUY3UpC4IcDO4dUWpBcWgqlc706RJSEI8BqO8NM7VAVkSJGZb48/vLfNPAiY0qnMkPqHR8fhw73f1tq",
-	"YSEj5BMvOlCpAhNlDGmTF88vmsZMabkgPk/lcq5KYAuiKmgaIymcpnRDkExQBZyhEFIpcpBU6+NF1uOK",
-	"53M4Oh2OnM2nS8/kZnx8vFwuhxwvD5WeHftnzfGzp19fPL+8wGfaQLrn/UEycMRB4mA0PKF7nCLklRiM",
-	"Bw+Go+EDLFG1c5TVx4XK8R8zsH1FPPoaChKKU1GCYY48Cmdg+56JiZBcr87ZFGw+p46cuePoRo5S4SuQ",
-	"GRLazJ4WNICBihCiJvfT0WitT8fCO3s8t4uya532dMtv6pnLJZ/NQLO/Pg0dlZHCGoxfv3FG92LB9crt",
-	"tbnZCVw+M2ieB4jN4I17+HiORX0/RRjrbipc37mvmDvv1vHs6wq37DkIGKRncb1j08/ENUgw5rYtL8Bq",
-	"0SGS7pbD9f2Osiq5kHc8y+/oDYHmvtdqAXYOtWFuSQbvKmXQwWEUGrx9z9HjLehbd+95Z7jiRIK9KPA3",
-	"OZv/bicfVt1ARmNh9R7yiwrk4++fMmRnFqqIEkzFo7LHf2AoW0LcBLDkhk1qUVpk0Nvx9Ap7qZW0mtPE",
-	"gW0owvK9n7YKkZfucttRlSsNjKN05NIsgymAMTychYKZKGpE5PncaadN2eFf+YtwGe3HKsIpthk+HD3Y",
-	"tl4D4HHc8Xcb3t36YhdTXp8ck0nmGIpcJ2V6kJ/5EoaM/bGx7xy6pbJoYZ2zzJc2uDvQ5gqX/e3nbKLs",
-	"nBmlLRRDRm5fI+g3j8bB88SB5mehgLF/UsVqj4OJ2i6bwojXbSwP/3HqvBAqcHgdfvGXHg3e7N8zGZVs",
-	"3HS9H+dT3XxEwsICly18PeMV0tMZve92eooGwuAjJ3uRYKdTxz13sgfprvfSI/C+vXLXszT2Awk+Ei3A",
-	"qloDK8R0ChpkDmwCdgkgO1SK9IgGVMQLRPcbfPBeK2VvjmfU7tArib5WiwoTgDhpq+TST0Zyr3Hk771y",
-	"9FyapKOa+vBV636kEk0/9FzmELkfTiyR6ePkbuu8NJ4FtywL0ctsmMrnAIVxP6GpKlljqab1aPQgd1vC",
-	"f4GPPzY3xu9Fy5viCsoJeUSYU5aoBZRGt4RHDRjGwbFQxrqtL4TN6JFUur1yZ9OKAsiZ6g4pO9jStnHo",
-	"0FbjEv39H9Bp/0iaHbirm2hKJda+NP6oKII+KBifajDzhJXiLTj3pYKclcJYIWdYVDfjFcbCUukMc6k6",
-	"sw7CdoXBA6IZa04lwtTpHHQ+ZzT9IpS9dIUbHs83vEITuh0xtyWw1t5yjOO/bpKtNcHBM8Escl9wA2Xe",
-	"h4+2agM977cs73vJovivZ3BfEtZUGZ6sFxn2JWB3IsRPxrt58xFFrTuoz0jS7mMktFN9PsisuKdcdrqJ",
-	"dVgP/IQaY4mnnUD2PfGBbfcWzRhK2iqcscNOKfuF8TEnQaMFSYCxg1aYHSYkTSYrcutYLEVTeasY7WNq",
-	"Jz4uEbYP5uq7s9QaQ/0q+KnJHfcw1QsvTz9/rjo72QM4nA51X3Z6JjzbROzUxy3JFuP9OyEtGSvICBlR",
-	"81shC6LmI/pBBhOhCbp4PspVLa1v/UavyjeEV5Cncr3SL3EMh+6i5tLwnALez9GWiIN9tXEKnJdGpbJp",
-	"YcUApmk4kcJrtxs0GHxTyrK5KgundoU1vp61KXN1mpyEQXAVz04fdYbosAOsy/V1rYd97B0S+d47/xAO",
-	"f3MPV4ZKQdFFGbT1B46lihrtgP85V7WmelpViRzvpSh3NINld/1Jt1x1L6fm5GeVDJjt7HOX2zqKz180",
-	"fJgzdHb6aPdz65Oz7itdAmKDFSzkPrJmu2Y+fu+kzA2JoRJsT7H7n/H3ViQV+OYheyyZKKmyGSXVQROV",
-	"f4nee3YYTQVOZXcsME7dDFEHdKqEYQRBwZRmU1UWUAzZE6VnQAOWeCp9XIPeZ+o8d5LnbgKoz77Hd9xD",
-	"UuxW1M1g2R5VfdYzhVnpmbLWD8JacuOrUz5/ZroXcdNhB9I+CKHMQinNVN1kXCJiP+zXrL3x2l/yjEef",
-	"QuiGgrZfgcglor/9iWYM5v1lJi+QkAwd/57icQlQbY+x/s2JMe7kIgWKfCsFUm6TGVRdRyqupiLzK5VF",
-	"I12VAWbn3LIpF2UQ7BgsqbiheLkGW2tp2NLd5sQC1sBwWaQySGfDfFWRM7UQmramkS3novSpAbc7X7Rg",
-	"yMwLsBSYTHBAoNSlDimf2rWsEBQormUBeqY2hW+Uee2TvqlEMkUkOK9vzitocgFYfKCmzSvd+zVQLhgK",
-	"diABYz5JKn1hNDPiJ0hYrhYTIblFuOWRqm3CMkcoGYN3FZc0mwKueVlTQJ1Vbr+IHvdunNNCjHA4ZhNY",
-	"KUzDUzuXA4wsUYeqs9EolRtjqH15ATWe+XMg13khbOKz+rTpViNOMVcccBAIIcTYexQVHtp9nNb7mLSt",
-	"eOrWa3n7ddcUNbqtv5poP8EX1zd+4vB9XFa4TfC6W75At6gu7W/X6r2XJA5C80jpIyemNmXnLeLZu0fb",
-	"QknO7yamy2utMTMqlTzy4786dUSdkdZNmyUKXx/lZ1k0PJ6c4LiEiX6ppVpK/OxCbcGgQYz+dSrbUhCD",
-	"4+1WULBSqbd11TYrYbLAwqKd3UEBdwxohyqn7lIYC4+jYOT886h6kGOZzWptrPQ4lbmSHi++rcxLfZbz",
-	"2kC3hFIzLplCY1vJaA5fKruZAWEYfRokYUbMJIYIZBHEplrLkyBIiOmE1FVb8RRP9d4+Joo9pk2jkjQV",
-	"SJtKJz+dkBISiiOQFquEJnXh7Milr9vjvmgnaE88AaxuJMGcStpQN6YY3k9lP1HapTeUSKWKm2J5rway",
-	"vkBiVIj5y4T/o1jlw19JqLKdXvL/T6zyk6cLML4ZS9MmLcpZRLRBircZgzVBfoz1mVvF+YsKJNY2Xl5e",
-	"hBJuRpWPsUj0lqJPHbczqn12L5Vcrpr4gnbmmZPYB7wsccIM2VqHQ/Zqvlkcin1mqcya3jN24E24rFM1",
-	"nx2OO5XATW+vNy0jIc7Xy9iTNUlNusnJt83a8FRySxfbXhg0LP23D5w92dSYH+BqwjbZ7qaa/HCINrhk",
-	"mR8RHNqMmt1FVf5Z0s4O/mPz3sOEYSuus5ub4yc/g+QixpUbKDGBg/4ItSgUUGI5K6n/KLFOAGFMGvM/",
-	"Cjt7mjkR3b6oAG8qs26rgTuPvVum3Pl2e4Gwr7jt+WHZuB1Qm2GPNmKL+omlDZs4ecgMUmi4OBfSmjGT",
-	"immoSr7CFmuev5VqWUIxw0Gf6BD9QLsLpcW+uTQUF/sjbXFrfBktaVgkFXwglQfC9zSPmybU30d9zYEI",
-	"yUI/x1aJppyB/EyhU0kfp4haKDAOUzpQ/Pk5qqM6crvZmOHIK1TMCxv3ZAmD7o5aynagWTNSm/1Jq6XB",
-	"WQjoS2GZs7SXVJeRc+mcTgOy8GgxCXaGo2uMPXOhsyCLOwJ6431Rb8EtCvv1do39BhuFSxxLQir5gzX4",
-	"fm1FjSqPp7b4duEww2WzJcXYVem/PrNoE5aEvhbMLtUNPujDWb2TDqIK8ARlU14KoNwWt30nOmSPoxYQ",
-	"rKBvv1Fxhx6Q3o9vYWf+uov6Zr/yVRQ3R0TF6z2nVq/G7HQ0GjlOXmtWTmXBLR+z9ym17aaDcTr48ex/",
-	"rYbDYTpI0qZXMh2Mz06StNvJmzp6TAeiwMdMPTk6wYcCXeHP22gU70TiSrHUMI0blNLBWNZlefPmJgKa",
-	"ZG8qRTFmZ6cR6Gvzz9egQefnNlDicXf4BKYy3QNhRNoGKk497Olg/P5D3hA6+/GhMJUKr2wOAsB7Jg/+",
-	"Yx7OJBrchtdOR6dfHZ2cHD0YvToZjUfuv7/jje2sgP77Th7+3e+sHYaWDsYnD0ejEf5MA8/SwXh0c5PK",
-	"NUO826f0w18ev/rhm74uF6LKc2YAWNY2DWaNNRAaBbHGq2kO3Fl+/Vh6LRvZXtI3NqACwHW9NBizyEj6",
-	"53/9t1PJHQvpvDU2/vlf/921MM63K+tU3qXBmZZeswWcAvjNhcM/NPX4qZyFtsj5facB7/Ubpys6rYKv",
-	"39x0CqGRhNG/OKKSoxCt4CYmf29o7eVobO1Tu7UsKURLaBSPH3aMsmiMZgyJkmhaXhbEDuU1KTKSymxT",
-	"5mQJs2IBJmnmgDdREFljK5aahnhTM/HVeRFhsEgbM+o00/UHMBDmPjtoBuQS3D2YjF9p3cPpx2/w7nFf",
-	"87HWjx8e8PM6t0RxieTwyH/judb/xPZbLuPezoibfLB1b1Y69mpze8LsG2rdi6bnOx9UoKs91eC/ZtGh",
-	"5zCaac2xxpJl9zt26Q3ZD6HLBJ2YwCV+wjTyqXM8klBOlMrMD7Aes3gMte9atWu9yk7Vhc9OaTBALs2r",
-	"V8+cn4Pd592PAzUvHPvvZi7MmI2ytphp9IjFH9w898P4lsJA57uK7mEsiMQOWl8QGWq4T0ajICESdnb6",
-	"KJXxp8moabLzxs4nPNvGHPwUkvOxnXtOBnoq0UAvgV+D8SlDd5s7Fv+jexJfd86475WMjfoJsDmXBRSp",
-	"tAqFZXg+arykL9rgp6d6KjhuFVye1j5P4fWh6bVoQNY+n0MOk7HInGy/gTXaO6G29nGvT5xSo8PrEcM0",
-	"UDd8eSvkaRzxNF/f+u3Zc6M97LnmO8C/tpo1T2g/o7IB/LrNdl3zQpZEOqHMNMjmRsIH666rbxZ8xWht",
-	"bNNZhgHNf2RSLdnvWUZc51yWYLll7Pfs5DwKQQkTfcA/lRcLJ/+k8q7XHSUdAfObEnRr8zzPTpP7yb69",
-	"5V33k0ifl7ijc/5VVMt+trLtXjKKiIPxKLN1HwHli7k/joTyiw9TSYN1KfdGRjWaYX60NW6lrZJ1/o2E",
-	"d5ZFE1mYMKn0n7C6q2zyYPxLOMXC6Q61+52ZyHuJo7O+Pnv6emTi05l46P+SIr+QFPGnsa8Y8aRltosJ",
-	"+qyniT7AgN/V8nOdiKezlkIzKjiiabNjSq7gp25TSYAtakvplIkqBLRhp225R4xDRWOUzlMpbAg+VRVw",
-	"jR5qqWb4KTscrJFEzb2YgUhCglk1E+d9FajfE+Z4JyuW/fni2cWri4yq3p2LKlX0cVD6LqgJBUnBGOuT",
-	"TXn8OdT7zCRoRx3Hn7cIBgh+6ndvlu/9Ruun7tnxKOmxRMJHWwl3xa9lJsEv4tLQUbZsGTF5w9QbbH78",
-	"vuXUWztuLhw/2IhBfJOesVCNoy/qYZlB+H4wO6AMzwJb6jYGnCZNHAa0oTiOe4XQFMgxdL1bZ8A1pFLD",
-	"Ql37+hrRJJyMY1pfWxKynt039rElbbhly7vZDFHKea8umstWvPwSlvWnbHG4oALzDyXG47ed7yf296Wq",
-	"9tvC+OAXJrjHVnn/2NFHI5Y3Tr95yUchgJ/PV2s/JnmLlKTOCz9s6zdMWQ4ZkfnB/UiKuxLYxnj0bbLv",
-	"JYob08wHXK9+Ygd+2WRrZdPhMJVNrVkJU18Dh4VY0UJtZVmQYJ1cM7pXC3VN3lXnSXSymqQATg5p/awe",
-	"sRetex+aTz6TcuI3+zkmEcKCDjnodDMe/qtRbd19cGhCVb/0FestErelunfk29+4y/o6UBuNmzxGAeqX",
-	"26w2IUv3C4OTPyQYM2QXsgglviQIQrt6xxzBFjXi39jaoN8jy2IYE6YXIJtVZBfx1NlmoizbMVA2Wjs0",
-	"1Cc985j7B85y/HxXPDcWhyttDJ2N39KeRn8hXP+kXdYO2o3W8j0vmwvRZDoaNoVz4iJ3iwbs0ci+xkwL",
-	"RVE0w7h9QzRU7ubNzf8LAAD//w==",
+	"7H3tchs3tuCrnOLMlimnRZGynLGpmqp1MnLGN46daymTrXF71GA3SGLcBBgAFMW4VLW/7gPch9gHmyfZ",
+	"wjlAN5psSpQUO07uVLnKYn+ggYPz/YUPnVzN5kpyaU1n+KEzZ5rNuOUafz3TnLn/+SWbzUveGXY0lwXX",
+	"7nbSEbIz7MyZnXaSjmQzd5u5F5KO5j8thOZFZ2j1gicdk0/5DEf6o+bjzrDzh4P6swd01xyc8smMS9u5",
+	"uko6Xy+0Udq9UXCTazG3QrnPnU05ZJJf2vMcn8hAjcFOOcw1vxBqYWDOJjyBhcynTE54AV01Zz8t8NKc",
+	"FQUvYMQM//JoocsEmIWZMhYG/cMjyKdMs9ytfa8XlvfTgutVvT76aCde0YxdvuRyYqedoRsl6cyErC4k",
+	"Dj6WazfUP94+2/872/+5v//0fP/dF3/sJB27mrtRjdVCTnDdbzgrZ5vLfi60saDVwnIwBKawMGDzeSly",
+	"5p4EN00zZznf60H2MANhQPPxwvAClsJOIRPygpWiOMehMrfMem9ZPuPt26pxVr/Evr7hRi10zptYVah8",
+	"4R7ZHxw+2jYD/94vMgml7CaMn8G45NxBWdkhDMAqeBKAbRya4aXB4RMo1ZLrnBkOJXe7axIoxERYk0C2",
+	"nwGTBWTnWQL/VEI6fFtBdpDVyHb4+DGMVpYbEBJYWR4DA8mN5QV+222acRtMO3aQATc5m/MCmIHsfx0+",
+	"z3rwTK7sVMgJ8NLwjV0+6vejneY/Lbixa3s9U1JYtY2M3TSuhXSE9IePH1+H8xXCfxgkg8MnV92DjUt7",
+	"H/rJn67a6eGUGyOUfFE0EaY/OHx09PjLPz15ykZ5wcfrv9uXZWiwc1HcA43CfHB2c56/wrE3kcnMeY70",
+	"OAQla6pV453RJ+DLkyOPLl0G74Us6scY5GohLdd7x8DWUaLCADeJte3XfK72B+1Qwv923PwnRzvtfSuz",
+	"u3LfMHMlDUdh8xUr3hCuul+5ktbR6/BDJ2JwB3OtRiWfffFP48AcoYR7o3Djr+F9J+kU3DJRdoYdJyf8",
+	"ZRipYuWgJJUFfAH+4/T1K8fZLbML0xke9ftJxwqL8PqKFfCmGtCvhI3Uwg5HJZPvO1e7ItD3tABafxNn",
+	"XtDMQcj5wg43KThZZ9/RBcNLnlul42teQiYbmODkq5LjUuT3A3XJmeHnU14W61DGOw687qZjgEwqO+Ua",
+	"PAk24Py0hnM1rY8G5KyetIMMKzVnxer8pwVfcLyyZMKeWzHjaoEgl8qeq6XkCMgxlzk9RsPwy7mjEYLp",
+	"idaksuwI0Huv5ZlcAYGVu09DNxOOGUhWhokLt2OO79CkZ9xOVXHu7rDSsSF39V//9//t4fyfKz0SRcHl",
+	"vZBiXI0S4YRUMNFMWsjVBdcG7BRlViCoGhce1bjwPBroIyHDKwVGyEnJ/ey8LpmzsuS6nmvNNbpZtbyM",
+	"gPaNkvxe8CIqDZi0TkhGsrmZKgsjPhWyIMDRK468Ju7rEfwGEc/6hu59LDpqztthF5+rfHru9e5sCMYy",
+	"bYFNmJAw1mqGkByjJuuUdATfK2Wfq4Us7gXCINcdXo9xtHUo0gNQKE4cn18KY0FpmDIDzqQpGlh4VEPx",
+	"lbLw3I/5sUC5MX8HTac/NK/UPxB037NVqVhxptRLpif3Q8I5jXVulTovcbQbxKZVCsKDNfZF1OulJZxI",
+	"K+wKzpSCl/75jwRGZxqG6eHUNNgpk4h1as41WUjI9wx0s40le4I+U+o7Jld+/uZeYEWpcj5elOU6PJ2U",
+	"AbxNTMfNOchM/3wF1sNIQDo4uulBNb+Ph5b17BEfF6Pq7nkpZgKlY0Dd+oJDW/p1DJnJ1ZxnYNjKwHIq",
+	"8imMHAIjoH+QbGGnXFoHT34/DrBYGyuCNoMRZ9ohg3rPJXi543ltTfKDGsY0MaXFz7z4qLIHZ5Q4NsT8",
+	"7BxqjLR6z3XNq95LtYRutrZEj60/SHbBRMlGJb8vAKtx1lDVz8dZpdOFtc7EKNQyVuEex2L7lOsLkXP4",
+	"oTHix8JRIS+4tEqvzqMVODyMfw5Bc6tXZByPWP5ejcc9NOD8J9DXlSNWRCYIKwrhvsPK77VjIFY4Q2XM",
+	"SsOTzjy69CG2LHc3IJOOteX5zNz0ykvHGM7OXro3UDulVwo+ZovSdob9daj8VS2hVHICVhGjEYRZz188",
+	"f+2ZznLqse0mTd3ZjWOlZ8yibWW/POokzgIUs8WsM3zU7zszaSYk/e5XO+000QnXHTLzgin5tmmD+/W/",
+	"q95So3/y3KKBgmrEyYXH5uYC/8Isc3wz4+7+EEjnyI5xRaenJ5CJAp1fJLouRFhJc9eE5bOdgP/CPXiV",
+	"dJz1fdMLNPFv3ZO4dPr4TW+9Cc+5d5xx1/R34C4NDw5YPuMHlQ/2YM1vtmZhJ50Gzybc3HSxNHZn7YUw",
+	"Gb/0aD3b9+xbDyQuHUa87bC8Yrea40IK9EUEfTdgRF4quqVVWfLi3BFq9Jl6VV9rziz3hHQ3ekWDbgdq",
+	"fe2eW6fVJi76ecDZ2UtHZzNRlsLwXMnCQHcABno9GPRhJuTeMTB4z/mcleKCw2xhLDCt3d+OMwkJwl5P",
+	"bl/21+htgD9vILlqsdcS3InT3jeX94bJQs1AFJWe4uXBXKucGwOlGHNnLjcdTH9//2j08slPh/95+c1F",
+	"3/w4asNOtJe/RvmzAVTrGLc3a52IItI2bMaBbhUObkTghusLrtEhhvT/l29ND86mPJWGozdVzbkc4jAG",
+	"mOYguXtec8lmvHDiV/OZuuBFAqOFBcmXoCQ3MGMrGPFUYtQgAaOAQV4KLq3fuzznc4tOuIKDsOsiGz10",
+	"uQWFnDaVfz07+x5IZu7hBP2U3NMSrCrYCqdXCvQFCwnZ5T6/tFwaMSr5viOoLJVu3IRkmZ1yof2QuH6S",
+	"c6xwEjhxIxQqNwc06f1KCTa9WbF3nEqB0Cl4KUbuDi9XOHsmIcNvJV5nm3CJ9wu/fANLtSgL4HKsdM57",
+	"qWzsfcMt1Nz1pLOxIoehDbcWeiWbXq3oUu002NT5YtdDm03YmFjT89PxotU7fjpJU3evnEDuK+gDqoar",
+	"GVnT79ZJNk37hoXcWePPqDTTMJsqTTS898827UMn21psuOAP8ksIj276gfwDkb+IIBx9v6HqhwnQj3eO",
+	"mt22Fndjxw6kQk7OUQm+iSc/p4fP8Nmr5FPpXtfpMc35X8tmG7NvDW8GEQvMevqr9bQlM+Sq4sUxOJrK",
+	"bbkCIXPNmXGa+dwxNkdFiWMLjlGyXCvjjB7Jl6w0Ccw4k+j0Mqa66d4wjhMihpp2KVQJnU2Jk3S+YXOM",
+	"Hzf2dSaMm1XQtUyLAlKbBlqzlfsdRXdbxBE3i5lj42OL9j2HkhmLcRaSTnM24eS5cyBiI4ykKVk/Sq6n",
+	"pCMXpTebKL6xMS+l51Mmze0mf3t9bw2vAsjq79+gdP2Vs9JON2Ff8IvzmReu/qWRUiVnSDQ8SPvrJkkq",
+	"wVVt6MUqqXrfGrBr0Ai9Fr7WOntVFly/kDnTklkPuOaWv6YwN2kgSjr5eFG59CK9YOzs6LIEYb0vxSQo",
+	"ywlVtFPJJM8tyXv0TTZVlvzwbz/nh+XFSAzmo9mraT57PC2+KS9Gkzbl5dugx21Cnvi9OWfIBis6Kpjl",
+	"+06+tA1Xc6MNurtBu4u+di3jQU62Odmgnd9qtndZ4b14vFrYXLXFWU85UrdfBShZrnBXN22PIO9R/LeZ",
+	"FYFDtm7CdRbuL2exrW1tUIfWxUu8Z0kTAapFbEWBF97oXSMyyckDgPNOwMFqH6EJr1BbZuBnEbxW0l8O",
+	"vnVRbBrYnwy5pshGzkWTj1yHYZuMx6HZ7c1CzWdMOHm6jXxvwJzPFukiq7EFujcgYQSTXXDyezZpYU2V",
+	"1K3+2NlRcyud4plXEjQ4neBuykKI092ogobn1sFOa4wG2gqs00oY/1rE5jhoq1bxGZPhLUnvGnLbgIcz",
+	"HH3C5A2yOtCWN0HDi1u32hkeG+iKd7a4m/p9mMUepx48o3QjirscA+73yrs2oGSWw2iFWpUV+XvoPnYD",
+	"7N3eC9UGsbA9rVZOFJ54YKBUE5GzEnDnnZ5Xy5XuoNd7PDj0KVBq7LN1fjh7vv/kGLxRTD+jRLikcvLM",
+	"S5bzYq+p6y2Vfs81ZkBF2UyPB4fr6Uwbm/19yeQvZOjcwcC40VhoQyU35bvZ5QU39Kloho3Uvy9bIDRj",
+	"ly/o4UE/dk9W6w5a8y825BpUwqz9l1pB4kNKm/bl86/h6dHjP4EPmQGFwgz521gwqrNcFZRT1wRY7g2u",
+	"a62qyu15VUfaYim+U5rapgTK1Zy3KXbAAL000D06fLqXxHFY9CdMhR1CRl7dDLoMcjYHM2UaU1dTpKMV",
+	"jNlMlKu9BDL6K4NunSrzwPj7Dwz8tFCWHVNeUirxsvB+14Vk4zHPLS/26tBxlkBG6WxOAmdaKZv1IMhk",
+	"mcoow8n04G+sXFS+WUDX7Lr/kabSCqNNO/aonXf5aGa8La05gOuEGr8QBztv0rrwbvhsUlvOiFBtGPyG",
+	"T4SxXN+NsEMga9MIKPmElXWO+fW5qglk5xmy1oiEv7x7Tig5FVs0NLlCvHcksODopc+cSpZBd0t6u0+Z",
+	"3EtgMQer4Msj+FZ8lYCxyuE1v2ToOWMGJuKCY2zwcn+i9v2E/mmU7L1hy++4MU43Xd8uHw3D2bbvDqri",
+	"vxVv6O6+zfbF1j6vlpQcChcFH1YCXwycik1cJVezmbCWFxjE4D6Qe737sZVeQ3p/K0436iaGdR5/pVKQ",
+	"9tDNKizOKLHapLIuCjmOg010m0bYQ+RTDikPsqT+8RCTtFMZLuRKWq3KqM4Euj984QRar+f+HzxPwP3/",
+	"p+f0++nzPWJtcYnJ4ZPrqOsfBw/T9LLf30/Ty8E4TS//NHZ/Ph1vIbfTEGDZgFsWbMkPWPxxdfCBac6u",
+	"3E+qxLjKYDnlmgOTq4pfeLbslt5VEiNweGMPeftDd/lnrpX7NVO62hOz14MTR5LBE83wHs3N9FL5ouCU",
+	"R+Zj+kqLiZCOUeFS3BOW8g29pK6mn0HXsa99w6URVlzwvWMondpdczkDY1WWaplKN3TmUSkDvSi56cEz",
+	"n4ZfKaGt8a5Nq/vhDcplv7F1YZC3/7jlBppAemtOyFs5eH9bPpd7R3xu62NtMMRWb8hmjH3NJ7LdBd4o",
+	"cdmoIqm8a9AdHD7ZHwkLhuea2ySqI5nyy3Up/KiJbe5nzCj6+0/Z/vjdh0eHV+14Ffkz7oNY946H0Odu",
+	"iIGE2e6YLhR8LFkCrFyylYkyk/ERb4FazdlsU8n/2BBoxoV394D9yGw+PY1evdF+3ADu+qdbgT3n+S/h",
+	"sHPjvFHLHdx1N3jfWj1p22buvrgxcelruFoKpHbUUJ2mgxVfkWapvYrOi9uql1GIv30hiJknsrgB4R1a",
+	"W65nKCoRsw1k6oLrcamWlNQ759rwghL4F9Lv/oh+NzOz8Mp0YQu1lD7VjigE8H6IyVIOUxO+mjNzMwVU",
+	"q3pDj68RDyvL1+PO8O2uZPQuuVkbbcbY/U2sB4jX170dnPbiuHMNbirsqyDY2/QO0rKv3fA3FSRDiCuM",
+	"j7QbZonJG/Uk27LswkRaY2GnS87nd0yFrXJ612UZWnCneBu6hWZjC4f9w/7+4BAWEtMRsj/S2z5jHC3/",
+	"pTB8z5sL7/ncEpkZZoUZC46pCk1w3Y7U/HRbgU5AMJhkuxFe12o+X3ON3ejxc/O/P39ct0XdoEk1obaV",
+	"oGTYwiscVRSeXzhVfumeDZiPPMOBWEm+A/E15fBVskum7G7PrnG8q3dhVQ15tymRtnifYykHojgmzMKk",
+	"aAbFglzTWDYioaIq09AJNjb7U4WrnOwNmc3GVmmZwVx6YOqiMTvVajFx1pAwFr9ost3CWZFdeL1+7Z/b",
+	"EMLEc+r0vS1CGb+VL7SwK+QMIZSVc2OuyZGiRFAsmWBuW7BNA1TNK459bqYvvkeU9suvUgTa2jvQd+s0",
+	"Lr8tc/Etx32hSpJnCztt4280n6rSzUuTXMmxmCwo87IHP9bOALzsJI17z8Tv6IXE5gAFv4CZKjgVe+OS",
+	"DBJpcA+z4HiFzJcD4P7i9mBsDidcL2Vq7ZzqKIQcq81FfLcwlmo9mM848zMaKw0UNKEuCaYHLywmMxuk",
+	"GE1JueR5B8MdXqbSvYH82kCXXttLSEPyGTqwk5vBGfRnZy+TVGIFgw+bIVAaSQkmAQZzNhESk1UxT6jK",
+	"pnSEUmc4GHRtL0VZ5EwXFfEkOOgp+nj2T7m0+yekNcVc0cByqkzTYHAQS2VFeDPmQNVLZSpPUHKFSnfI",
+	"mdbC029G4N5HWyGDKWcF10Mi7S1p16ncyLuGZyGfifZN8iWl8fkWAZIvE+CzuV35LV1IceE4WjQ9SrR2",
+	"r0uoQiDZthKijMISbSGRVM74bMQ1dA3ntEgfa8mAmMZeD75uz8TG+Tyrc3qRN7sVxQVcbrlEaCNeKjkx",
+	"YFWldCvJAz10MeXacsmkpWAH06s9BEnYAkykNGAWDlQRKqIf5+HBwz9ozooMlE5lhtg7PDgIfTP+sNTC",
+	"8oyAT7TopkrJtMhjSJq8fnVSVT5LywTReSqXU1VymBFW8arymDyVSlcICYKSG73TqRQ5l5TG5VnWsznL",
+	"p3z/sNd3Op8uPZGb4cHBcrnsMbzdU3py4N81By9ffH3y6vQE36lDHZ72O0nHIQexg35vQM84QcjmojPs",
+	"POr1e48w29hOkVcfFCrHPybctuVn6QteEFMci5IbcOiBbXh8UdJISKZXxzDmNp9S/jy2saj4KOUwc1JD",
+	"Qgr7i4LaxlB+SdRF4rDfXyuEs/zSHkztrGxqpy3tKDblzOmSTSZcww8vQslyJLA6w7fvnNI9mzG9cmut",
+	"HnYMl00MqudV0n3nnXv5YIr5mj9HEGsuKty/cV0xdd6upYBPGd2y5sBgEJ/FxQ2LfikuuOTGXLfkGbda",
+	"NJCkueRwf7etnJdMyFvu5Xf0hYBz32s143bKFwbckMAv58qggQPkGrx+zdHr9dS3rt7TTm/FCAVbQeAf",
+	"cjr/7XY+jLoBjErDat3k13Mun33/ApCcISSIJejgRmGPf6CrXfI48LFkBkYLUVok0OvhdIbNCpS0mlFL",
+	"j20gwszMn7cykTfudl2ymCvNgSF3ZNIsgyqAPjzs4IRBPkoGYfnUSadN3uE/+atQGa3HKoIp1vE+7j/a",
+	"Nl41wYO4pPY6uLvxxU1EeTE4IJXMERSZTsq0AD/zSSYZ/LnS7xy4pbKoYR1D5pNP3BOoc4Xb/vFjGCk7",
+	"BaO05UUPyOyrGP3m1rj5PHdT812IuLFfqWK1w8ZEdc1V6srb2peHfxw6K4RSUN6GK/7WUyxk2bEoOUqq",
+	"uWpaP86muvqIiIUpSFvoesLmiE9H9L3r8SnquISvDHZCwUbRlXtvsAPqrjerwMn7+uWb3qW+OojwEWvh",
+	"MF9oDoUYj7nmMucw4nbJuWxgKeIjKlARLRDeb9DBB62UvTqYUCVLKyf6Ws3mGKDEloMlkyHaKC64Q39v",
+	"laPlErf8IvdVbX6kElU/tFymPDI/HFsi1cfx3dp4qSwLZiEL3susl8pXnBfGXUJVVUKlqaaLfv9R7paE",
+	"f3Hvf6wejL+Lmjf5FZRj8ggwJyxRCiiNZgmLamtM1Zwso14P9Eoq3VqZ02lFwcmYanZr7G6pyNlzYFvg",
+	"EO2lPbxR2ZNUK3B3N8GUSsxOquxRUQR5UAAba26mCZTiPXfmy5znWHIp5ATzJSdsjr4wKh+VqtFMJCxX",
+	"GNwgajbpRCIfO5mDxueE2suExKQmc8Pt+YbNUYWue21ucazVjxxg08KrZGu6d7BMMO7c5txAnnf3vne1",
+	"o+fDluF9WWDk//UE7pP2qgTSwXr+aFsA9kaA+BahV+8+Iqt1G/UZcdpdlIS6bdad1Ip78mUnm6BBety3",
+	"gDKWaNoxZN90IpDtzqwZXUlbmTMWTyplHxjvcxLUEJUYGHRrZraXEDcZrcisg5iLpvJaNtpG1I59nOLc",
+	"7kzVtyepNYL6TdBTFTtuIarXnp9+/lR1NNhhcth+7b7k9FJ4sonIqY1aki3K+3dCWlJWkBAywub3QhaE",
+	"zft0QQYVoXK6eDry7UVRkKNV5TsuzHmeyvUkSmw4gOaiZtKwnBzer1CXiJ19lJ/PSqNSWVUnU/JWRYnk",
+	"XrteoUHnm1IWpqosnNgV1viM4yoR2UlyYgbBVDw6fNroUgVdzJz2mcd7beQdAvneOr8Lhb+7hylDybpo",
+	"onTq/ANHUsUC9YD/PVULTRnPai5yfJa83FGTo5vzT5oJxTsZNYNflDNgtLPNXK7zKD5/1nA3Y+jo8OnN",
+	"7623prsvdwmADVqwkLvwmu2S+eCD4zJXxIZKblvKEf6C12uWVOCXe/BMgigp9xw5Vbfyyr9B6z3bi4p7",
+	"KKV2ra1t8DqgUUVtTbil9i5jVRa86MFzpSecOpixVHq/Bn3PLPLccZ7bMaA2/R6/cQ9OcbOgrrpOt4jq",
+	"o5be8UpPlLW+09ySGZ+d8vkT072QmzY7oHY3uDILpTSoRRVxiZB9r12ytvprf8097n8KphsS2n4DLJeQ",
+	"/vo3qj6z9+eZrKCG7rT9O7LHJefz7T7Wvzk2xhxfJEeRr1JBzK0ig6ppSMXZVKR+pbKouKsyHOyUWRgz",
+	"UQbGjs6SOTNVr6iFlgaW7jHHFjAHBisWAnc24LOKnKqFs6lzGmE5FaUPDbjV+aQFQ2pemEuBwQQ3CeS6",
+	"VMPmQ7sWCkGO4oUsuJ6oTeYbRV7buG8qEU0RCM7qm7I5r2IBmHwQ6kUZcX3NKRbMC+hKjj6fJJU+MRqM",
+	"+JknkKvZSEhmcd5yXy1sAplDlAz45ZxJajvCL1i5IIc6zN16ETzu29iChwhhbwgjvlIYhqeCOzcx0kQd",
+	"qI76/VRuFC359AIqDfT7QKbzTNjER/Vp0bVEHGOsOMAgIELwsbcIKty0+xit91Fpa/bUzNfy+utNbQrp",
+	"sfZsot0YX5zf+Ind93Fa4TbG6x55gGbRorS/X633Xpw4MM19pfcdm9rkndewZ28ebXMlObubiC5faI2R",
+	"Uankvu/k1sgjavSMrwphkfl6Lz9k0ekMZATHKUx0ZSHVUuIJMAuLVUeSslpSWaeCGOwfueIFlEq9X8zr",
+	"YioMFlg+q9uykMMdHdohy6k5FPrCYy8YGf8syh5kmGazWuvbPkxlrqSHi6/Y81wfcrYwvJlCqYFJUKhs",
+	"Kxk1ukxlMzKAfRrppCYjJhJdBLIIbFOtxUlwSgjphMRVnfEUt83f3gEMntGiUUiaOZc2lY5/OiYlJC/2",
+	"ubSYJTRaFE6PDEV8zCftBOmJO4DZjcSYU0kLavoUw/cp7ScKu7S6EilVcZMt71Ry1uZIjBIxfx33f+Sr",
+	"fPwbcVXWjWn+5/gqP3m4AP2bMTetwqIMIqQNXLyOGKwx8gPMz9zKzl/PucTcxtPTk5DCDZT5GLNEryn6",
+	"0HHdBN5H91JZnbGE/NMyPN6ry8oSmweRruVbu64nh2KdWSqzqvYMul6FyxpZ89nesJEJXJVNe9UyYuJs",
+	"PY09WePUJJscf9vMDU8ls3SzroWhE6XocBGnT1Y55l0cTdgq2l1lk+/1UAeXkPke3KHMqFpdlOWfJXVz",
+	"7j9X391LAEuFnd5cbT/ZGcQX0a9czRIDOGiPUIlCwUtMZyXxHwXWaULok8b4j8LKnqqTR7MuKsw3lVmz",
+	"1MDtx84lU25/m7VAWPdc1/xANqw7QGdY/o7QonpnacMiBo/BIIaGm1MhrRmCVNTRZuX0EWD5e6mWJS8m",
+	"2LMVDaIfaXUhtdgXl4bkYr+lNWyNT6MlCYuogi+ksit8zfWwKkL9Iqq7DkhIGvoxlkpU6QxkZwqdSjr9",
+	"JSqhQD9M6abi989hHeWR283CDIdeIWNe2LgmSxg0d9RS1r3qqp718JVWS4PdKtCWwjRnaU8pLyNn0hmd",
+	"hsvCg8UkWLmOpjHWzIXKgiyuCCCL8+FDdAEIS5UHnps8fAjUu9WneZM6hPiGpi7OdEhKl3Cqhsw1bhor",
+	"y1XicXC0oj98d2fPrzTtXJc5nuBW9cA01pNAli90CfuvMvTwhR7YD3zSugOwGlH6XgKG81Rmvo/zwURl",
+	"qCL6ttZ1o2cfCIry93AebsVhjamkLHBUaXz+A2lFFIuhoBGdQGAAWwW4Zy64PganJQrrfof+MtTlpdKF",
+	"vJkr3Uq8DulgUYqRZnrluRMlYaSyu7XLdQIplQmR8kyblXZaozxRlcg1qtfb7brXOyz5LrEFEClXd9bF",
+	"disQq5SyuEOSL/wO/ZI2i4uMXZX+oK5ZHXomQqin2eQfnTudj9jaDiTK5U9wH0NPcWQ/LbTZg2dRMQ/t",
+	"enWczy2qeVoPMMSuDOvOhne7JSIjre4TTq1XD1u9GsJhv993LGOt7DyVBbNsCB9SKsBOO8O089PR/1n1",
+	"er20k6RV1WvaGR4NkrRZk506fEw7osDXzGK0P8CXAl7h5W04ik8icqWYNJrGpWZpZygXZXn17iqaNEnR",
+	"VIpiCEeH0dTXjopYmw2asddNJe5JiW9gUNq9EPoYboDi0M897Qw/3OULoUcDvhQ6wOGdzZYO+Mzo0X9M",
+	"w55E3RXx3mH/8Mv9wWD/Uf9s0B/23b+/44N114f25waP/+5XVncsTDvDweN+v4+XqSth2hn2r65SuWZS",
+	"NSvOfvzrs7Mfv2mrVyKsPHbsHrK6/DOr9LpQ8onZelWZ542J9M+kl1WRFi19iQqybBzXc4MhROruv/7r",
+	"v51y1dB1j2u18V//9d9NXfF4u9qVytuUqtPQa1qdEwC/u8DGXYPIn8rsq9PVPzRKKd++c7KiUfT59t1V",
+	"I6WdhLizFPcpeSz4nZiJ0d+rzO0mY9K5rLg1OnmbJuTWCsRrE86CH4z6V/kO5cibhqj2EWuJWlxmgQ1R",
+	"xJp8XqnMNnlQloAVM26Sqnl/5d+SCyyyU+PgSazaNDv7MLSMqb2BjTLJdtcUzrlNL5pwMvZuHybAU8N3",
+	"cOfgMfM7PFcdHv7xHT++ye4W/zyhIG757zyK/p9YWM1kXLUbUZd3o7/blZQOvBjdHgr9hooyoyMvphxj",
+	"hcLAWHN/EFADn0NTsDWXCSaju+tYf9mDH0P9EJqngUp8W3ikU2dSJiFRLJWZ7zo/hLh3fFYdvdOoQnei",
+	"Lxz/o7nhZKyenb10Fiz2FWieq1Z9cOiPHJ6ZIfSzOk2t/xTis4qPfSPMpTC8cSQtmVdC0uluPtU1ZOcP",
+	"+v3AIRI4OnyayvhUxz1vZEVfbJx+XJdc4SlyzpqtjcVUosJecnbBjQ8Gu8fctviL7k383DEwXwUbK/kj",
+	"DlMmC16k0ipkluH9qKSWDgPDU/tacnOuZVwe1z5P5nXXwGnU+myXU/BDzzNSL+vjA/s7h0rXzkX8xMFS",
+	"2rwWNkxdsMOhhSEC55CnOrjw96ff9XfQ76oj1H9r2Yge0X5BYYMnjRXbZc1rWRLqhATiwJsrDh+0u6a8",
+	"mbEV0NhYgLUMXdX/DFIt4QvIiOqcCRM0twy+gMFx5FwUBhbSnwTWS+XJzPE/qbwpdktOR5P5XTG6tSa4",
+	"R4fJ/XjfzvyueY7Z58XuaJ9/E3nQny1vuxePIuQAFsUs78OgfJr+x+FQfvBeKqkbNUVVSalGNcy3lcel",
+	"1PnPzr6R/NJC1GsHhEmlP3futrzJT+PfzClmTreoymg0Et+JHR21dVCgg3cTH6jGTf83F/mVuIjfjV3Z",
+	"iEcts51N0InIJjo1BQ/D8x27iKazGkMzHw3DPsJDCrbgKeGppInNFpbCKyNVCF67nbZFldEPFTXIorNl",
+	"vfNpPudMo4VaqgmeP4ktU5KobBsjEklIHVDVaQ8+v9evCaOpoxVkfzl5eXJ2QtFONFGlis5VpiOVTUg1",
+	"C8pYG2/K45Ok79Ntom5iHR8tExQQPCV9Z5JvPd76U1djeZC0aCLhvGuCXfFb6Tbxq5g0tJU1WUZEXhH1",
+	"BpkffKgp9dpaqhNHDzYiEF9+aSyfD6NjMDGBJBy9Dl2K+MywWHKjdW1S+WG4NuTH8adMoyPH0P1mBgnT",
+	"PJX+CG1kFaIKQBlHtD5rKERBm19sI0tacE2Wt9MZohD0TvVRpzV7+TU0609ZvHJCpQN3RcaD941DT9sr",
+	"jlV9LDu++MAE89gqbx87/KjY8sbuVx/5KAjwy9lq9Qmw13BJqqnxbdR+x5jlgBGpH8w3G7ktgm00vt/G",
+	"+94guzFV58f1vDbo+mGTrTlre71UVlmEJR/77EZMsYsGqnMGAwdrxJ7RvJqpC7KuGm+ikVUFBbAnTG1n",
+	"tbC9aNz74HzymSSKv9vNMIkAFmRIt1GnuvfvEsR188GBCUX90tci1EDcli19Q/z9nbutLwK2USPRA2Sg",
+	"frjN7BPSdB8Y7OkiuTE9OJFFSN4mRhAaETTUESw+JPqNtQ26HmkWvRgxPQPZzCo7ifsJV72C4YZWwdHY",
+	"oVVC0tJpu72VMMOj8+KOwNg2a6OdcPyVejfaE+PaeyhD3UI5GstXM20ORD0HqY0YdgCMzC1qneiTOYOa",
+	"FpKkqDt1/YWoXeDVu6v/HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -11,9 +11,11 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/musterhq/muster/api"
@@ -93,11 +95,15 @@ func New(opt Options) (*Server, error) {
 	}
 
 	r := chi.NewRouter()
-	r.Use(bodyDeadline(opt.BodyReadTimeout), s.epochHeader, s.metrics.middleware, s.recoverer)
+	// HEAD is served by every GET route (RFC 9110 §9.3.2): chi routes it to
+	// the GET handler, and net/http drops the body.
+	r.Use(bodyDeadline(opt.BodyReadTimeout), s.epochHeader, s.metrics.middleware, s.recoverer, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		writeProblem(w, core.CodeNotFound, "no such route")
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		// RFC 9110 §15.5.6: a 405 lists the methods the route takes.
+		w.Header().Set("Allow", strings.Join(allowed(r, req.URL.Path), ", "))
 		writeProblem(w, core.CodeMethodNotAllowed, "the route does not take this method")
 	})
 	r.Handle("/docs/*", s.docs)
@@ -120,6 +126,22 @@ func New(opt Options) (*Server, error) {
 		})
 	})
 	return s, nil
+}
+
+// allowedMethods are the methods a route may take, in the order Allow lists
+// them.
+var allowedMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// allowed lists the methods the router serves on path; HEAD comes with GET.
+func allowed(r chi.Routes, path string) []string {
+	var out []string
+	get := r.Match(chi.NewRouteContext(), http.MethodGet, path)
+	for _, m := range allowedMethods {
+		if m == http.MethodHead && get || m != http.MethodHead && r.Match(chi.NewRouteContext(), m, path) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // ServeHTTP serves the router.

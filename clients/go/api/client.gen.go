@@ -46,102 +46,6 @@ func (e ChangeKind) Valid() bool {
 	}
 }
 
-// Defines values for ErrorCode.
-const (
-	ErrorCodeAlreadyQueued        ErrorCode = "already_queued"
-	ErrorCodeCursorExpired        ErrorCode = "cursor_expired"
-	ErrorCodeEpochChanged         ErrorCode = "epoch_changed"
-	ErrorCodeFenced               ErrorCode = "fenced"
-	ErrorCodeForbidden            ErrorCode = "forbidden"
-	ErrorCodeInternal             ErrorCode = "internal"
-	ErrorCodeInvalidCursor        ErrorCode = "invalid_cursor"
-	ErrorCodeInvalidName          ErrorCode = "invalid_name"
-	ErrorCodeInvalidRequest       ErrorCode = "invalid_request"
-	ErrorCodeInvalidRoute         ErrorCode = "invalid_route"
-	ErrorCodeInvalidSelector      ErrorCode = "invalid_selector"
-	ErrorCodeInventoryUnavailable ErrorCode = "inventory_unavailable"
-	ErrorCodeLeaseExpired         ErrorCode = "lease_expired"
-	ErrorCodeLeaseHeld            ErrorCode = "lease_held"
-	ErrorCodeMethodNotAllowed     ErrorCode = "method_not_allowed"
-	ErrorCodeNotFound             ErrorCode = "not_found"
-	ErrorCodeNotImplemented       ErrorCode = "not_implemented"
-	ErrorCodeNotOwner             ErrorCode = "not_owner"
-	ErrorCodePayloadTooLarge      ErrorCode = "payload_too_large"
-	ErrorCodeQueueFull            ErrorCode = "queue_full"
-	ErrorCodeSessionLimit         ErrorCode = "session_limit"
-	ErrorCodeSessionNotFound      ErrorCode = "session_not_found"
-	ErrorCodeSpecLimit            ErrorCode = "spec_limit"
-	ErrorCodeSpecNotFound         ErrorCode = "spec_not_found"
-	ErrorCodeSubscriptionLimit    ErrorCode = "subscription_limit"
-	ErrorCodeUnauthenticated      ErrorCode = "unauthenticated"
-	ErrorCodeUnavailable          ErrorCode = "unavailable"
-	ErrorCodeWaitTimeout          ErrorCode = "wait_timeout"
-)
-
-// Valid indicates whether the value is a known member of the ErrorCode enum.
-func (e ErrorCode) Valid() bool {
-	switch e {
-	case ErrorCodeAlreadyQueued:
-		return true
-	case ErrorCodeCursorExpired:
-		return true
-	case ErrorCodeEpochChanged:
-		return true
-	case ErrorCodeFenced:
-		return true
-	case ErrorCodeForbidden:
-		return true
-	case ErrorCodeInternal:
-		return true
-	case ErrorCodeInvalidCursor:
-		return true
-	case ErrorCodeInvalidName:
-		return true
-	case ErrorCodeInvalidRequest:
-		return true
-	case ErrorCodeInvalidRoute:
-		return true
-	case ErrorCodeInvalidSelector:
-		return true
-	case ErrorCodeInventoryUnavailable:
-		return true
-	case ErrorCodeLeaseExpired:
-		return true
-	case ErrorCodeLeaseHeld:
-		return true
-	case ErrorCodeMethodNotAllowed:
-		return true
-	case ErrorCodeNotFound:
-		return true
-	case ErrorCodeNotImplemented:
-		return true
-	case ErrorCodeNotOwner:
-		return true
-	case ErrorCodePayloadTooLarge:
-		return true
-	case ErrorCodeQueueFull:
-		return true
-	case ErrorCodeSessionLimit:
-		return true
-	case ErrorCodeSessionNotFound:
-		return true
-	case ErrorCodeSpecLimit:
-		return true
-	case ErrorCodeSpecNotFound:
-		return true
-	case ErrorCodeSubscriptionLimit:
-		return true
-	case ErrorCodeUnauthenticated:
-		return true
-	case ErrorCodeUnavailable:
-		return true
-	case ErrorCodeWaitTimeout:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for LeaseOutcome.
 const (
 	LeaseOutcomeAcquired    LeaseOutcome = "acquired"
@@ -218,7 +122,7 @@ type ChangeKind string
 
 // CreateSessionRequest defines model for CreateSessionRequest.
 type CreateSessionRequest struct {
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`
@@ -232,8 +136,15 @@ type CreateSessionRequest struct {
 // Example: Zk3bL8q2QxGv0sWb
 type Epoch = string
 
-// ErrorCode Stable error code; the same table drives the server and the SDKs. Append-only.
-type ErrorCode string
+// ErrorCode Stable error code; the same table drives the server and the SDKs. The
+// set is open: codes are never renamed or removed, but new ones may be
+// added, so a client must accept a code it does not know (and act on the
+// HTTP status). The codes known today are listed in `x-extensible-enum`
+// (and, with their status and retry advice, in docs/client-operations.md);
+// it is deliberately not an `enum`, which generated clients would enforce.
+//
+// Example: lease_held
+type ErrorCode = string
 
 // ExtendRequest defines model for ExtendRequest.
 type ExtendRequest struct {
@@ -315,7 +226,7 @@ type LeaseItem struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId     OwnerId `json:"owner_id"`
@@ -346,7 +257,7 @@ type LeaseStatus struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation *HolderIncarnation `json:"holder_incarnation,omitempty"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId     *OwnerId `json:"owner_id,omitempty"`
@@ -359,7 +270,7 @@ type LeaseStatus struct {
 // LeaseTTL Lease TTL in milliseconds (100 ms .. 10 min). A lower bound; expiry may be late by one tick (50 ms).
 type LeaseTTL = int64
 
-// OwnerId The application's logical owner of a session (1..512 bytes).
+// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 //
 // Example: worker-1
 type OwnerId = string
@@ -378,7 +289,15 @@ type PlanRequest struct {
 
 // Problem RFC 9457 problem details with a stable `code`.
 type Problem struct {
-	// Code Stable error code; the same table drives the server and the SDKs. Append-only.
+	// Code Stable error code; the same table drives the server and the SDKs. The
+	// set is open: codes are never renamed or removed, but new ones may be
+	// added, so a client must accept a code it does not know (and act on the
+	// HTTP status). The codes known today are listed in `x-extensible-enum`
+	// (and, with their status and retry advice, in docs/client-operations.md);
+	// it is deliberately not an `enum`, which generated clients would enforce.
+	//
+	//
+	// Example: lease_held
 	Code ErrorCode `json:"code"`
 
 	// Detail Example: the request body is not valid JSON
@@ -408,7 +327,7 @@ type RegisterRequest struct {
 	// Kind One legal segment (lowercase letters, digits, `-`, `_`).
 	Kind string `json:"kind"`
 
-	// Spec Any JSON value up to 64 KiB, stored exactly as given.
+	// Spec Any JSON value but `null` (refused with `invalid_request`), up to 64 KiB, stored exactly as given.
 	Spec json.RawMessage `json:"spec"`
 }
 
@@ -424,12 +343,16 @@ type ReleaseRequest struct {
 // Revision The broker revision, +1 on every committed state change.
 type Revision = int64
 
-// Segment One route segment; no `/`, no control characters.
+// Segment One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Segment = string
 
 // Selector `lease://{realm}/{area}/{resource}` where any segment may be `*` (one
 // segment) or `**` (zero or more segments). Exact routes are selectors.
 // Identity is the original string.
+// It starts with `lease://` (case-sensitive); literal segments follow
+// the `Segment` rules. At most 512 bytes.
 //
 // Example: lease://acme/renderers/*
 type Selector = string
@@ -447,7 +370,7 @@ type Session struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`
@@ -538,22 +461,30 @@ type WatchSubscription struct {
 	// Selector `lease://{realm}/{area}/{resource}` where any segment may be `*` (one
 	// segment) or `**` (zero or more segments). Exact routes are selectors.
 	// Identity is the original string.
+	// It starts with `lease://` (case-sensitive); literal segments follow
+	// the `Segment` rules. At most 512 bytes.
 	//
 	//
 	// Example: lease://acme/renderers/*
 	Selector Selector `json:"selector"`
 }
 
-// Area One route segment; no `/`, no control characters.
+// Area One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Area = Segment
 
 // Cursor defines model for Cursor.
 type Cursor = string
 
-// Realm One route segment; no `/`, no control characters.
+// Realm One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Realm = Segment
 
-// Resource One route segment; no `/`, no control characters.
+// Resource One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Resource = Segment
 
 // Root defines model for Root.
@@ -597,7 +528,7 @@ type FleetGapParams struct {
 	Live  Selector `form:"live" json:"live"`
 	Limit *int     `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged.
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -605,7 +536,7 @@ type FleetGapParams struct {
 type ListSpecsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged.
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -614,7 +545,7 @@ type ListLeasesParams struct {
 	Selector Selector `form:"selector" json:"selector"`
 	Limit    *int     `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged.
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -995,6 +926,14 @@ type ClientInterface interface {
 	// again supersedes the older stream and keeps the subscription id).
 	// Without it the stream is its own read-only session. Browsers, whose
 	// EventSource cannot send headers, may pass the token as `access_token`.
+	//
+	// **Read it as a stream.** The response never ends on its own: read it
+	// incrementally, event by event, with an SSE reader (a browser's
+	// EventSource, `curl -N`, or the SDKs' watch and observer, see
+	// `clients/go`). A client generated from this contract reads a response
+	// body whole before returning it and so waits here forever; use it for
+	// every other operation, and an SDK or an SSE library for this one
+	// (docs/client-operations.md, "Watch is a stream").
 	//
 	// Corresponds with GET /v1/leases/watch (the `WatchLeases` operationId).
 	WatchLeases(ctx context.Context, params *WatchLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1474,6 +1413,14 @@ func (c *Client) ListLeases(ctx context.Context, params *ListLeasesParams, reqEd
 // again supersedes the older stream and keeps the subscription id).
 // Without it the stream is its own read-only session. Browsers, whose
 // EventSource cannot send headers, may pass the token as `access_token`.
+//
+// **Read it as a stream.** The response never ends on its own: read it
+// incrementally, event by event, with an SSE reader (a browser's
+// EventSource, `curl -N`, or the SDKs' watch and observer, see
+// `clients/go`). A client generated from this contract reads a response
+// body whole before returning it and so waits here forever; use it for
+// every other operation, and an SDK or an SSE library for this one
+// (docs/client-operations.md, "Watch is a stream").
 //
 // Corresponds with GET /v1/leases/watch (the `WatchLeases` operationId).
 func (c *Client) WatchLeases(ctx context.Context, params *WatchLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3042,6 +2989,14 @@ type ClientWithResponsesInterface interface {
 	// again supersedes the older stream and keeps the subscription id).
 	// Without it the stream is its own read-only session. Browsers, whose
 	// EventSource cannot send headers, may pass the token as `access_token`.
+	//
+	// **Read it as a stream.** The response never ends on its own: read it
+	// incrementally, event by event, with an SSE reader (a browser's
+	// EventSource, `curl -N`, or the SDKs' watch and observer, see
+	// `clients/go`). A client generated from this contract reads a response
+	// body whole before returning it and so waits here forever; use it for
+	// every other operation, and an SDK or an SSE library for this one
+	// (docs/client-operations.md, "Watch is a stream").
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4984,6 +4939,14 @@ func (c *ClientWithResponses) ListLeasesWithResponse(ctx context.Context, params
 // again supersedes the older stream and keeps the subscription id).
 // Without it the stream is its own read-only session. Browsers, whose
 // EventSource cannot send headers, may pass the token as `access_token`.
+//
+// **Read it as a stream.** The response never ends on its own: read it
+// incrementally, event by event, with an SSE reader (a browser's
+// EventSource, `curl -N`, or the SDKs' watch and observer, see
+// `clients/go`). A client generated from this contract reads a response
+// body whole before returning it and so waits here forever; use it for
+// every other operation, and an SDK or an SSE library for this one
+// (docs/client-operations.md, "Watch is a stream").
 //
 // Returns a wrapper object for the known response body format(s).
 //

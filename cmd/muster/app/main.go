@@ -10,7 +10,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -51,6 +50,7 @@ type Main struct {
 	server   *http.Server
 	listener net.Listener
 	served   chan error
+	unlock   func()
 }
 
 // NewMain returns a Main with the defaults.
@@ -58,27 +58,18 @@ func NewMain() *Main {
 	return &Main{Addr: DefaultAddr, DataDir: DefaultDataDir}
 }
 
-// ParseFlags reads the flags of `muster serve`.
-func (m *Main) ParseFlags(args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("muster serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&m.Addr, "addr", m.Addr, "listen address HOST:PORT")
-	fs.StringVar(&m.DataDir, "data-dir", m.DataDir, "directory for durable data (the fleet store)")
-	fs.StringVar(&m.ConfigPath, "config", m.ConfigPath, "YAML configuration file (tokens and grants); none = dev mode")
-	fs.StringVar(&m.StoreURL, "store", m.StoreURL, "fleet store: empty = bbolt file in the data dir, or a postgres:// URL")
+// RegisterFlags defines the flags of `muster serve` on fs, bound to m.
+func (m *Main) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&m.Addr, "addr", m.Addr, "listen address `HOST:PORT`")
+	fs.StringVar(&m.DataDir, "data-dir", m.DataDir, "`DIR` for durable data (the fleet store, the cursor key); one broker per directory")
+	fs.StringVar(&m.ConfigPath, "config", m.ConfigPath, "YAML configuration `FILE` (tokens and grants); none = dev mode")
+	fs.StringVar(&m.StoreURL, "store", m.StoreURL, "fleet store `URL`: empty = the bbolt file in the data dir, or postgres://…")
 	fs.BoolVar(&m.InsecureDev, "insecure-dev", m.InsecureDev, "allow dev mode (no tokens) on a non-loopback address")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	return nil
 }
 
 // Open loads the configuration, starts the core and begins serving. It
 // returns once the listener is bound.
-func (m *Main) Open() error {
+func (m *Main) Open() (err error) {
 	if m.Logger == nil {
 		m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
@@ -108,6 +99,14 @@ func (m *Main) Open() error {
 	if err := os.MkdirAll(m.DataDir, 0o750); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	if m.unlock, err = lockDataDir(m.DataDir); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			m.unlock()
+		}
+	}()
 	secret, err := loadSecret(m.DataDir)
 	if err != nil {
 		return fmt.Errorf("data dir: %w", err)
@@ -211,6 +210,9 @@ func (m *Main) Close(ctx context.Context) error {
 		m.broker.Close()
 	}
 	err = errors.Join(err, m.closeStore())
+	if m.unlock != nil {
+		m.unlock()
+	}
 	m.Logger.Info("muster stopped")
 	return err
 }
