@@ -76,24 +76,28 @@ func where(cfg *FileConfig, ns string) string {
 // expected says in words what a failed validation tag requires.
 func expected(fe validator.FieldError) string {
 	p := fe.Param()
-	unit := "characters"
+	unit := " characters"
 	got := ""
 	switch fe.Kind() {
 	case reflect.Slice, reflect.Map, reflect.Array:
-		unit = "items"
+		unit = " items"
 		got = fmt.Sprintf(", got %d", reflect.ValueOf(fe.Value()).Len())
 	case reflect.String:
 		got = fmt.Sprintf(", got %d", len(fe.Value().(string)))
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		unit = "" // a number (or a duration): the bound is the value itself
+		got = fmt.Sprintf(", got %v", fe.Value())
 	}
 	switch fe.Tag() {
 	case "required":
 		return "is required"
 	case "len":
-		return fmt.Sprintf("must be exactly %s %s%s", p, unit, got)
+		return fmt.Sprintf("must be exactly %s%s%s", p, unit, got)
 	case "max":
-		return fmt.Sprintf("must be at most %s %s%s", p, unit, got)
+		return fmt.Sprintf("must be at most %s%s%s", p, unit, got)
 	case "min":
-		return fmt.Sprintf("must be at least %s %s%s", p, unit, got)
+		return fmt.Sprintf("must be at least %s%s%s", p, unit, got)
 	case "hexadecimal":
 		return "must be hexadecimal digits (0-9, a-f)"
 	case "lowercase":
