@@ -3,6 +3,7 @@ package app
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -133,4 +134,48 @@ func mapValues(m map[string]core.Quota) []core.Quota {
 		out = append(out, v)
 	}
 	return out
+}
+
+// The limits block of docs/operations.md, after its tokens block, is a
+// valid configuration whose values are the defaults the broker assumes
+// (but for the families: example).
+func TestLimitsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []string
+	for rest := string(doc); ; {
+		i := strings.Index(rest, "```yaml\n")
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len("```yaml\n"):]
+		j := strings.Index(rest, "```")
+		blocks = append(blocks, rest[:j])
+		rest = rest[j+3:]
+	}
+	if len(blocks) < 2 || !strings.HasPrefix(blocks[0], "tokens:") || !strings.HasPrefix(blocks[1], "limits:") {
+		t.Fatalf("docs/operations.md: expected the tokens block, then the limits block; found %d yaml blocks", len(blocks))
+	}
+	p := filepath.Join(t.TempDir(), "muster.yaml")
+	if err := os.WriteFile(p, []byte(blocks[0]+blocks[1]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented, err := cfg.Limits.resolve([]string{"acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults, err := (&LimitsConfig{}).resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented.Core.FamilyQuotas, documented.FleetSpecsPerRoot = nil, nil
+	if !reflect.DeepEqual(documented, defaults) {
+		t.Errorf("docs/operations.md documents\n%+v\nthe broker assumes\n%+v", documented, defaults)
+	}
 }
