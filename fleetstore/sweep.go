@@ -41,18 +41,9 @@ func CompileSchema(raw []byte) (*Schema, error) { return compileSchema(raw, true
 // compileSchema is CompileSchema; fast=false skips the first look at the
 // expansion (tests compare it with the compiled walk).
 func compileSchema(raw []byte, fast bool) (*Schema, error) {
-	if len(raw) > MaxSchemaBytes {
-		return nil, core.Errorf(core.CodePayloadTooLarge, "schema is larger than %d bytes", MaxSchemaBytes)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	doc, err := precheck(raw, fast)
 	if err != nil {
-		return nil, core.Errorf(core.CodeInvalidRequest, "schema is not one valid JSON value")
-	}
-	if err := checkDocument(doc); err != nil {
 		return nil, err
-	}
-	if fast && rawExpansion(doc) {
-		return nil, errExpansion
 	}
 	m := &meter{}
 	c := jsonschema.NewCompiler()
@@ -75,6 +66,34 @@ func compileSchema(raw []byte, fast bool) (*Schema, error) {
 		return nil, err
 	}
 	return &Schema{s: s, m: m}, nil
+}
+
+// PrecheckSchema applies the checks of CompileSchema that cost time linear
+// in the schema's size and no more (JSON, size, depth, patterns, the first
+// look at the expansion): what refuses the abuse report's schemas in a
+// fraction of a millisecond. Compiling, which costs more, can then wait
+// for its turn (see the HTTP layer's sweep gate). A schema that passes may
+// still be refused by CompileSchema.
+func PrecheckSchema(raw []byte) error {
+	_, err := precheck(raw, true)
+	return err
+}
+
+func precheck(raw []byte, fast bool) (any, error) {
+	if len(raw) > MaxSchemaBytes {
+		return nil, core.Errorf(core.CodePayloadTooLarge, "schema is larger than %d bytes", MaxSchemaBytes)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, core.Errorf(core.CodeInvalidRequest, "schema is not one valid JSON value")
+	}
+	if err := checkDocument(doc); err != nil {
+		return nil, err
+	}
+	if fast && rawExpansion(doc) {
+		return nil, errExpansion
+	}
+	return doc, nil
 }
 
 // Budget starts a request's work budget: SweepRequestBudget evaluations in
