@@ -173,3 +173,51 @@ func TestBodyDeadlineSparesLongRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The deadline holds on cleartext HTTP/2 too: a request body that trickles
+// on one stream is cut when the deadline passes.
+func TestBodyReadDeadlineH2C(t *testing.T) {
+	b := startDeadlineBroker(t)
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	for _, tok := range []string{deadlineTok.Secret, ""} {
+		pr, pw := io.Pipe()
+		go func() {
+			defer pw.Close()
+			if _, err := pw.Write([]byte("{")); err != nil {
+				return
+			}
+			for range 100 {
+				time.Sleep(100 * time.Millisecond)
+				if _, err := pw.Write([]byte(" ")); err != nil {
+					return
+				}
+			}
+		}()
+		req, _ := http.NewRequest("POST", b.URL()+"/v1/sessions", pr)
+		req.ContentLength = 16000
+		req.Header.Set("Content-Type", "application/json")
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		start := time.Now()
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("h2c: %v", err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		took := time.Since(start)
+		pr.CloseWithError(io.ErrClosedPipe)
+		want := 400
+		if tok == "" {
+			want = 401
+		}
+		if resp.ProtoMajor != 2 || resp.StatusCode != want || took > bodyTimeout+time.Second {
+			t.Fatalf("h2c (token %v): %s %d after %v, want HTTP/2 %d within %v", tok != "", resp.Proto, resp.StatusCode, took, want, bodyTimeout+time.Second)
+		}
+		t.Logf("h2c (token %v): %d after %v", tok != "", resp.StatusCode, took)
+	}
+}
