@@ -82,6 +82,7 @@ func (w *workload) run(ctx context.Context) {
 	}
 	wg.Go(func() { w.registrar(ctx) })
 	wg.Go(func() { w.lister(ctx) })
+	wg.Go(func() { w.gapper(ctx) })
 	wg.Go(func() { w.vanisher(ctx) })
 	wg.Go(func() { w.prober(ctx) })
 	for range 3 {
@@ -233,6 +234,41 @@ func (w *workload) lister(ctx context.Context) {
 			cursor = *p.Next
 		}
 		sleep(ctx, 20*time.Millisecond)
+	}
+}
+
+// gapper pages the camp root's gap against the workers' leases, 50 names a
+// side per page, following cursors (a restart ends them: epoch_changed).
+func (w *workload) gapper(ctx context.Context) {
+	for ctx.Err() == nil {
+		cursor := ""
+		for page := 0; page < 1000 && ctx.Err() == nil; page++ {
+			q := url.Values{"live": {"lease://work/**"}, "limit": {"50"}}
+			if cursor != "" {
+				q.Set("cursor", cursor)
+			}
+			st, body, _ := do(ctx, client, "GET", w.b.url()+"/v1/fleets/camp/gap?"+q.Encode(), obsTok.secret, "")
+			if st != 200 {
+				if st != 0 && st != 410 && st != 503 {
+					w.l.violate("gap page answered %d: %.200s", st, body)
+				}
+				break
+			}
+			w.l.count("gap_page")
+			var p struct {
+				Missing, Orphans []string
+				Next             *string `json:"next_cursor"`
+			}
+			_ = json.Unmarshal(body, &p)
+			if len(p.Missing) > 50 || len(p.Orphans) > 50 {
+				w.l.violate("a gap page of limit 50 held %d missing and %d orphans", len(p.Missing), len(p.Orphans))
+			}
+			if p.Next == nil {
+				break
+			}
+			cursor = *p.Next
+		}
+		sleep(ctx, 50*time.Millisecond)
 	}
 }
 
