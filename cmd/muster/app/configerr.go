@@ -155,8 +155,11 @@ func describeDecode(err error) error {
 
 // configTypes are the structs of the file, by Go type name.
 var configTypes = map[string]reflect.Type{
-	"FileConfig":  reflect.TypeFor[FileConfig](),
-	"TokenConfig": reflect.TypeFor[TokenConfig](),
+	"FileConfig":   reflect.TypeFor[FileConfig](),
+	"TokenConfig":  reflect.TypeFor[TokenConfig](),
+	"LimitsConfig": reflect.TypeFor[LimitsConfig](),
+	"BrokerLimits": reflect.TypeFor[BrokerLimits](),
+	"FamilyQuota":  reflect.TypeFor[FamilyQuota](),
 }
 
 func placeOf(typeName string) string {
@@ -165,6 +168,10 @@ func placeOf(typeName string) string {
 		return "at the top level"
 	case "TokenConfig":
 		return "in a token"
+	case "BrokerLimits":
+		return "in limits.broker"
+	case "FamilyQuota":
+		return "in a family's quota"
 	}
 	return "in " + strings.ToLower(strings.TrimSuffix(typeName, "Config"))
 }
@@ -193,6 +200,8 @@ func goTypeWords(t string) string {
 		return "a whole number"
 	case t == "bool":
 		return "true or false"
+	case t == "time.Duration":
+		return "a duration such as 5s or 500ms"
 	}
 	return "a mapping of keys"
 }

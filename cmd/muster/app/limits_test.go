@@ -73,10 +73,12 @@ func TestLimitsConfigured(t *testing.T) {
 func TestLimitsRefused(t *testing.T) {
 	// want: the message names the key as the file spells it, and the rule.
 	for _, tt := range []struct{ name, yaml, want string }{
-		{"UnknownKey", "limits:\n  session: 5\n", "session"},
-		{"UnknownQuotaKey", "limits:\n  family: {streams: 5}\n", "streams"},
+		{"UnknownKey", "limits:\n  session: 5\n", `unknown key "session" in limits (known keys: body_read_timeout, broker, family, families)`},
+		{"UnknownBrokerKey", "limits:\n  broker: {session: 5}\n", `unknown key "session" in limits.broker (known keys: sessions, watch_streams, registrations, snapshots, waiters, sweeps)`},
+		{"UnknownQuotaKey", "limits:\n  family: {streams: 5}\n", `unknown key "streams" in a family's quota (known keys: sessions, watch_streams, registrations, snapshots, waiters, fleet_specs_per_root)`},
+		{"DurationWithoutUnit", "limits:\n  body_read_timeout: 5\n", "expected a duration such as 5s or 500ms, found a number (5)"},
 		{"TimeoutTooShort", "limits:\n  body_read_timeout: 10ms\n", "limits: body_read_timeout: must be at least 100ms, got 10ms"},
-		{"TimeoutNotADuration", "limits:\n  body_read_timeout: soon\n", "soon"},
+		{"TimeoutNotADuration", "limits:\n  body_read_timeout: soon\n", "expected a duration such as 5s or 500ms, found a string (soon)"},
 		{"Negative", "limits:\n  broker: {sessions: -1}\n", "limits: broker: sessions: must be at least 1, got -1"},
 		{"TooManySweeps", "limits:\n  broker: {sweeps: 65}\n", "limits: broker: sweeps: must be at most 64, got 65"},
 		{"QuotaAboveCap", "limits:\n  broker: {sessions: 10}\n  family: {sessions: 11}\n", "limits.family.sessions: 11 is more than the broker-wide limits.broker.sessions (10)"},
