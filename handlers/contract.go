@@ -271,11 +271,7 @@ func validationError(err error, value func(*openapi3.Parameter) string) error {
 				return ce
 			}
 		}
-		code, ok := paramCodes[p.Name]
-		if !ok {
-			code = core.CodeInvalidRequest
-		}
-		return core.Errorf(code, "%s parameter %q is missing or invalid", p.In, p.Name)
+		return core.Errorf(paramCode(p.Name), "%s parameter %q is missing or invalid", p.In, p.Name)
 	}
 	if re.RequestBody != nil {
 		var se *openapi3.SchemaError
