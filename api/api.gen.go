@@ -50,99 +50,6 @@ func (e ChangeKind) Valid() bool {
 	}
 }
 
-// Defines values for ErrorCode.
-const (
-	ErrorCodeAlreadyQueued        ErrorCode = "already_queued"
-	ErrorCodeCursorExpired        ErrorCode = "cursor_expired"
-	ErrorCodeEpochChanged         ErrorCode = "epoch_changed"
-	ErrorCodeFenced               ErrorCode = "fenced"
-	ErrorCodeForbidden            ErrorCode = "forbidden"
-	ErrorCodeInternal             ErrorCode = "internal"
-	ErrorCodeInvalidCursor        ErrorCode = "invalid_cursor"
-	ErrorCodeInvalidName          ErrorCode = "invalid_name"
-	ErrorCodeInvalidRequest       ErrorCode = "invalid_request"
-	ErrorCodeInvalidRoute         ErrorCode = "invalid_route"
-	ErrorCodeInvalidSelector      ErrorCode = "invalid_selector"
-	ErrorCodeInventoryUnavailable ErrorCode = "inventory_unavailable"
-	ErrorCodeLeaseExpired         ErrorCode = "lease_expired"
-	ErrorCodeLeaseHeld            ErrorCode = "lease_held"
-	ErrorCodeMethodNotAllowed     ErrorCode = "method_not_allowed"
-	ErrorCodeNotFound             ErrorCode = "not_found"
-	ErrorCodeNotImplemented       ErrorCode = "not_implemented"
-	ErrorCodeNotOwner             ErrorCode = "not_owner"
-	ErrorCodePayloadTooLarge      ErrorCode = "payload_too_large"
-	ErrorCodeQueueFull            ErrorCode = "queue_full"
-	ErrorCodeSessionLimit         ErrorCode = "session_limit"
-	ErrorCodeSessionNotFound      ErrorCode = "session_not_found"
-	ErrorCodeSpecNotFound         ErrorCode = "spec_not_found"
-	ErrorCodeSubscriptionLimit    ErrorCode = "subscription_limit"
-	ErrorCodeUnauthenticated      ErrorCode = "unauthenticated"
-	ErrorCodeUnavailable          ErrorCode = "unavailable"
-	ErrorCodeWaitTimeout          ErrorCode = "wait_timeout"
-)
-
-// Valid indicates whether the value is a known member of the ErrorCode enum.
-func (e ErrorCode) Valid() bool {
-	switch e {
-	case ErrorCodeAlreadyQueued:
-		return true
-	case ErrorCodeCursorExpired:
-		return true
-	case ErrorCodeEpochChanged:
-		return true
-	case ErrorCodeFenced:
-		return true
-	case ErrorCodeForbidden:
-		return true
-	case ErrorCodeInternal:
-		return true
-	case ErrorCodeInvalidCursor:
-		return true
-	case ErrorCodeInvalidName:
-		return true
-	case ErrorCodeInvalidRequest:
-		return true
-	case ErrorCodeInvalidRoute:
-		return true
-	case ErrorCodeInvalidSelector:
-		return true
-	case ErrorCodeInventoryUnavailable:
-		return true
-	case ErrorCodeLeaseExpired:
-		return true
-	case ErrorCodeLeaseHeld:
-		return true
-	case ErrorCodeMethodNotAllowed:
-		return true
-	case ErrorCodeNotFound:
-		return true
-	case ErrorCodeNotImplemented:
-		return true
-	case ErrorCodeNotOwner:
-		return true
-	case ErrorCodePayloadTooLarge:
-		return true
-	case ErrorCodeQueueFull:
-		return true
-	case ErrorCodeSessionLimit:
-		return true
-	case ErrorCodeSessionNotFound:
-		return true
-	case ErrorCodeSpecNotFound:
-		return true
-	case ErrorCodeSubscriptionLimit:
-		return true
-	case ErrorCodeUnauthenticated:
-		return true
-	case ErrorCodeUnavailable:
-		return true
-	case ErrorCodeWaitTimeout:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for LeaseOutcome.
 const (
 	LeaseOutcomeAcquired    LeaseOutcome = "acquired"
@@ -219,7 +126,7 @@ type ChangeKind string
 
 // CreateSessionRequest defines model for CreateSessionRequest.
 type CreateSessionRequest struct {
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`
@@ -233,8 +140,15 @@ type CreateSessionRequest struct {
 // Example: Zk3bL8q2QxGv0sWb
 type Epoch = string
 
-// ErrorCode Stable error code; the same table drives the server and the SDKs. Append-only.
-type ErrorCode string
+// ErrorCode Stable error code; the same table drives the server and the SDKs. The
+// set is open: codes are never renamed or removed, but new ones may be
+// added, so a client must accept a code it does not know (and act on the
+// HTTP status). The codes known today are listed in `x-extensible-enum`
+// (and, with their status and retry advice, in docs/client-operations.md);
+// it is deliberately not an `enum`, which generated clients would enforce.
+//
+// Example: lease_held
+type ErrorCode = string
 
 // ExtendRequest defines model for ExtendRequest.
 type ExtendRequest struct {
@@ -254,7 +168,10 @@ type FencingToken = int64
 // Gap defines model for Gap.
 type Gap struct {
 	Missing []string `json:"missing"`
-	Orphans []string `json:"orphans"`
+
+	// NextCursor Resumes after the last name this page covered; absent on the last page.
+	NextCursor *string  `json:"next_cursor,omitempty"`
+	Orphans    []string `json:"orphans"`
 
 	// Revision The broker revision, +1 on every committed state change.
 	Revision Revision `json:"revision"`
@@ -313,7 +230,7 @@ type LeaseItem struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId     OwnerId `json:"owner_id"`
@@ -344,7 +261,7 @@ type LeaseStatus struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation *HolderIncarnation `json:"holder_incarnation,omitempty"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId     *OwnerId `json:"owner_id,omitempty"`
@@ -357,7 +274,7 @@ type LeaseStatus struct {
 // LeaseTTL Lease TTL in milliseconds (100 ms .. 10 min). A lower bound; expiry may be late by one tick (50 ms).
 type LeaseTTL = int64
 
-// OwnerId The application's logical owner of a session (1..512 bytes).
+// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 //
 // Example: worker-1
 type OwnerId = string
@@ -376,11 +293,28 @@ type PlanRequest struct {
 
 // Problem RFC 9457 problem details with a stable `code`.
 type Problem struct {
-	// Code Stable error code; the same table drives the server and the SDKs. Append-only.
+	// Code Stable error code; the same table drives the server and the SDKs. The
+	// set is open: codes are never renamed or removed, but new ones may be
+	// added, so a client must accept a code it does not know (and act on the
+	// HTTP status). The codes known today are listed in `x-extensible-enum`
+	// (and, with their status and retry advice, in docs/client-operations.md);
+	// it is deliberately not an `enum`, which generated clients would enforce.
+	//
+	//
+	// Example: lease_held
 	Code ErrorCode `json:"code"`
 
 	// Detail Example: the request body is not valid JSON
 	Detail *string `json:"detail,omitempty"`
+
+	// Scope On a limit (429), which bound was hit: `broker` (a cap shared by
+	// every family), `family` (the caller's family's quota; other
+	// families are unaffected), `session`, `route` or `root`. Absent on
+	// other errors. Values may be added.
+	//
+	//
+	// Example: family
+	Scope *string `json:"scope,omitempty"`
 
 	// Status Example: 400
 	Status int `json:"status"`
@@ -397,7 +331,7 @@ type RegisterRequest struct {
 	// Kind One legal segment (lowercase letters, digits, `-`, `_`).
 	Kind string `json:"kind"`
 
-	// Spec Any JSON value up to 64 KiB, stored exactly as given.
+	// Spec Any JSON value but `null` (refused with `invalid_request`), up to 64 KiB, stored exactly as given.
 	Spec json.RawMessage `json:"spec"`
 }
 
@@ -413,12 +347,16 @@ type ReleaseRequest struct {
 // Revision The broker revision, +1 on every committed state change.
 type Revision = int64
 
-// Segment One route segment; no `/`, no control characters.
+// Segment One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Segment = string
 
 // Selector `lease://{realm}/{area}/{resource}` where any segment may be `*` (one
 // segment) or `**` (zero or more segments). Exact routes are selectors.
 // Identity is the original string.
+// It starts with `lease://` (case-sensitive); literal segments follow
+// the `Segment` rules. At most 512 bytes.
 //
 // Example: lease://acme/renderers/*
 type Selector = string
@@ -436,7 +374,7 @@ type Session struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`
@@ -527,22 +465,30 @@ type WatchSubscription struct {
 	// Selector `lease://{realm}/{area}/{resource}` where any segment may be `*` (one
 	// segment) or `**` (zero or more segments). Exact routes are selectors.
 	// Identity is the original string.
+	// It starts with `lease://` (case-sensitive); literal segments follow
+	// the `Segment` rules. At most 512 bytes.
 	//
 	//
 	// Example: lease://acme/renderers/*
 	Selector Selector `json:"selector"`
 }
 
-// Area One route segment; no `/`, no control characters.
+// Area One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Area = Segment
 
 // Cursor defines model for Cursor.
 type Cursor = string
 
-// Realm One route segment; no `/`, no control characters.
+// Realm One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Realm = Segment
 
-// Resource One route segment; no `/`, no control characters.
+// Resource One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Resource = Segment
 
 // Root defines model for Root.
@@ -583,14 +529,18 @@ type Unavailable = Problem
 
 // FleetGapParams defines parameters for FleetGap.
 type FleetGapParams struct {
-	Live Selector `form:"live" json:"live"`
+	Live  Selector `form:"live" json:"live"`
+	Limit *int     `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListSpecsParams defines parameters for ListSpecs.
 type ListSpecsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged.
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -599,7 +549,7 @@ type ListLeasesParams struct {
 	Selector Selector `form:"selector" json:"selector"`
 	Limit    *int     `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged.
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1052,6 +1002,32 @@ func (siw *ServerInterfaceWrapper) FleetGap(w http.ResponseWriter, r *http.Reque
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "live"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "live", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
 		}
 		return
 	}
@@ -2365,6 +2341,22 @@ func (response RegisterSpec413ApplicationProblemPlusJSONResponse) VisitRegisterS
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSpec429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RegisterSpec429ApplicationProblemPlusJSONResponse) VisitRegisterSpecResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4575,142 +4567,162 @@ func (sh *strictHandler) Unsubscribe(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3tcttGtuCrnOLMVqQMRJGynJtQNVXrZOSMbxw719LcbI2hFZrAIdljsBvpbopmXKraX/cB7kPsg82T",
-	"bPXpbqBBgiJlxY6TnapUxSKAxunT5/sL73q5nFdSoDC6N3rXq5hiczSo6K8nCpn9P75l86rE3qinUBSo",
-	"7OWkx0Vv1KuYmfWSnmBze5nZB5Kewp8WXGHRGxm1wKSn8xnOaaU/Kpz0Rr0/HDevPXZX9fEFTucoTO/2",
-	"Nul9s1BaKvtEgTpXvDJc2tddzhAygW/NdU53ZCAnYGYIlcIbLhcaKjbFBBYinzExxaIfAP1pgWrVQOoe",
-	"78Wwzdnb5yimZtYbDQcnp0lvzkX9Q9Izq8o+qI3iYkpAvkJWzjdhfMqVNqDkwiBotyc4kBX7aYHAqqrk",
-	"ObN3goVEVyzHwz5kn2fANSicLDQWsORmBhkXN6zkxTUtldmdNAfB8jl2n4EiqH6JQ3iFWi5Ujm0SKGS+",
-	"sLccDU8ebYPAP/eLACGl2cTxE5iUiBbL0oxACgSpYC4VQolTVga8azgo5RJVzrS9YixhJ1DwKTc6gewo",
-	"SyC7zg7PgIFAbbCgBe1JaHtq7hiOM0CdswoLYBqy/3HydO0s5lJwI7fxhF3xTkxEdHfy+IvdZHeBWnMp",
-	"nhXtcxkMTx6dPv7i3778io3zAifrf3dDp91i17x4wGkFeAi6CvMXtHZbblTyaNgNAv1vTwQNT77chaBb",
-	"u5SupNBIQuxrVrzCnxaoiYxyKYwlrdG7XsSLx5WS4xLnf/qHtuQVQW6fKOz6NTP6tZJegYbxsjfqWfnj",
-	"f4axLFaWfoQ0QA/Av1+8fGHljGFmoXuj08Eg6RluCC1fswJe1Qv6nbCxXJjRuGTiTe9230P4wW3A7b/N",
-	"K88c5MBFtTCjSKy4F1seaEua6AeNJeZGqvg3L3mjX+wJZn0L7DdSTEqePwzVJTKN1zMsi3Us0xWLXnsR",
-	"xitgQpoZKvBk3MLzVw2ea7A+GJKzBmiLGVYqZMXq+qcFLpB+WTJurg2fo1wQyoU013IpkBA5QZG729wy",
-	"+LayrOBweq6UU4V7IvTBe3kiVuDQivbVcJBxYVAJVgbAuT0xK2Ad0HM0M1lc2yustALX/vrP//N/Dwn+",
-	"p1KNeVGgeBBRTOpVIpoQEqaKCQO5vEGlwcxIiQaGamjhUUMLT6OFPhAxvJCguZiW6KHzNkrOyhJVA2sj",
-	"NQ6yenuZQ9q3UuCD8OW4NFDSOiNpwSo9kwbGOOOicIhzj1j2mtq3R/gbRjLrW3ftQ/FRG25LXVjJfHbt",
-	"7blsBNowZYBNGRcwUXJOmJyQ0WWNP0LfC2meyoUoHoTCoBstXU9otXUsuhugkOgkPr7l2lhTZMY0WFO5",
-	"aFHhaYPFF9LAU7/mh0LlBvwWm7rCvP1L8weh7ge2KiUrLqV8ztT0YURYubWujZTXJa22Q20aKSHc2FBf",
-	"xL1eW8K5MNys4FJKeO7v/0BotC5HAI9AU2BmTBDVyQqVM+ZJ7mk4yDa27Bn6UsrvmVh5+PWD0Epa5Xqy",
-	"KMt1fFotA3TZCR0Lc9CZ/v4arSeRgrR4tOBBDd+HI8sGeqLHxbi+el3yOSftGEjX/UAI/JtgCzNDYSye",
-	"8GGcvVhbK8IigzEyZQ9ZvkEBXp94Gdqw8rDBnQNMKv4zFh9UpxBEiRUvzENnj3ys5BtUjQx6I+QSDrK1",
-	"LXoq/JtgN4yXbFziQxFYr7NGgh4e60PNFsZwMYVCLmPT7HGsji9Q3fAc4W+tFT8U7XFxg8JItbqOdmAJ",
-	"Lv5zBAqNWjn3b8zyN3Iy6ZNz419BsZGcqCJyLVhRcPseVv6grGAw3DogE1ZqTHpV9NO72Ova37lKesaU",
-	"13O965HnluEvL5/bJ8jqdI8UOGGL0vRGg3Ws/FUuoZRiCkY6AcIdZT199vSlFybLmae2XRa49YwnUs2Z",
-	"IZ/JfHHaS6wDx+eLeW/0aDCw7s+cC/f3oD5pa2FOUfWc+xY8wddt/9Tv/6p+So7/gbkhx4PMg/MbT83t",
-	"Df6FGWblYYb2+gicLZGd0Y4uLs4h4wXFX5xKuuFhJ+1T4wbneyH/mb3xNum94WLnATvAv7N30tbdy3c9",
-	"9SrcZ5+xTlvb3aZTGh0fs3yOx3XM7ngtdLPmOSe9lix2tLkZfmidztoDARi/9Wg/28/sO48kFJYiXvdY",
-	"XotbhbSRgqItwY4NFJGX0l1SsiyxuLaMGr2m2dU3CplBz0jvx6/kqO3BrS/tfeu82qZFDwdcXj63fDbn",
-	"Zck15lIUGg6GoKHfh+EA5lxQWOoNYsVKfoMwX2gDTCn7byuZuABu7ma3LwZr/DakP3ewXL3ZOxnu3Frl",
-	"m9t7xUQh58CL2v7w+qBSMketoeQTtG5wO4T29zePxs+//OnkP95+ezPQP467qJP84G9I/2wg1VjB7d1V",
-	"q6Ica2s2R3CXCos3x+Aa1Q0qYOT2IFz85TvdhydVhaI4kqJcEWSeGFuBEQpfteMi0U+N27lpXcTOa5dX",
-	"0Yp4tGMHPS/Efeigl7StvzqMYN9CUYR6uYZl2pGbXrLpHLZ8rN6aJCAjzC2zqTyj5X0gr+1hWCna4QWE",
-	"iILfQrh1M5Lgb4giDg7D0ftbxmKnCDh/a1AU78f7FqtcTK/J4tolAJ66my/p3tvkYyn6u5RmG/47eboF",
-	"fWfuJchzYAaWM57PIqNgybSLd2BxBhb3uSlXwEWukGlrBlaoXFoksT685UqWK6mthS1wyUqdwByZoMiJ",
-	"1vVF+4S2Vi8Rqe4WebWE2xRvSe9bVlFyq3Wuc64tVEGx6w5t19ihSrGV/VuqasaEvt9D91fqa+cZQG3e",
-	"v0Oz/hVZaWabey7w5nruJah/aCxliYyIFYNIvwtIJ/dvG2s+tjvkm16yy2Rwj4W3dUIvywLVM5EzJZjx",
-	"iGvT4kuXTnNqRgoEUpGe7iPhP7HOUlkCN94R1gkIXAKbGEuMVu8KzClko5ACS229lJ/858/5SXkz5sNq",
-	"PH8xy+ePZ8W35c142qWhvgvKehPzTtTqa0bip6bfghk8sqK9a7lGCmzQ+w4VHr3tToYnCbIJbDDB7gXt",
-	"++zwQbJVLkwu513WABqwIsrtAtZ1emRgBlVLmrdLcQTJ1HkId7kxv5xZvna0wRJZF+vxmSVtAqg3sZUE",
-	"nnnPZo3JBDo3j+BOwOLKWUjwAsmEAg9FCE0I/3MIjPJi04v6aMQ1IzFyzdty5C4K2xQ8lszub/srnDNu",
-	"9dg29t1BOZ8s0UWuQQd2dxBhhJN9aPIHNu0QTbXWrf+xtze+rpajMpKOAoMxVQBIBWJRllackKHD6iRD",
-	"0rMXXCDNJaw33WmfZNlp+oX71tHu9hgttBVZF7Uy/rWYzUrQTqviE2bDe7LeHey2gQ/rs/kqqh26OvCW",
-	"9/7Cg1uP2hr8G+RKV7bEFAYDmMdhhT48AaqKgbH1us6AznsFc7aCsaVxgzBekVVleP4GDh7bBQ7vH2ro",
-	"wlg4nk7vIopBf6ahlFOesxLo5K2d1+iVg2G//3h4AuOVQQdZI++WUr1BRcUmUeHI4+HJjsKRpPdDycSv",
-	"5yfstPm7KMKC/H5ubYHavSqCcL0SaQPiOXv7zN08HMShpHrfwfj9xZZcw0qA2r+pEyU+/L8Zmnr6DXx1",
-	"+vjfwKc3wKUttIvzs+CTZrksXLVdG2G595vudI7qENVtkxWJlfFepUKbimTT1TrtZi+fVYlf2VljtE6E",
-	"8QNx0mWXYUBXw2uTxrkjZHWdziuccm1QvR/RhoD6pp3aKvvbr+qv35YQX5zuFBC6wrzDVBArOjl7iAuE",
-	"RQVGwhen8B3/OgFtpMIC8C2jaAjTMOU3SMmFt0dTeeTf8Q8tRf8VW36PWlu7Zx3PPpxOAHSjlcy830qE",
-	"a/94Vfdmm3hKR67exZtDfCSBPw2t+WY9kxXkcj7nxmBhud2gzwTdHVLqZLRQotpJjK3a3zMQErLjLLH/",
-	"z6UwSpb2vYrlljDXqHB3gaN9tw8+b7w8C8b+O6oCvj1+xxSyW/unK8m9zWA5Q4XAxKrmFq/4s88zOJAC",
-	"U+EvHFrzN/vc/vwzKlmX2Ibi2sM+nFu6DiE6RtccbLqfimcFuioNn1mTik+5sGxKW+mnoqW4tzgqn9+t",
-	"yL/sRJAO9LEWhblXhOu35XQ+ONR83yBTi2s73cHNTNKaU7g9Btgqcl6v/W7CC3AwPPnyaMwNaMwVmgQa",
-	"yT/Dt+sy/lGbduyfFbP6wa77v18Pjr5iR5Ord49Obv/YdbgXkUP3EMJ6cEDYvW5HEDhAu2dSPDiZWQKs",
-	"XLKVjurq6BZvghuFbL5pHn1oDLRzUvuHAH5kJp9dRI/utLw3kLv+6k5kV5j/EhELu84rudwjXrEj/NAZ",
-	"StgGuX3jBuBiexX/npaRVcf2Smz+KG8Autac+9hAUXqxeyNEmeei2EHwlqwNqjmpIqJsDZm8QTUp5dKV",
-	"pFWoNBau/HQh/OmP3d/t+gP6ZbYwhVwKX1DiOATouvaZBpepb+NXIdO7OaDe1St3+xrzsLJ8OemNXu/L",
-	"RlfJbpOpndzzF6maNd7fwf3wdHgGzMfURIRuSsM3GOxvhkfctu888Fc1JkOMP6xPvBugpMRxA2RXLUkA",
-	"pDMZcLFErN6z4KuuXFvXZeQ5XNBlOCgUmxg4GZwMjoYnsBCUB83+6J7OQFupTOVWS67x0Nu0b7Ayjs00",
-	"M1xPOJJR2UbX/VjNg9uJdIcETaVkG/lFJatqLaiwM1Zi4X+4fFx3mOyiSQ1Q105IM2yRFZYrCi8vrKm8",
-	"tPcGyieZYVEsBe7BfG09fJvsUw+2371rEu/2Kuyqpe82NdKW8Fus5YAXZ46yqPSPQbFwsTkqehZQc5Vu",
-	"2QQbh/2x4vVW94b6PW3q4qPgjnymm5YHM1NyMZ1BVnJt6I062y+eH/ldd9vX/r4NJexkTlM6tEUp07vy",
-	"heJmRZIhxPJz1PqO4gxX7kSFwcweC7W8Qt3SewZ2hco6v+MVZETSfvt1jrSrVda9t6kf8cdS8e+QzsXV",
-	"Sz9ZmFmXfHPw1H0aXpvkUkz4dOGK5/vwIzczuTD1z1bT2Od0/IxaCA1cQIE3MJcFkupwW9LEpCGwxjRM",
-	"2JyXK8h80SudLx0PJScI4GYrM2MqVy3MxURubuL7hTauopn5UhcP0UQqcOFm146q+/DMUMmeJo5RrvTM",
-	"xSxBo6XLVNgnSF5rOHCPHSbOQvIlCrCXG8/NDC4vnyepoDpdnzcgpLSysjoBBhWznrc9eiqUqCu5LKM0",
-	"KV4N41UqlrwscqaKmnkSWvSCyuaOLlCYo3NnNcVSUcNyJnXbYbAYS0XNeHNmUdVPRSrOSXOFPk3ImVLc",
-	"82/m0H1EvkIGM2QFqpFj7S3FhanYqC6EJ6Ggw52bwKWrH3JUY/9OAOeVWfkjXQh+YyVaBJ4rJ7SPC6iD",
-	"x9m2QvnMBXS7gsmpmON8jAoONKLbpI9SZ+CExmEfvpGFj6G4LLpCy38FwfOkqSck2Wx3FLcp2O06Rhtj",
-	"KcVUg5G10S0FBn44MDNMhUHBhHHZH6ZWh4SScARUwaVBLyyqIlKkqMznx5//QSErMpAqFRlR7+j4ODRA",
-	"/2GpuMHMId/xogXVFfKRjHHa5OWL87pvTxjGHZ+nYjmTJcLcURXWfXMunCZVTZDAjeuedyGkkucoXB2L",
-	"F1lPKpbP8OikP7A2nyo9k+vR8fFyuewzutyXanrsn9XHz599c/7i4pyeaQLpnvd7Sc8ShxMHg/7Q3WMV",
-	"Iat4b9R71B/0H1Glo5mRrD4uZE7/mKLpKlBRN1g4oTjhJWqw5FFYA9uX3o+5YGp1BhM0+cw1dswsR9dy",
-	"1NVPojNDQhfSs8L157sEe9QDfTIYrLV7GHxrjmdmXrat045m6k09c7Fk0ykq+Nuz0HAXKaze6PWVNbrn",
-	"c6ZWdq/1zVbgsqkm8zxArHtX9uHjGRWs/RxhrL2pcH3nvmLuvF9DrK+Z27LnIGCInvnNjk0/5zcoUOu7",
-	"tjxHo3iLSNpbDtf3O8qqZFzc8yy/d28INPeDknM0M1xosEsCvq2kJgcHXGjw7j1Hjzegb929553+ijkS",
-	"7ESBv8na/Pc7+bDqBjJqC6vzkF9WKJ788AyInSFUyCSUZiZlT/+gULbAuJZ8yTSMF7w0xKB34+mSWm2l",
-	"MIq5hvRtKKLStJ+3CpFX9nLTmJNLhcBIOjKhl8EUoBgejcqgTJTrZ2P5zGqnTdnhX/mrcJnbj5EOp9St",
-	"9njwaNt6NYDHcePYXXi36/NdTHkzPHYmmWUo5zpJ3YH8zKfnM/hzbd9ZdAtpyMI6g8yn7e0dZHOFy/72",
-	"MxhLMwMtlcGiD87tqwX95tFYeJ5a0PyoDNTma1ms9jiYqHuvTvq/bmJ59I8T64W45P3r8Iu/9FXvav/W",
-	"u6gc4bbt/Vif6vYDEhYVb2zh6ymriJ5O3fvupqdoXgg9MtyLBFsNH/a54R6ku95qTcD7Lr1dz7qpEETw",
-	"kWhBqBYKoeCTCSoUOcIYzRJRtKiU6JEMqIgXHN1v8ME7JaW5PZ66EvpOSfSNnFeUAKRBTCUTfnCOfY0l",
-	"f++Vk+dSJx3lxIevGvcjFWT6kecyw8j9sGLJmT5W7jbOS+1ZMANZiF5m/VS8QCy0/YlMVQG1pZouBoNH",
-	"ud0S/Qt9/LG+MX6vMy7bXEjrfMsqsvWaUVlbIkDNLcc0xug22VqYGUxoSnd2eeHEnO8/oqeOSFx9QB60",
-	"iPmEWHAf7dFMA3kvffNAhrVCi2gujhHQZAttXMGp5VTfcxvIfm+epRjDVq6ldh4pzWfaByO4G0kGUhXW",
-	"VSVbh/59mJCdD+OVs/chZq9U3MlfXUxUcm0uCLb35qJuDnFtanGs3Z8NFSPWtYrDtUrFrkz3TlD8hLoP",
-	"yk91UrGDqV4KbMadfNJcdTrcAziaKvNQdnrOPdtE7NTFLckWq+57LozTYsQImaPmN1wUjpqP3A8i6I7a",
-	"G/d8lMuFdctJp5C57RtOK8xTsV4ClliGIz9CMaFZ7iKhL6xWbkWBFhqLBFipZSrqfjmKbOmaE13cBe7N",
-	"iSEZ6z2s92HGqweYo66cj8zMXpNDttRfLEhF/s+ZXKiSJJ6seE73ukhlNI5hdw1Bu+RwL8N0+IsyMWWs",
-	"ulyeJhf+6XPxr2DQBgQBcwlOLvZh7+3K8PidZexbx/klmo7msb/Q740UKOjNfXgigJeuypSEw0EdIX1F",
-	"nlR2GA3wTEV7gicNyAseIBm4XIODoACpYCLLwnqBT6WaopuZwlLhfUz3Pr3Ic8vsD+b5Cb3jARy/WzfW",
-	"MyA7tONpx8BUqabSGD/bZsm0rxT49JniQcTtDjuQ9kEIKxVSKpCLOvodEfthtzLrjJ39mmc8+BjCMxQX",
-	"/QZEpyP6u5+oJ9Y9XGaygghJu+PfUzwuEavt8a7/tGKMWbnonHZf1k6UW2dpZNt3iStbnMWTiqKWrlIj",
-	"mBkzMGG8DIKdMtgV0y52qdAslNCwtLdZsUD1CEwUqQjSWYOv8OjDEwdNU18GyxkvfZjW7s4nkLWzrAIs",
-	"BQV2LRAkdV0nhk+zGSi4C9otRIFqKjeFb5QF20v6EiQPcX4eYm81PNcuCPHG1a5pP+627nKF/bg5LqD6",
-	"yPHBuG5pmzSxt3xG5vWiNP8yyTrFS5AER1IdWd7bFAh3yBxvu28LSVj/zVle+UIpSr0IKY78mJpWoUJr",
-	"pOpndcGHlSg+jAhZNLzYOVNxjYT7ZSHkUtDY74VBTVYe+WmpaHLNmsYwrbCAUso3i6rphqBopMF50/ju",
-	"ypOoxTKUUbSXolBmHE1xTiSLypMY5fFXa2NNR6nIpfB48X0rXpRBzhYa2zVa1gkFSRakFNG8qFS0x+dz",
-	"DW40fQKaTwW5mqJwtQFg5FoglkAiTCdOBjclFfFU2bjUs902DU/cpkny6wqFSQU32iJ9zgUWRygMlSGM",
-	"F4U1jpa+MIj5qoCgEugEqHzK1XOkwm2oHZsK73d1BXfFdZtSsE2xvFeHSldAKqr0enDY9qExr8e/kZBX",
-	"0/r//0/M66OHnSlOFkvTOu/CICLaIMWbyPOaID+mArCt4vxlhYKKpy4uzkONKLjSqlgkeovL56aaWaow",
-	"xolUmAomVrXTrNAwKyjggJUljWdwDvVhHy5nm9Vn1MiSiqxuboEDR2mQtcpys8NRq9Swbh60IFXWWqwh",
-	"Zut1ssmapHa6ycq3zeLTVDDjLjbF9lSP5mdvW1u0LmI9oNW4qdNpdbnqYT8VlzMUkPlRlqGPod5dVEac",
-	"Jc2Myz/X7z1MgHr9KlTN8Tvj2clFik/WUFIigIxsVwNdYEn1ck79R5k7BxDFNimPIKl1oG6ybjdeBHhT",
-	"kbVrme157N2TYc+33WxAjYtNUwFko2aQYkZNoIQt17AoTNjE8DFootBwccaF0SMQEhRWJVtRDyfL3wi5",
-	"LLGY0kA6KtD70e0u1C767rVQveiPtMGt9nV6TsMSqdADqTjgvmlyVHe5/SlqnAxE6Cz0M6rFrvOlznni",
-	"KhVuOHpUo03BhdKC4s/PUp0rVDWbld+WvEJJLjdx0wfXNEpLLkUzDage/QpfK7nU1GxNtaBURynMhUv8",
-	"5kxYT0qjKDxadEKtp+TvUVNOKF3O4pLjTjcqKl6+Q2G/3q6xr6gTsaSefqeS31uD79e3UKvyeOSB70cM",
-	"AxA2a961WZX+6wfzJvHl0NeA2aa63nt9uKWzlToqMU1INuUlR5cjYabrRPvwJKoxpxLdZkb6PYrMOz/+",
-	"Qq2/6y7q1X71cSRujhwVrze1GbUawclgMLCcvNYNmYqCGTaCd6nrC0x7o7T30+n/WvX7/bSXpHUzVtob",
-	"nQ6TtN0qmFp6THu8oMf0Ynw0pIcCXdHP22iU7iTiSqmWKY07INLeSCzK8vbqNgLayd5U8GIEpycR6Gtz",
-	"etegIefnLlDiWVH0BKXE7ANhvtAGKk487Glv9O593hBah+mhMNKFrmx2GtM940f/PgtnEk09omsng5Mv",
-	"jobDo0eDy+FgNLD//Z1ubJqRu+8bPv6731kzSSjtjYaPB4MB/eymBaW90eD2NhVrhni7EeLHvz65/PHb",
-	"rjJ6R5VnoBEha7qSstoaCJ1IyPJZ0320s77zifBaNrK9hK+cJgVA63ppMILISPrnf/23VcktC+msMTb+",
-	"+V//3bYwzrYr61Tcp4PSLb1mC1gF8LuL8Z6efLX7gfWPRnxEZ6GponzX6vB5fWV1RasX6fXVbavSkkiY",
-	"/IsjV7oSohVMx+TvDa29HI2tjTB3lreEaImb9eEnhZIsGpEZ40RJNGoqC2LHJetcZCQV2abMyRIwfI46",
-	"qYfX1lEQsaBeDzkJ8aZ6XKL1IsLkgiZm1OrW6Q5gEMxddtAUnUtw/2AyfSVwD6efvgG5x331xwI/fHjA",
-	"D7vbEsV1JEdH/jtPIP4H9fcxETePRdzkg617s9KxV5vbs0Dfut6gaOSz9UE5udoThX7qeouew+yXNcc6",
-	"FT6AS21AffgxlLGTExO4xI9nJT61jkcSSttTkfnpryOIZ7j6tjiz1gxpVV34PIpCjc6lubx8bv0cam9t",
-	"f8SifuHIf7dtrkcwyOrC+tPBVxB/8O0sFXVXduu7XvZhKqyjFj1fWMcMzKU2MBwMgoRI4PTkq1TEn8Zx",
-	"XVmtN7Y+IddU/tMnO6yPbd1zZ6Cnggz0EtkNap8Hs7fZY/E/2ifpdWfAfDNWbNSPEWZMFFikwkgSluH5",
-	"qLPLfXmBPpHSUZZwp+DytPZpCq/3Ta9FE3j2+RxnGL3jzMnmWy2DvRNqax+h+cgpNXd4HWLYTaMMX4gJ",
-	"eRpLPPVXYn5/9txgD3uu/g7lA7J372s4PkjVeEL7BZUN0icZtuual6J0pGNlcUQ6jYQP1l1b38zZCtza",
-	"1AewDNNN/wxCLuFPkDmusy5LsNwy+BMMz6IQFNfRB6RTcT638k9I73rdU9I5YH5Xgm5tYODpSfIw2be3",
-	"vGt/x+PTEnfunH8TpZyfrGx7kIxyxAEsymw9RED5SuMPI6H84v1UuMmdLvfmjGoyw/xcWNpKU/pp/RuB",
-	"bw1EIx+A61T4767cVzZ5MP4lnGLhdI/C8tbQ1b3E0WlXI6/7ylni05l06P+SIr9aybnjwj3FiCctvV1M",
-	"uM/P6Wh6OX2Uxg+OcTydNRSauYIjN85y5JIr9EnGVDjA5gvj0iljWXBswk7bco8Uh4rmtJylgpsQfKoq",
-	"ZIo81FJO6ftL1LmfRE2WlIFIQoJZ+o+Ca5eBrvdEOd7xCrK/nD8/vzzPXCm3dVGFjD5i575fp0NBUjDG",
-	"umRTHn+27yFNz80s1Xg2fDBA6JOUe7N857cEP3ZDiUdJhyUSPi7ocFf8VpqefxWXxh1lw5YRk9dMvcHm",
-	"x+8aTr2zjeTc8kP8jXDf7KUNVqPoc1RUZhC+cwkHLsNj/Y3NoobDpI7DoNIujmNfwZUL5Gh3vV1nwBSm",
-	"QuFc3vj6Gl4nnOgL5b62JGQ922/sYku34YYt72czRCnnvVpDLhrx8mtY1h+zbv+cbNf3JsbjN62Pj3X3",
-	"N8rmG5j04Gc6uMdGev/Y0kctljdOv37JByGAX85Xa77EdoeUdO0EfprP75iyLDIi84P5UQL3JbCN+cvb",
-	"ZN8rEje6HkC2Xv0EB37ZZGtl02E/FXWtWYkTXwNHhVjRQk1lWZBgrVwzuVdzeeO8q9aT5GTVSQF8y7Vp",
-	"/KwOsRet+xCaTz6RcuKr/RyTCGFBhxy0WvQO/9V9te4+WDSRql/6ivUGidtS3Tvy7Vf2sroJ1Obm2R2T",
-	"APXLbVabOEv3M00TJARq3YdzUYQSXycIQi91yxyhvivHv7G14X6PLIt+TJhegGxWkZ3HYy3rkZWwY2Jl",
-	"tHbo9k46Br52T7S0y7UHU0rq/Vifahm/pTmN7kK47lGe0EzyjNbyPS+bC7nRV26aDQ2iitwtN8HLzQSr",
-	"zbRQFOWGpDZviKZW3V7d/r8AAAD//w==",
+	"7H3tchs3tuCrnOLMlimnRZGynLGpmqp1MnLGN46daymTrXF71GA3SGLcBBgAFMW4VLW/7gPch9gHmyfZ",
+	"wjlAN5psSpQUO07uVLnKYn+ggYPz/YUPnVzN5kpyaU1n+KEzZ5rNuOUafz3TnLn/+SWbzUveGXY0lwXX",
+	"7nbSEbIz7MyZnXaSjmQzd5u5F5KO5j8thOZFZ2j1gicdk0/5DEf6o+bjzrDzh4P6swd01xyc8smMS9u5",
+	"uko6Xy+0Udq9UXCTazG3QrnPnU05ZJJf2vMcn8hAjcFOOcw1vxBqYWDOJjyBhcynTE54AV01Zz8t8NKc",
+	"FQUvYMQM//JoocsEmIWZMhYG/cMjyKdMs9ytfa8XlvfTgutVvT76aCde0YxdvuRyYqedoRsl6cyErC4k",
+	"Dj6WazfUP94+2/872/+5v//0fP/dF3/sJB27mrtRjdVCTnDdbzgrZ5vLfi60saDVwnIwBKawMGDzeSly",
+	"5p4EN00zZznf60H2MANhQPPxwvAClsJOIRPygpWiOMehMrfMem9ZPuPt26pxVr/Evr7hRi10zptYVah8",
+	"4R7ZHxw+2jYD/94vMgml7CaMn8G45NxBWdkhDMAqeBKAbRya4aXB4RMo1ZLrnBkOJXe7axIoxERYk0C2",
+	"nwGTBWTnWQL/VEI6fFtBdpDVyHb4+DGMVpYbEBJYWR4DA8mN5QV+222acRtMO3aQATc5m/MCmIHsfx0+",
+	"z3rwTK7sVMgJ8NLwjV0+6vejneY/Lbixa3s9U1JYtY2M3TSuhXSE9IePH1+H8xXCfxgkg8MnV92DjUt7",
+	"H/rJn67a6eGUGyOUfFE0EaY/OHx09PjLPz15ykZ5wcfrv9uXZWiwc1HcA43CfHB2c56/wrE3kcnMeY70",
+	"OAQla6pV453RJ+DLkyOPLl0G74Us6scY5GohLdd7x8DWUaLCADeJte3XfK72B+1Qwv923PwnRzvtfSuz",
+	"u3LfMHMlDUdh8xUr3hCuul+5ktbR6/BDJ2JwB3OtRiWfffFP48AcoYR7o3Djr+F9J+kU3DJRdoYdJyf8",
+	"ZRipYuWgJJUFfAH+4/T1K8fZLbML0xke9ftJxwqL8PqKFfCmGtCvhI3Uwg5HJZPvO1e7ItD3tABafxNn",
+	"XtDMQcj5wg43KThZZ9/RBcNLnlul42teQiYbmODkq5LjUuT3A3XJmeHnU14W61DGOw687qZjgEwqO+Ua",
+	"PAk24Py0hnM1rY8G5KyetIMMKzVnxer8pwVfcLyyZMKeWzHjaoEgl8qeq6XkCMgxlzk9RsPwy7mjEYLp",
+	"idaksuwI0Huv5ZlcAYGVu09DNxOOGUhWhokLt2OO79CkZ9xOVXHu7rDSsSF39V//9//t4fyfKz0SRcHl",
+	"vZBiXI0S4YRUMNFMWsjVBdcG7BRlViCoGhce1bjwPBroIyHDKwVGyEnJ/ey8LpmzsuS6nmvNNbpZtbyM",
+	"gPaNkvxe8CIqDZi0TkhGsrmZKgsjPhWyIMDRK468Ju7rEfwGEc/6hu59LDpqztthF5+rfHru9e5sCMYy",
+	"bYFNmJAw1mqGkByjJuuUdATfK2Wfq4Us7gXCINcdXo9xtHUo0gNQKE4cn18KY0FpmDIDzqQpGlh4VEPx",
+	"lbLw3I/5sUC5MX8HTac/NK/UPxB037NVqVhxptRLpif3Q8I5jXVulTovcbQbxKZVCsKDNfZF1OulJZxI",
+	"K+wKzpSCl/75jwRGZxqG6eHUNNgpk4h1as41WUjI9wx0s40le4I+U+o7Jld+/uZeYEWpcj5elOU6PJ2U",
+	"AbxNTMfNOchM/3wF1sNIQDo4uulBNb+Ph5b17BEfF6Pq7nkpZgKlY0Dd+oJDW/p1DJnJ1ZxnYNjKwHIq",
+	"8imMHAIjoH+QbGGnXFoHT34/DrBYGyuCNoMRZ9ohg3rPJXi543ltTfKDGsY0MaXFz7z4qLIHZ5Q4NsT8",
+	"7BxqjLR6z3XNq95LtYRutrZEj60/SHbBRMlGJb8vAKtx1lDVz8dZpdOFtc7EKNQyVuEex2L7lOsLkXP4",
+	"oTHix8JRIS+4tEqvzqMVODyMfw5Bc6tXZByPWP5ejcc9NOD8J9DXlSNWRCYIKwrhvsPK77VjIFY4Q2XM",
+	"SsOTzjy69CG2LHc3IJOOteX5zNz0ykvHGM7OXro3UDulVwo+ZovSdob9daj8VS2hVHICVhGjEYRZz188",
+	"f+2ZznLqse0mTd3ZjWOlZ8yibWW/POokzgIUs8WsM3zU7zszaSYk/e5XO+000QnXHTLzgin5tmmD+/W/",
+	"q95So3/y3KKBgmrEyYXH5uYC/8Isc3wz4+7+EEjnyI5xRaenJ5CJAp1fJLouRFhJc9eE5bOdgP/CPXiV",
+	"dJz1fdMLNPFv3ZO4dPr4TW+9Cc+5d5xx1/R34C4NDw5YPuMHlQ/2YM1vtmZhJ50Gzybc3HSxNHZn7YUw",
+	"Gb/0aD3b9+xbDyQuHUa87bC8Yrea40IK9EUEfTdgRF4quqVVWfLi3BFq9Jl6VV9rziz3hHQ3ekWDbgdq",
+	"fe2eW6fVJi76ecDZ2UtHZzNRlsLwXMnCQHcABno9GPRhJuTeMTB4z/mcleKCw2xhLDCt3d+OMwkJwl5P",
+	"bl/21+htgD9vILlqsdcS3InT3jeX94bJQs1AFJWe4uXBXKucGwOlGHNnLjcdTH9//2j08slPh/95+c1F",
+	"3/w4asNOtJe/RvmzAVTrGLc3a52IItI2bMaBbhUObkTghusLrtEhhvT/l29ND86mPJWGozdVzbkc4jAG",
+	"mOYguXtec8lmvHDiV/OZuuBFAqOFBcmXoCQ3MGMrGPFUYtQgAaOAQV4KLq3fuzznc4tOuIKDsOsiGz10",
+	"uQWFnDaVfz07+x5IZu7hBP2U3NMSrCrYCqdXCvQFCwnZ5T6/tFwaMSr5viOoLJVu3IRkmZ1yof2QuH6S",
+	"c6xwEjhxIxQqNwc06f1KCTa9WbF3nEqB0Cl4KUbuDi9XOHsmIcNvJV5nm3CJ9wu/fANLtSgL4HKsdM57",
+	"qWzsfcMt1Nz1pLOxIoehDbcWeiWbXq3oUu002NT5YtdDm03YmFjT89PxotU7fjpJU3evnEDuK+gDqoar",
+	"GVnT79ZJNk37hoXcWePPqDTTMJsqTTS898827UMn21psuOAP8ksIj276gfwDkb+IIBx9v6HqhwnQj3eO",
+	"mt22Fndjxw6kQk7OUQm+iSc/p4fP8Nmr5FPpXtfpMc35X8tmG7NvDW8GEQvMevqr9bQlM+Sq4sUxOJrK",
+	"bbkCIXPNmXGa+dwxNkdFiWMLjlGyXCvjjB7Jl6w0Ccw4k+j0Mqa66d4wjhMihpp2KVQJnU2Jk3S+YXOM",
+	"Hzf2dSaMm1XQtUyLAlKbBlqzlfsdRXdbxBE3i5lj42OL9j2HkhmLcRaSTnM24eS5cyBiI4ykKVk/Sq6n",
+	"pCMXpTebKL6xMS+l51Mmze0mf3t9bw2vAsjq79+gdP2Vs9JON2Ff8IvzmReu/qWRUiVnSDQ8SPvrJkkq",
+	"wVVt6MUqqXrfGrBr0Ai9Fr7WOntVFly/kDnTklkPuOaWv6YwN2kgSjr5eFG59CK9YOzs6LIEYb0vxSQo",
+	"ywlVtFPJJM8tyXv0TTZVlvzwbz/nh+XFSAzmo9mraT57PC2+KS9Gkzbl5dugx21Cnvi9OWfIBis6Kpjl",
+	"+06+tA1Xc6MNurtBu4u+di3jQU62Odmgnd9qtndZ4b14vFrYXLXFWU85UrdfBShZrnBXN22PIO9R/LeZ",
+	"FYFDtm7CdRbuL2exrW1tUIfWxUu8Z0kTAapFbEWBF97oXSMyyckDgPNOwMFqH6EJr1BbZuBnEbxW0l8O",
+	"vnVRbBrYnwy5pshGzkWTj1yHYZuMx6HZ7c1CzWdMOHm6jXxvwJzPFukiq7EFujcgYQSTXXDyezZpYU2V",
+	"1K3+2NlRcyud4plXEjQ4neBuykKI092ogobn1sFOa4wG2gqs00oY/1rE5jhoq1bxGZPhLUnvGnLbgIcz",
+	"HH3C5A2yOtCWN0HDi1u32hkeG+iKd7a4m/p9mMUepx48o3QjirscA+73yrs2oGSWw2iFWpUV+XvoPnYD",
+	"7N3eC9UGsbA9rVZOFJ54YKBUE5GzEnDnnZ5Xy5XuoNd7PDj0KVBq7LN1fjh7vv/kGLxRTD+jRLikcvLM",
+	"S5bzYq+p6y2Vfs81ZkBF2UyPB4fr6Uwbm/19yeQvZOjcwcC40VhoQyU35bvZ5QU39Kloho3Uvy9bIDRj",
+	"ly/o4UE/dk9W6w5a8y825BpUwqz9l1pB4kNKm/bl86/h6dHjP4EPmQGFwgz521gwqrNcFZRT1wRY7g2u",
+	"a62qyu15VUfaYim+U5rapgTK1Zy3KXbAAL000D06fLqXxHFY9CdMhR1CRl7dDLoMcjYHM2UaU1dTpKMV",
+	"jNlMlKu9BDL6K4NunSrzwPj7Dwz8tFCWHVNeUirxsvB+14Vk4zHPLS/26tBxlkBG6WxOAmdaKZv1IMhk",
+	"mcoow8n04G+sXFS+WUDX7Lr/kabSCqNNO/aonXf5aGa8La05gOuEGr8QBztv0rrwbvhsUlvOiFBtGPyG",
+	"T4SxXN+NsEMga9MIKPmElXWO+fW5qglk5xmy1oiEv7x7Tig5FVs0NLlCvHcksODopc+cSpZBd0t6u0+Z",
+	"3EtgMQer4Msj+FZ8lYCxyuE1v2ToOWMGJuKCY2zwcn+i9v2E/mmU7L1hy++4MU43Xd8uHw3D2bbvDqri",
+	"vxVv6O6+zfbF1j6vlpQcChcFH1YCXwycik1cJVezmbCWFxjE4D6Qe737sZVeQ3p/K0436iaGdR5/pVKQ",
+	"9tDNKizOKLHapLIuCjmOg010m0bYQ+RTDikPsqT+8RCTtFMZLuRKWq3KqM4Euj984QRar+f+HzxPwP3/",
+	"p+f0++nzPWJtcYnJ4ZPrqOsfBw/T9LLf30/Ty8E4TS//NHZ/Ph1vIbfTEGDZgFsWbMkPWPxxdfCBac6u",
+	"3E+qxLjKYDnlmgOTq4pfeLbslt5VEiNweGMPeftDd/lnrpX7NVO62hOz14MTR5LBE83wHs3N9FL5ouCU",
+	"R+Zj+kqLiZCOUeFS3BOW8g29pK6mn0HXsa99w6URVlzwvWMondpdczkDY1WWaplKN3TmUSkDvSi56cEz",
+	"n4ZfKaGt8a5Nq/vhDcplv7F1YZC3/7jlBppAemtOyFs5eH9bPpd7R3xu62NtMMRWb8hmjH3NJ7LdBd4o",
+	"cdmoIqm8a9AdHD7ZHwkLhuea2ySqI5nyy3Up/KiJbe5nzCj6+0/Z/vjdh0eHV+14Ffkz7oNY946H0Odu",
+	"iIGE2e6YLhR8LFkCrFyylYkyk/ERb4FazdlsU8n/2BBoxoV394D9yGw+PY1evdF+3ADu+qdbgT3n+S/h",
+	"sHPjvFHLHdx1N3jfWj1p22buvrgxcelruFoKpHbUUJ2mgxVfkWapvYrOi9uql1GIv30hiJknsrgB4R1a",
+	"W65nKCoRsw1k6oLrcamWlNQ759rwghL4F9Lv/oh+NzOz8Mp0YQu1lD7VjigE8H6IyVIOUxO+mjNzMwVU",
+	"q3pDj68RDyvL1+PO8O2uZPQuuVkbbcbY/U2sB4jX170dnPbiuHMNbirsqyDY2/QO0rKv3fA3FSRDiCuM",
+	"j7QbZonJG/Uk27LswkRaY2GnS87nd0yFrXJ612UZWnCneBu6hWZjC4f9w/7+4BAWEtMRsj/S2z5jHC3/",
+	"pTB8z5sL7/ncEpkZZoUZC46pCk1w3Y7U/HRbgU5AMJhkuxFe12o+X3ON3ejxc/O/P39ct0XdoEk1obaV",
+	"oGTYwiscVRSeXzhVfumeDZiPPMOBWEm+A/E15fBVskum7G7PrnG8q3dhVQ15tymRtnifYykHojgmzMKk",
+	"aAbFglzTWDYioaIq09AJNjb7U4WrnOwNmc3GVmmZwVx6YOqiMTvVajFx1pAwFr9ost3CWZFdeL1+7Z/b",
+	"EMLEc+r0vS1CGb+VL7SwK+QMIZSVc2OuyZGiRFAsmWBuW7BNA1TNK459bqYvvkeU9suvUgTa2jvQd+s0",
+	"Lr8tc/Etx32hSpJnCztt4280n6rSzUuTXMmxmCwo87IHP9bOALzsJI17z8Tv6IXE5gAFv4CZKjgVe+OS",
+	"DBJpcA+z4HiFzJcD4P7i9mBsDidcL2Vq7ZzqKIQcq81FfLcwlmo9mM848zMaKw0UNKEuCaYHLywmMxuk",
+	"GE1JueR5B8MdXqbSvYH82kCXXttLSEPyGTqwk5vBGfRnZy+TVGIFgw+bIVAaSQkmAQZzNhESk1UxT6jK",
+	"pnSEUmc4GHRtL0VZ5EwXFfEkOOgp+nj2T7m0+yekNcVc0cByqkzTYHAQS2VFeDPmQNVLZSpPUHKFSnfI",
+	"mdbC029G4N5HWyGDKWcF10Mi7S1p16ncyLuGZyGfifZN8iWl8fkWAZIvE+CzuV35LV1IceE4WjQ9SrR2",
+	"r0uoQiDZthKijMISbSGRVM74bMQ1dA3ntEgfa8mAmMZeD75uz8TG+Tyrc3qRN7sVxQVcbrlEaCNeKjkx",
+	"YFWldCvJAz10MeXacsmkpWAH06s9BEnYAkykNGAWDlQRKqIf5+HBwz9ozooMlE5lhtg7PDgIfTP+sNTC",
+	"8oyAT7TopkrJtMhjSJq8fnVSVT5LywTReSqXU1VymBFW8arymDyVSlcICYKSG73TqRQ5l5TG5VnWsznL",
+	"p3z/sNd3Op8uPZGb4cHBcrnsMbzdU3py4N81By9ffH3y6vQE36lDHZ72O0nHIQexg35vQM84QcjmojPs",
+	"POr1e48w29hOkVcfFCrHPybctuVn6QteEFMci5IbcOiBbXh8UdJISKZXxzDmNp9S/jy2saj4KOUwc1JD",
+	"Qgr7i4LaxlB+SdRF4rDfXyuEs/zSHkztrGxqpy3tKDblzOmSTSZcww8vQslyJLA6w7fvnNI9mzG9cmut",
+	"HnYMl00MqudV0n3nnXv5YIr5mj9HEGsuKty/cV0xdd6upYBPGd2y5sBgEJ/FxQ2LfikuuOTGXLfkGbda",
+	"NJCkueRwf7etnJdMyFvu5Xf0hYBz32s143bKFwbckMAv58qggQPkGrx+zdHr9dS3rt7TTm/FCAVbQeAf",
+	"cjr/7XY+jLoBjErDat3k13Mun33/ApCcISSIJejgRmGPf6CrXfI48LFkBkYLUVok0OvhdIbNCpS0mlFL",
+	"j20gwszMn7cykTfudl2ymCvNgSF3ZNIsgyqAPjzs4IRBPkoGYfnUSadN3uE/+atQGa3HKoIp1vE+7j/a",
+	"Nl41wYO4pPY6uLvxxU1EeTE4IJXMERSZTsq0AD/zSSYZ/LnS7xy4pbKoYR1D5pNP3BOoc4Xb/vFjGCk7",
+	"BaO05UUPyOyrGP3m1rj5PHdT812IuLFfqWK1w8ZEdc1V6srb2peHfxw6K4RSUN6GK/7WUyxk2bEoOUqq",
+	"uWpaP86muvqIiIUpSFvoesLmiE9H9L3r8SnquISvDHZCwUbRlXtvsAPqrjerwMn7+uWb3qW+OojwEWvh",
+	"MF9oDoUYj7nmMucw4nbJuWxgKeIjKlARLRDeb9DBB62UvTqYUCVLKyf6Ws3mGKDEloMlkyHaKC64Q39v",
+	"laPlErf8IvdVbX6kElU/tFymPDI/HFsi1cfx3dp4qSwLZiEL3susl8pXnBfGXUJVVUKlqaaLfv9R7paE",
+	"f3Hvf6wejL+Lmjf5FZRj8ggwJyxRCiiNZgmLamtM1Zwso14P9Eoq3VqZ02lFwcmYanZr7G6pyNlzYFvg",
+	"EO2lPbxR2ZNUK3B3N8GUSsxOquxRUQR5UAAba26mCZTiPXfmy5znWHIp5ATzJSdsjr4wKh+VqtFMJCxX",
+	"GNwgajbpRCIfO5mDxueE2suExKQmc8Pt+YbNUYWue21ucazVjxxg08KrZGu6d7BMMO7c5txAnnf3vne1",
+	"o+fDluF9WWDk//UE7pP2qgTSwXr+aFsA9kaA+BahV+8+Iqt1G/UZcdpdlIS6bdad1Ip78mUnm6BBety3",
+	"gDKWaNoxZN90IpDtzqwZXUlbmTMWTyplHxjvcxLUEJUYGHRrZraXEDcZrcisg5iLpvJaNtpG1I59nOLc",
+	"7kzVtyepNYL6TdBTFTtuIarXnp9+/lR1NNhhcth+7b7k9FJ4sonIqY1aki3K+3dCWlJWkBAywub3QhaE",
+	"zft0QQYVoXK6eDry7UVRkKNV5TsuzHmeyvUkSmw4gOaiZtKwnBzer1CXiJ19lJ/PSqNSWVUnU/JWRYnk",
+	"XrteoUHnm1IWpqosnNgV1viM4yoR2UlyYgbBVDw6fNroUgVdzJz2mcd7beQdAvneOr8Lhb+7hylDybpo",
+	"onTq/ANHUsUC9YD/PVULTRnPai5yfJa83FGTo5vzT5oJxTsZNYNflDNgtLPNXK7zKD5/1nA3Y+jo8OnN",
+	"7623prsvdwmADVqwkLvwmu2S+eCD4zJXxIZKblvKEf6C12uWVOCXe/BMgigp9xw5Vbfyyr9B6z3bi4p7",
+	"KKV2ra1t8DqgUUVtTbil9i5jVRa86MFzpSecOpixVHq/Bn3PLPLccZ7bMaA2/R6/cQ9OcbOgrrpOt4jq",
+	"o5be8UpPlLW+09ySGZ+d8vkT072QmzY7oHY3uDILpTSoRRVxiZB9r12ytvprf8097n8KphsS2n4DLJeQ",
+	"/vo3qj6z9+eZrKCG7rT9O7LHJefz7T7Wvzk2xhxfJEeRr1JBzK0ig6ppSMXZVKR+pbKouKsyHOyUWRgz",
+	"UQbGjs6SOTNVr6iFlgaW7jHHFjAHBisWAnc24LOKnKqFs6lzGmE5FaUPDbjV+aQFQ2pemEuBwQQ3CeS6",
+	"VMPmQ7sWCkGO4oUsuJ6oTeYbRV7buG8qEU0RCM7qm7I5r2IBmHwQ6kUZcX3NKRbMC+hKjj6fJJU+MRqM",
+	"+JknkKvZSEhmcd5yXy1sAplDlAz45ZxJajvCL1i5IIc6zN16ETzu29iChwhhbwgjvlIYhqeCOzcx0kQd",
+	"qI76/VRuFC359AIqDfT7QKbzTNjER/Vp0bVEHGOsOMAgIELwsbcIKty0+xit91Fpa/bUzNfy+utNbQrp",
+	"sfZsot0YX5zf+Ind93Fa4TbG6x55gGbRorS/X633Xpw4MM19pfcdm9rkndewZ28ebXMlObubiC5faI2R",
+	"Uankvu/k1sgjavSMrwphkfl6Lz9k0ekMZATHKUx0ZSHVUuIJMAuLVUeSslpSWaeCGOwfueIFlEq9X8zr",
+	"YioMFlg+q9uykMMdHdohy6k5FPrCYy8YGf8syh5kmGazWuvbPkxlrqSHi6/Y81wfcrYwvJlCqYFJUKhs",
+	"Kxk1ukxlMzKAfRrppCYjJhJdBLIIbFOtxUlwSgjphMRVnfEUt83f3gEMntGiUUiaOZc2lY5/OiYlJC/2",
+	"ubSYJTRaFE6PDEV8zCftBOmJO4DZjcSYU0kLavoUw/cp7ScKu7S6EilVcZMt71Ry1uZIjBIxfx33f+Sr",
+	"fPwbcVXWjWn+5/gqP3m4AP2bMTetwqIMIqQNXLyOGKwx8gPMz9zKzl/PucTcxtPTk5DCDZT5GLNEryn6",
+	"0HHdBN5H91JZnbGE/NMyPN6ry8oSmweRruVbu64nh2KdWSqzqvYMul6FyxpZ89nesJEJXJVNe9UyYuJs",
+	"PY09WePUJJscf9vMDU8ls3SzroWhE6XocBGnT1Y55l0cTdgq2l1lk+/1UAeXkPke3KHMqFpdlOWfJXVz",
+	"7j9X391LAEuFnd5cbT/ZGcQX0a9czRIDOGiPUIlCwUtMZyXxHwXWaULok8b4j8LKnqqTR7MuKsw3lVmz",
+	"1MDtx84lU25/m7VAWPdc1/xANqw7QGdY/o7QonpnacMiBo/BIIaGm1MhrRmCVNTRZuX0EWD5e6mWJS8m",
+	"2LMVDaIfaXUhtdgXl4bkYr+lNWyNT6MlCYuogi+ksit8zfWwKkL9Iqq7DkhIGvoxlkpU6QxkZwqdSjr9",
+	"JSqhQD9M6abi989hHeWR283CDIdeIWNe2LgmSxg0d9RS1r3qqp718JVWS4PdKtCWwjRnaU8pLyNn0hmd",
+	"hsvCg8UkWLmOpjHWzIXKgiyuCCCL8+FDdAEIS5UHnps8fAjUu9WneZM6hPiGpi7OdEhKl3Cqhsw1bhor",
+	"y1XicXC0oj98d2fPrzTtXJc5nuBW9cA01pNAli90CfuvMvTwhR7YD3zSugOwGlH6XgKG81Rmvo/zwURl",
+	"qCL6ttZ1o2cfCIry93AebsVhjamkLHBUaXz+A2lFFIuhoBGdQGAAWwW4Zy64PganJQrrfof+MtTlpdKF",
+	"vJkr3Uq8DulgUYqRZnrluRMlYaSyu7XLdQIplQmR8kyblXZaozxRlcg1qtfb7brXOyz5LrEFEClXd9bF",
+	"disQq5SyuEOSL/wO/ZI2i4uMXZX+oK5ZHXomQqin2eQfnTudj9jaDiTK5U9wH0NPcWQ/LbTZg2dRMQ/t",
+	"enWczy2qeVoPMMSuDOvOhne7JSIjre4TTq1XD1u9GsJhv993LGOt7DyVBbNsCB9SKsBOO8O089PR/1n1",
+	"er20k6RV1WvaGR4NkrRZk506fEw7osDXzGK0P8CXAl7h5W04ik8icqWYNJrGpWZpZygXZXn17iqaNEnR",
+	"VIpiCEeH0dTXjopYmw2asddNJe5JiW9gUNq9EPoYboDi0M897Qw/3OULoUcDvhQ6wOGdzZYO+Mzo0X9M",
+	"w55E3RXx3mH/8Mv9wWD/Uf9s0B/23b+/44N114f25waP/+5XVncsTDvDweN+v4+XqSth2hn2r65SuWZS",
+	"NSvOfvzrs7Mfv2mrVyKsPHbsHrK6/DOr9LpQ8onZelWZ542J9M+kl1WRFi19iQqybBzXc4MhROruv/7r",
+	"v51y1dB1j2u18V//9d9NXfF4u9qVytuUqtPQa1qdEwC/u8DGXYPIn8rsq9PVPzRKKd++c7KiUfT59t1V",
+	"I6WdhLizFPcpeSz4nZiJ0d+rzO0mY9K5rLg1OnmbJuTWCsRrE86CH4z6V/kO5cibhqj2EWuJWlxmgQ1R",
+	"xJp8XqnMNnlQloAVM26Sqnl/5d+SCyyyU+PgSazaNDv7MLSMqb2BjTLJdtcUzrlNL5pwMvZuHybAU8N3",
+	"cOfgMfM7PFcdHv7xHT++ye4W/zyhIG757zyK/p9YWM1kXLUbUZd3o7/blZQOvBjdHgr9hooyoyMvphxj",
+	"hcLAWHN/EFADn0NTsDWXCSaju+tYf9mDH0P9EJqngUp8W3ikU2dSJiFRLJWZ7zo/hLh3fFYdvdOoQnei",
+	"Lxz/o7nhZKyenb10Fiz2FWieq1Z9cOiPHJ6ZIfSzOk2t/xTis4qPfSPMpTC8cSQtmVdC0uluPtU1ZOcP",
+	"+v3AIRI4OnyayvhUxz1vZEVfbJx+XJdc4SlyzpqtjcVUosJecnbBjQ8Gu8fctviL7k383DEwXwUbK/kj",
+	"DlMmC16k0ipkluH9qKSWDgPDU/tacnOuZVwe1z5P5nXXwGnU+myXU/BDzzNSL+vjA/s7h0rXzkX8xMFS",
+	"2rwWNkxdsMOhhSEC55CnOrjw96ff9XfQ76oj1H9r2Yge0X5BYYMnjRXbZc1rWRLqhATiwJsrDh+0u6a8",
+	"mbEV0NhYgLUMXdX/DFIt4QvIiOqcCRM0twy+gMFx5FwUBhbSnwTWS+XJzPE/qbwpdktOR5P5XTG6tSa4",
+	"R4fJ/XjfzvyueY7Z58XuaJ9/E3nQny1vuxePIuQAFsUs78OgfJr+x+FQfvBeKqkbNUVVSalGNcy3lcel",
+	"1PnPzr6R/NJC1GsHhEmlP3futrzJT+PfzClmTreoymg0Et+JHR21dVCgg3cTH6jGTf83F/mVuIjfjV3Z",
+	"iEcts51N0InIJjo1BQ/D8x27iKazGkMzHw3DPsJDCrbgKeGppInNFpbCKyNVCF67nbZFldEPFTXIorNl",
+	"vfNpPudMo4VaqgmeP4ktU5KobBsjEklIHVDVaQ8+v9evCaOpoxVkfzl5eXJ2QtFONFGlis5VpiOVTUg1",
+	"C8pYG2/K45Ok79Ntom5iHR8tExQQPCV9Z5JvPd76U1djeZC0aCLhvGuCXfFb6Tbxq5g0tJU1WUZEXhH1",
+	"BpkffKgp9dpaqhNHDzYiEF9+aSyfD6NjMDGBJBy9Dl2K+MywWHKjdW1S+WG4NuTH8adMoyPH0P1mBgnT",
+	"PJX+CG1kFaIKQBlHtD5rKERBm19sI0tacE2Wt9MZohD0TvVRpzV7+TU0609ZvHJCpQN3RcaD941DT9sr",
+	"jlV9LDu++MAE89gqbx87/KjY8sbuVx/5KAjwy9lq9Qmw13BJqqnxbdR+x5jlgBGpH8w3G7ktgm00vt/G",
+	"+94guzFV58f1vDbo+mGTrTlre71UVlmEJR/77EZMsYsGqnMGAwdrxJ7RvJqpC7KuGm+ikVUFBbAnTG1n",
+	"tbC9aNz74HzymSSKv9vNMIkAFmRIt1GnuvfvEsR188GBCUX90tci1EDcli19Q/z9nbutLwK2USPRA2Sg",
+	"frjN7BPSdB8Y7OkiuTE9OJFFSN4mRhAaETTUESw+JPqNtQ26HmkWvRgxPQPZzCo7ifsJV72C4YZWwdHY",
+	"oVVC0tJpu72VMMOj8+KOwNg2a6OdcPyVejfaE+PaeyhD3UI5GstXM20ORD0HqY0YdgCMzC1qneiTOYOa",
+	"FpKkqDt1/YWoXeDVu6v/HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -27,6 +27,11 @@ type CursorCodec struct {
 	key    []byte
 }
 
+// MaxCursorLen bounds the text of a cursor: unpadded base64url
+// ([A-Za-z0-9_-]) of at most this many characters. The longest cursor the
+// codec issues (a selector-long position) stays well below it.
+const MaxCursorLen = 1024
+
 const (
 	cursorVersion = 1
 	cursorMACLen  = 16
@@ -81,6 +86,9 @@ var (
 // invalid_cursor. It returns the snapshot id and position; whether the
 // snapshot still exists is the registry's question (cursor_expired).
 func (k *CursorCodec) Decode(s, family, selector string) (Cursor, error) {
+	if len(s) > MaxCursorLen {
+		return Cursor{}, errCursorInvalid
+	}
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(raw) < 1+cursorMACLen || raw[0] != cursorVersion {
 		return Cursor{}, errCursorInvalid

@@ -2,6 +2,8 @@ package core
 
 import (
 	"encoding/base64"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -62,4 +64,21 @@ func FuzzCursorDecode(f *testing.F) {
 			t.Fatalf("re-encode: %+v %v", again, err)
 		}
 	})
+}
+
+// TestLongestCursorFitsTheBound: a cursor positioned after the longest
+// route, with a long epoch, is within MaxCursorLen and of the contract's
+// alphabet; a longer text is refused before it is decoded.
+func TestLongestCursorFitsTheBound(t *testing.T) {
+	k := NewCursorCodec([]byte("m"), "epoch-with-some-length-0123456789")
+	c := Cursor{Epoch: "epoch-with-some-length-0123456789", Family: "f", Selector: "lease://**", Snapshot: 1 << 62,
+		After: strings.Repeat("a", MaxSelectorLen)}
+	s := k.Encode(c)
+	if len(s) > MaxCursorLen || !regexp.MustCompile(`^[A-Za-z0-9_-]+$`).MatchString(s) {
+		t.Fatalf("cursor of %d characters %q, want at most %d of [A-Za-z0-9_-]", len(s), s, MaxCursorLen)
+	}
+	long := s + strings.Repeat("A", MaxCursorLen+1-len(s))
+	if _, err := k.Decode(long, "f", "lease://**"); ErrorCode(err) != CodeInvalidCursor {
+		t.Fatalf("cursor of %d characters: %v, want invalid_cursor", len(long), err)
+	}
 }

@@ -39,6 +39,7 @@ const (
 	CodeNotImplemented       Code = "not_implemented"
 	CodeUnavailable          Code = "unavailable"
 	CodeSessionLimit         Code = "session_limit"
+	CodeSpecLimit            Code = "spec_limit"
 )
 
 var statuses = map[Code]int{
@@ -69,6 +70,7 @@ var statuses = map[Code]int{
 	CodeNotImplemented:       501,
 	CodeUnavailable:          503,
 	CodeSessionLimit:         429,
+	CodeSpecLimit:            429,
 }
 
 // Codes lists every code in table order.
@@ -80,7 +82,7 @@ func Codes() []Code {
 		CodeInvalidCursor, CodeCursorExpired, CodeEpochChanged, CodeSubscriptionLimit,
 		CodeInventoryUnavailable, CodeInvalidName, CodeSpecNotFound, CodePayloadTooLarge,
 		CodeInternal, CodeNotFound, CodeMethodNotAllowed, CodeNotImplemented,
-		CodeUnavailable, CodeSessionLimit,
+		CodeUnavailable, CodeSessionLimit, CodeSpecLimit,
 	}
 }
 
@@ -98,6 +100,10 @@ func (c Code) HTTPStatus() int {
 type Error struct {
 	Code    Code
 	Message string
+	// Scope, for a limit (429), names the bound that was hit: a
+	// broker-wide cap or the caller's family's quota, a session's or a
+	// route's bound. Empty for other errors.
+	Scope Scope
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }

@@ -39,6 +39,7 @@ type snapshots struct {
 	byID     map[uint64]*Snapshot
 	lru      *list.List // front: most recently used
 	perCall  map[string]int
+	perFam   map[string]int
 	next     uint64
 	max      int
 	perLimit int
@@ -46,28 +47,39 @@ type snapshots struct {
 }
 
 func newSnapshots(max, perCaller int, idle time.Duration) *snapshots {
-	return &snapshots{byID: map[uint64]*Snapshot{}, lru: list.New(), perCall: map[string]int{}, max: max, perLimit: perCaller, idle: idle}
+	return &snapshots{byID: map[uint64]*Snapshot{}, lru: list.New(), perCall: map[string]int{}, perFam: map[string]int{}, max: max, perLimit: perCaller, idle: idle}
 }
 
 // OpenSnapshot clones the family's held set at the current revision after
 // processing due expiry, and registers it for later pages. When the caps
 // are reached, the least recently used snapshot (of the caller first, then
-// of anyone) is evicted.
+// of the family when it holds its quota, then of anyone) is evicted.
 func (s *State) OpenSnapshot(now time.Time, fam, caller string) *Snapshot {
 	s.expireDue(now)
+	return s.openSnapshot(now, fam, caller, s.revision, s.cloneHeld(fam))
+}
+
+// openSnapshot registers tree, the family's held set at rev, under the caps.
+func (s *State) openSnapshot(now time.Time, fam, caller string, rev uint64, tree *btree.BTreeG[*Item]) *Snapshot {
 	r := s.snaps
 	r.expireIdle(now, &s.stats)
 	if r.perCall[caller] >= r.perLimit {
 		r.evictOldest(func(sn *Snapshot) bool { return sn.caller == caller }, &s.stats)
 	}
+	u := s.use(fam)
+	if q := s.quota(fam).Snapshots; q > 0 && r.perFam[fam] >= q {
+		r.evictOldest(func(sn *Snapshot) bool { return sn.Family == fam }, &s.stats)
+		u.SnapshotsEvicted++
+	}
 	if len(r.byID) >= r.max {
 		r.evictOldest(func(*Snapshot) bool { return true }, &s.stats)
 	}
 	r.next++
-	sn := &Snapshot{ID: r.next, Family: fam, Revision: s.revision, caller: caller, lastUsed: now, tree: s.cloneHeld(fam)}
+	sn := &Snapshot{ID: r.next, Family: fam, Revision: rev, caller: caller, lastUsed: now, tree: tree}
 	sn.elem = r.lru.PushFront(sn)
 	r.byID[sn.ID] = sn
 	r.perCall[caller]++
+	r.perFam[fam]++
 	s.stats.SnapshotsTaken++
 	return sn
 }
@@ -100,6 +112,9 @@ func (r *snapshots) drop(sn *Snapshot) {
 	r.lru.Remove(sn.elem)
 	if r.perCall[sn.caller]--; r.perCall[sn.caller] == 0 {
 		delete(r.perCall, sn.caller)
+	}
+	if r.perFam[sn.Family]--; r.perFam[sn.Family] == 0 {
+		delete(r.perFam, sn.Family)
 	}
 }
 

@@ -79,8 +79,13 @@ func (s *State) CreateSession(now time.Time, id SessionID, family, ownerID strin
 		return SessionInfo{}, Errorf(CodeInvalidRequest, "ttl_ms must be %d..%d", MinSessionTTL.Milliseconds(), MaxSessionTTL.Milliseconds())
 	}
 	s.expireDue(now)
+	u := s.use(family)
+	if q := s.quota(family).Sessions; over(u.Sessions, 1, q) {
+		u.SessionsRefused++
+		return SessionInfo{}, LimitErrorf(CodeSessionLimit, ScopeFamily, "the family holds its quota of %d sessions", q)
+	}
 	if len(s.sessions)-s.readOnly >= s.cfg.MaxSessions {
-		return SessionInfo{}, Errorf(CodeSessionLimit, "the broker holds its maximum of %d sessions", s.cfg.MaxSessions)
+		return SessionInfo{}, LimitErrorf(CodeSessionLimit, ScopeBroker, "the broker holds its maximum of %d sessions", s.cfg.MaxSessions)
 	}
 	if _, dup := s.sessions[id]; dup {
 		return SessionInfo{}, Errorf(CodeInternal, "session id collision")
@@ -96,6 +101,7 @@ func (s *State) CreateSession(now time.Time, id SessionID, family, ownerID strin
 	s.sessions[id] = ss
 	s.sessionDue.Set(id, ss.ExpiresAt)
 	s.stats.SessionsCreated++
+	u.Sessions++
 	return ss.SessionInfo, nil
 }
 
@@ -157,6 +163,9 @@ const (
 func (s *State) endSession(now time.Time, ss *session, why EndReason) {
 	delete(s.sessions, ss.ID)
 	s.sessionDue.Remove(ss.ID)
+	if ss.readOnly == 0 {
+		s.use(ss.Family).Sessions--
+	}
 	for _, w := range ss.waiters {
 		s.dropWaiter(w, Errorf(CodeSessionNotFound, "the session ended while waiting"))
 	}

@@ -20,6 +20,14 @@ type Config struct {
 	MaxSessions int
 	// MaxStreams bounds open watch streams across all families.
 	MaxStreams int
+	// MaxRegistrations bounds watch registrations across all families.
+	MaxRegistrations int
+	// MaxWaiters bounds queued acquisitions across all families.
+	MaxWaiters int
+	// FamilyQuota bounds each family (zero fields: no bound of its own);
+	// FamilyQuotas replaces it for the families it names.
+	FamilyQuota  Quota
+	FamilyQuotas map[string]Quota
 	// Inventory snapshot retention; zero values take the defaults.
 	MaxSnapshots       int
 	MaxCallerSnapshots int
@@ -71,6 +79,8 @@ type Stats struct {
 	SnapshotsTaken   uint64
 	SnapshotsEvicted uint64 // by the caps
 	SnapshotsExpired uint64 // by the idle timeout
+
+	Families map[string]FamilyStats // per family, for quotas
 }
 
 // State is the whole lease universe of one epoch.
@@ -91,6 +101,7 @@ type State struct {
 	readOnly   int // read-only stream sessions among sessions
 	matchStamp uint64
 	stats      Stats
+	usage      map[string]*usage // per family, for quotas and metrics
 
 	// Outputs of the current step, drained by the actor after each step.
 	events  []Event
@@ -105,6 +116,12 @@ func NewState(cfg Config) *State {
 	}
 	if cfg.MaxStreams <= 0 {
 		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.MaxRegistrations <= 0 {
+		cfg.MaxRegistrations = DefaultMaxRegistrations
+	}
+	if cfg.MaxWaiters <= 0 {
+		cfg.MaxWaiters = DefaultMaxWaiters
 	}
 	if cfg.MaxSnapshots <= 0 {
 		cfg.MaxSnapshots = DefaultMaxSnapshots
@@ -125,6 +142,7 @@ func NewState(cfg Config) *State {
 		snaps:      newSnapshots(cfg.MaxSnapshots, cfg.MaxCallerSnapshots, cfg.SnapshotIdle),
 		watch:      make(map[string]*watchIndex),
 		streams:    make(map[StreamID]*stream),
+		usage:      make(map[string]*usage),
 	}
 }
 
@@ -184,5 +202,6 @@ func (s *State) Stats() Stats {
 	st.Waiters = len(s.waiters)
 	st.Snapshots = len(s.snaps.byID)
 	st.Streams = len(s.streams)
+	st.Families = s.FamilyStats()
 	return st
 }

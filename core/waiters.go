@@ -36,7 +36,17 @@ func (s *State) enqueue(now time.Time, f *family, key string, ss *session, ttl, 
 	}
 	if q.len >= MaxWaitersPerKey {
 		s.stats.AcquireQueueFull++
-		return 0, Errorf(CodeQueueFull, "the wait queue of this lease is full (%d)", MaxWaitersPerKey)
+		return 0, LimitErrorf(CodeQueueFull, ScopeRoute, "the wait queue of this lease is full (%d)", MaxWaitersPerKey)
+	}
+	u := s.use(ss.Family)
+	if quota := s.quota(ss.Family).Waiters; over(u.Waiters, 1, quota) {
+		s.stats.AcquireQueueFull++
+		u.WaitersRefused++
+		return 0, LimitErrorf(CodeQueueFull, ScopeFamily, "the family holds its quota of %d waiting acquisitions", quota)
+	}
+	if len(s.waiters) >= s.cfg.MaxWaiters {
+		s.stats.AcquireQueueFull++
+		return 0, LimitErrorf(CodeQueueFull, ScopeBroker, "the broker holds its maximum of %d waiting acquisitions", s.cfg.MaxWaiters)
 	}
 	s.nextTicket++
 	w := &waiter{ticket: s.nextTicket, sess: ss, fam: f, key: key, ttl: ttl, deadline: now.Add(wait)}
@@ -48,6 +58,7 @@ func (s *State) enqueue(now time.Time, f *family, key string, ss *session, ttl, 
 	q.tail = w
 	q.len++
 	s.waiters[w.ticket] = w
+	u.Waiters++
 	s.waitDue.Set(w.ticket, w.deadline)
 	ss.waiters[w.ticket] = w
 	s.stats.AcquireQueued++
@@ -62,6 +73,7 @@ func (s *State) dropWaiter(w *waiter, err error) {
 	}
 	w.removed = true
 	delete(s.waiters, w.ticket)
+	s.use(w.sess.Family).Waiters--
 	delete(w.sess.waiters, w.ticket)
 	s.waitDue.Remove(w.ticket)
 	q := w.fam.queues[w.key]

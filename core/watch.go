@@ -103,9 +103,15 @@ func (s *State) Subscribe(now time.Time, fam string, id *SessionID, anon Session
 		return WatchStart{}, Errorf(CodeInvalidRequest, "a stream watches 1..%d selectors", MaxSelectorsPerStream)
 	}
 	s.expireDue(now)
+	u, q := s.use(fam), s.quota(fam)
+	if over(u.Streams, 1, q.Streams) {
+		s.stats.SubscriptionLimit++
+		u.StreamsRefused++
+		return WatchStart{}, LimitErrorf(CodeSubscriptionLimit, ScopeFamily, "the family holds its quota of %d watch streams", q.Streams)
+	}
 	if len(s.streams) >= s.cfg.MaxStreams {
 		s.stats.SubscriptionLimit++
-		return WatchStart{}, Errorf(CodeSubscriptionLimit, "the broker holds its maximum of %d watch streams", s.cfg.MaxStreams)
+		return WatchStart{}, LimitErrorf(CodeSubscriptionLimit, ScopeBroker, "the broker holds its maximum of %d watch streams", s.cfg.MaxStreams)
 	}
 	var ss *session
 	if id != nil {
@@ -134,13 +140,23 @@ func (s *State) Subscribe(now time.Time, fam string, id *SessionID, anon Session
 	}
 	if ss != nil && (ss.wildcards+newWild > MaxWildcardRegistrations || len(ss.regs)+newAll > MaxRegistrations) {
 		s.stats.SubscriptionLimit++
-		return WatchStart{}, Errorf(CodeSubscriptionLimit, "a session holds at most %d wildcard and %d registrations in all", MaxWildcardRegistrations, MaxRegistrations)
+		return WatchStart{}, LimitErrorf(CodeSubscriptionLimit, ScopeSession, "a session holds at most %d wildcard and %d registrations in all", MaxWildcardRegistrations, MaxRegistrations)
+	}
+	if over(u.Registrations, newAll, q.Registrations) {
+		s.stats.SubscriptionLimit++
+		u.RegistrationsRefused++
+		return WatchStart{}, LimitErrorf(CodeSubscriptionLimit, ScopeFamily, "the family holds its quota of %d watch registrations", q.Registrations)
+	}
+	if over(s.stats.ExactRegistrations+s.stats.WildcardRegistrations, newAll, s.cfg.MaxRegistrations) {
+		s.stats.SubscriptionLimit++
+		return WatchStart{}, LimitErrorf(CodeSubscriptionLimit, ScopeBroker, "the broker holds its maximum of %d watch registrations", s.cfg.MaxRegistrations)
 	}
 	if ss == nil {
 		ss = s.readOnlySession(now, fam, anon, st)
 	}
 	str := &stream{sess: ss, regs: map[*registration]struct{}{}}
 	s.streams[st] = str
+	u.Streams++
 	sn := s.OpenSnapshot(now, fam, caller)
 	out := WatchStart{Revision: s.revision, Snapshot: sn}
 	ix := s.index(fam)
@@ -185,6 +201,7 @@ func (s *State) addRegistration(ix *watchIndex, ss *session, sel Selector, st St
 		ss.regs = map[string]*registration{}
 	}
 	ss.regs[sel.String()] = r
+	s.use(ss.Family).Registrations++
 	return r
 }
 
@@ -223,6 +240,7 @@ func (s *State) removeRegistration(r *registration) {
 		s.stats.WildcardRegistrations--
 	}
 	delete(r.sess.regs, r.sel.String())
+	s.use(r.sess.Family).Registrations--
 	if str := s.streams[r.stream]; str != nil {
 		delete(str.regs, r)
 	}
@@ -236,6 +254,7 @@ func (s *State) endStream(st StreamID, reason StreamEndReason) {
 		return
 	}
 	delete(s.streams, st)
+	s.use(str.sess.Family).Streams--
 	for r := range str.regs {
 		s.removeRegistration(r)
 	}

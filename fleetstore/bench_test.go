@@ -129,7 +129,7 @@ func bulkRegister(tb testing.TB, s Store, root string, n int, spec func(int) []b
 	case *boltStore:
 		must(tb, s.db.Update(func(tx *bolt.Tx) error {
 			for i := range n {
-				if _, err := boltMint(tx, fam, root, "repo", spec(i)); err != nil {
+				if _, err := boltMint(tx, fam, root, "repo", spec(i), 0); err != nil {
 					return err
 				}
 			}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/musterhq/muster/core"
 	berrors "go.etcd.io/bbolt/errors"
 )
 
@@ -116,16 +118,19 @@ func specsBucket(tx *bolt.Tx, family, root string) (*bolt.Bucket, error) {
 	return rb.Bucket([]byte(SpecsBucket)), nil
 }
 
-func (s *boltStore) Register(ctx context.Context, family, root, kind string, spec []byte) (string, error) {
+func (s *boltStore) Register(ctx context.Context, family, root, kind string, spec []byte, max int) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", backendErr("register", err, true)
 	}
 	var name string
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		var err error
-		name, err = boltMint(tx, family, root, kind, spec)
+		name, err = boltMint(tx, family, root, kind, spec, max)
 		return err
 	})
+	if core.ErrorCode(err) == core.CodeSpecLimit {
+		return "", err
+	}
 	if err != nil {
 		return "", boltErr("register", err)
 	}
@@ -134,7 +139,7 @@ func (s *boltStore) Register(ctx context.Context, family, root, kind string, spe
 
 // boltMint is the critical section of Register: read the counter, store the
 // spec under the minted name, write the counter back, all inside tx.
-func boltMint(tx *bolt.Tx, family, root, kind string, spec []byte) (string, error) {
+func boltMint(tx *bolt.Tx, family, root, kind string, spec []byte, max int) (string, error) {
 	rb, err := rootBucket(tx, family, root, true)
 	if err != nil {
 		return "", err
@@ -151,6 +156,9 @@ func boltMint(tx *bolt.Tx, family, root, kind string, spec []byte) (string, erro
 	specs, err := rb.CreateBucketIfNotExists([]byte(SpecsBucket))
 	if err != nil {
 		return "", err
+	}
+	if max > 0 && specs.Stats().KeyN >= max {
+		return "", errSpecLimit(max)
 	}
 	name := mintName(kind, n)
 	if specs.Get([]byte(name)) != nil {
@@ -239,6 +247,38 @@ func (s *boltStore) Desired(ctx context.Context, family, root, after string, lim
 		return nil, false, boltErr("list", err)
 	}
 	return rows, more, nil
+}
+
+// Names is Desired without the specs.
+func (s *boltStore) Names(ctx context.Context, family, root, after string, limit int) ([]string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, backendErr("list", err, true)
+	}
+	names := []string{}
+	more := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		specs, err := specsBucket(tx, family, root)
+		if specs == nil || err != nil {
+			return err
+		}
+		c := specs.Cursor()
+		k, _ := c.Seek([]byte(after))
+		if k != nil && string(k) == after {
+			k, _ = c.Next()
+		}
+		for ; k != nil; k, _ = c.Next() {
+			if len(names) == limit {
+				more = true
+				break
+			}
+			names = append(names, string(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, boltErr("list", err)
+	}
+	return names, more, nil
 }
 
 func (s *boltStore) Close() error {

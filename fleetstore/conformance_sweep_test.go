@@ -147,7 +147,7 @@ func testSweepSkipsUnjudged(t *testing.T, st storage) {
 		judged        = map[string]bool{}
 		before, after []string
 	)
-	res, err := f.SweepFunc(ctx, fam, root, func(r Row) bool {
+	res, err := f.SweepFunc(ctx, fam, root, func(r Row) (bool, error) {
 		judged[r.Name] = true
 		once.Do(func() {
 			var wg sync.WaitGroup
@@ -170,7 +170,7 @@ func testSweepSkipsUnjudged(t *testing.T, st storage) {
 			}
 			wg.Wait()
 		})
-		return schema.Valid(r.Spec)
+		return schema.Judge(ctx, r.Spec)
 	})
 	must(t, err)
 	for _, n := range res.Dropped {

@@ -44,6 +44,7 @@ func testConformance(t *testing.T, newStorage func(testing.TB) storage) {
 		{"SweepSkipsUnjudged", testSweepSkipsUnjudged},
 		{"SweepRacesRegister", testSweepRacesRegister},
 		{"ConcurrentRegister64", testConcurrentRegister64},
+		{"SpecsPerRoot", testSpecsPerRoot},
 		{"Closed", testClosed},
 	}
 	for _, tt := range tests {

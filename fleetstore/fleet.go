@@ -12,10 +12,18 @@ import (
 // for concurrent use and holds no state of its own besides the Store.
 type Fleet struct {
 	store Store
+	// SpecsPerRoot, if set, is each family's bound on the specs of one root
+	// (0: none). Register refuses a spec beyond it with CodeSpecLimit.
+	SpecsPerRoot func(family string) int
 }
 
 // New returns the Fleet over store. Closing the Fleet closes the store.
 func New(store Store) *Fleet { return &Fleet{store: store} }
+
+// errSpecLimit is the refusal of a spec beyond a root's quota.
+func errSpecLimit(max int) error {
+	return core.LimitErrorf(core.CodeSpecLimit, core.ScopeRoot, "the root holds its quota of %d specs", max)
+}
 
 // Close closes the underlying Store.
 func (f *Fleet) Close() error { return f.store.Close() }
@@ -34,7 +42,11 @@ func (f *Fleet) Register(ctx context.Context, family, root, kind string, spec []
 	if err := checkSpec(spec); err != nil {
 		return "", err
 	}
-	return f.store.Register(ctx, family, root, kind, spec)
+	max := 0
+	if f.SpecsPerRoot != nil {
+		max = f.SpecsPerRoot(family)
+	}
+	return f.store.Register(ctx, family, root, kind, spec, max)
 }
 
 // Get returns the row called name: CodeInvalidName for an illegal name,
@@ -99,6 +111,26 @@ func (f *Fleet) Names(ctx context.Context, family, root string) ([]string, error
 		return nil, err
 	}
 	return names, nil
+}
+
+// NamePage returns up to limit names of root (1 ≤ limit ≤ MaxGapPage)
+// strictly after after, in byte order, and whether more follow. It reads
+// names only, where the store can.
+func (f *Fleet) NamePage(ctx context.Context, family, root, after string, limit int) ([]string, bool, error) {
+	if err := checkScope(family, root); err != nil {
+		return nil, false, err
+	}
+	if nl, ok := f.store.(interface {
+		Names(ctx context.Context, family, root, after string, limit int) ([]string, bool, error)
+	}); ok {
+		return nl.Names(ctx, family, root, after, limit)
+	}
+	rows, more, err := f.store.Desired(ctx, family, root, after, min(limit, MaxPageSize))
+	names := make([]string, len(rows))
+	for i, r := range rows {
+		names[i] = r.Name
+	}
+	return names, more, err
 }
 
 // listPage is the page size of the Fleet's own walks (Names, Sweep). Tests

@@ -16,7 +16,7 @@ type spyStore struct {
 	limits []int
 }
 
-func (s *spyStore) Register(_ context.Context, _, _, kind string, _ []byte) (string, error) {
+func (s *spyStore) Register(_ context.Context, _, _, kind string, _ []byte, _ int) (string, error) {
 	s.calls = append(s.calls, "Register")
 	return kind + "-1", nil
 }
@@ -136,7 +136,9 @@ func TestCompileSchema(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := CompileSchema([]byte(tt.schema))
 			must(t, err)
-			if got := s.Valid([]byte(tt.spec)); got != tt.valid {
+			got, err := s.Judge(ctx, []byte(tt.spec))
+			must(t, err)
+			if got != tt.valid {
 				t.Errorf("Valid(%s) = %v, want %v", tt.spec, got, tt.valid)
 			}
 		})

@@ -1,5 +1,7 @@
 package fleetstore
 
+import "github.com/musterhq/muster/core"
+
 // Limits. They are part of the contract: the HTTP layer documents them and
 // the SDKs may rely on them. Raising one is compatible; lowering one is not.
 const (
@@ -16,6 +18,11 @@ const (
 
 	// MaxRootSegments is the largest number of segments in a root.
 	MaxRootSegments = 8
+
+	// MaxRootSegmentBytes is the longest segment of a root: the grammar's
+	// segment bound (core.MaxSegmentLen), so that every legal root can be
+	// named by a fleet grant.
+	MaxRootSegmentBytes = core.MaxSegmentLen
 
 	// MaxKindBytes is the longest kind.
 	MaxKindBytes = 64

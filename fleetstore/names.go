@@ -24,8 +24,9 @@ func LegalSegment(s string) bool {
 	return true
 }
 
-// CheckRoot accepts a root: at most MaxRootSegments legal segments joined by
-// "/", at most MaxRootBytes in all. Roots arrive decoded (the HTTP layer sends
+// CheckRoot accepts a root: at most MaxRootSegments legal segments of at
+// most MaxRootSegmentBytes each, joined by "/", at most MaxRootBytes in all
+// (the same rule as a fleet grant's root, core.Grants.AllowsFleet). Roots arrive decoded (the HTTP layer sends
 // "/" as %2F). It fails with CodeInvalidRequest.
 func CheckRoot(root string) error {
 	if root == "" {
@@ -40,6 +41,9 @@ func CheckRoot(root string) error {
 		if !LegalSegment(seg) {
 			return core.Errorf(core.CodeInvalidRequest,
 				"root must be segments of a-z, 0-9, '-' and '_' joined by '/'")
+		}
+		if len(seg) > MaxRootSegmentBytes {
+			return core.Errorf(core.CodeInvalidRequest, "a root segment is longer than %d bytes", MaxRootSegmentBytes)
 		}
 	}
 	if n > MaxRootSegments {

@@ -36,14 +36,26 @@ func TestCheckRoot(t *testing.T) {
 		{"monitors", true},
 		{"inst-7/monitors", true},
 		{strings.Repeat("a/", MaxRootSegments-1) + "a", true},
-		{strings.Repeat("a", MaxRootBytes), true},
+		{strings.Repeat("a", MaxRootSegmentBytes), true},
+		{strings.Repeat("a", MaxRootSegmentBytes) + "/" + strings.Repeat("b", MaxRootBytes-MaxRootSegmentBytes-1), true},
+		{strings.Repeat("a", MaxRootSegmentBytes+1), false},
+		{"x/" + strings.Repeat("a", MaxRootSegmentBytes+1), false},
+		{strings.Repeat("a", MaxRootBytes), false},
 		{"", false}, {"/", false}, {"a//b", false}, {"/a", false}, {"a/", false},
 		{"Monitors", false}, {"inst-7%2Fmonitors", false}, {"a/../b", false},
 		{strings.Repeat("a/", MaxRootSegments) + "a", false},
 		{strings.Repeat("a", MaxRootBytes+1), false},
 	}
+	everything, err := core.ParseGrant("fleet://**#*")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range tests {
 		err := CheckRoot(tt.in)
+		// One rule for roots: what CheckRoot accepts, a grant can name.
+		if allowed := (core.Grants{everything}).AllowsFleet(tt.in, core.ReadWrite); allowed != (err == nil) {
+			t.Errorf("CheckRoot(%q) = %v but fleet://**#* allows it: %v", tt.in, err, allowed)
+		}
 		if (err == nil) != tt.want {
 			t.Errorf("CheckRoot(%q) = %v, want ok %v", tt.in, err, tt.want)
 		}

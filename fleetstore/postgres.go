@@ -56,6 +56,24 @@ var pgMigrations = [][]string{
 // at 2) the root's counter under its row lock, and insert the spec under the
 // number it had. The counter row lock serializes concurrent registers of one
 // root across every broker sharing the database.
+//
+// pgRegisterMax is the same with the root's quota ($5): the spec is stored
+// only while the root holds fewer rows. The count reads the statement's
+// snapshot, so registers racing on other connections may pass the quota by
+// at most their number. A refused register still consumes a number (names
+// may have gaps; they are never reused).
+const pgRegisterMax = `
+WITH c AS (
+	INSERT INTO muster_fleet_counters AS t (family, root, next_id)
+	VALUES ($1::text, $2::text, 2)
+	ON CONFLICT (family, root) DO UPDATE SET next_id = t.next_id + 1
+	RETURNING t.next_id - 1 AS n
+)
+INSERT INTO muster_fleet_specs (family, root, name, spec)
+SELECT $1::text, $2::text, $3::text || '-' || c.n::text, $4::bytea FROM c
+WHERE (SELECT count(*) FROM muster_fleet_specs WHERE family = $1::text AND root = $2::text) < $5::bigint
+RETURNING name`
+
 const pgRegister = `
 WITH c AS (
 	INSERT INTO muster_fleet_counters AS t (family, root, next_id)
@@ -157,11 +175,17 @@ func migrate(ctx context.Context, c *pgx.Conn) error {
 	})
 }
 
-func (s *pgStore) Register(ctx context.Context, family, root, kind string, spec []byte) (string, error) {
+func (s *pgStore) Register(ctx context.Context, family, root, kind string, spec []byte, max int) (string, error) {
 	var name string
 	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		if max > 0 {
+			return c.QueryRow(ctx, pgRegisterMax, family, root, kind, spec, max).Scan(&name)
+		}
 		return c.QueryRow(ctx, pgRegister, family, root, kind, spec).Scan(&name)
 	})
+	if max > 0 && errors.Is(err, pgx.ErrNoRows) {
+		return "", errSpecLimit(max)
+	}
 	if err != nil {
 		return "", pgErr("register", err)
 	}
@@ -193,6 +217,34 @@ func (s *pgStore) Forget(ctx context.Context, family, root string, names ...stri
 		return err
 	})
 	return pgErr("forget", err)
+}
+
+// Names is Desired without the specs.
+func (s *pgStore) Names(ctx context.Context, family, root, after string, limit int) ([]string, bool, error) {
+	names := make([]string, 0, min(limit, DefaultPageSize))
+	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		names = names[:0]
+		r, err := c.Query(ctx, `SELECT name FROM muster_fleet_specs
+			WHERE family = $1 AND root = $2 AND name > $3
+			ORDER BY name LIMIT $4`, family, root, after, limit+1)
+		if err != nil {
+			return err
+		}
+		var name string
+		_, err = pgx.ForEachRow(r, []any{&name}, func() error {
+			names = append(names, name)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, false, pgErr("list", err)
+	}
+	more := len(names) > limit
+	if more {
+		names = names[:limit]
+	}
+	return names, more, nil
 }
 
 func (s *pgStore) Desired(ctx context.Context, family, root, after string, limit int) ([]Row, bool, error) {

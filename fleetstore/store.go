@@ -20,8 +20,11 @@ type Store interface {
 	// starts at 1 and is shared by every kind of the root) and stores spec
 	// under that name, both in one transaction. It returns only after the
 	// transaction is durable. A name is never minted twice, whatever the
-	// concurrency, the restarts or the names forgotten since.
-	Register(ctx context.Context, family, root, kind string, spec []byte) (name string, err error)
+	// concurrency, the restarts or the names forgotten since. When max > 0
+	// and the root already holds max specs, nothing is stored and the error
+	// is errSpecLimit(max) (on PostgreSQL, registers racing on other
+	// connections may pass max by at most their number).
+	Register(ctx context.Context, family, root, kind string, spec []byte, max int) (name string, err error)
 
 	// Get returns one row, or a CodeSpecNotFound error.
 	Get(ctx context.Context, family, root, name string) (Row, error)

@@ -16,9 +16,11 @@ type SweepResult struct {
 	Dropped []string `json:"dropped"`
 }
 
-// Schema is a compiled JSON Schema, safe for concurrent use.
+// Schema is a compiled JSON Schema with its work meter. It is not safe for
+// concurrent use: one validation at a time.
 type Schema struct {
 	s *jsonschema.Schema
+	m *meter
 }
 
 // schemaLocation names the caller's schema inside the compiler. It resolves
@@ -30,17 +32,24 @@ const schemaLocation = "urn:muster:sweep-schema"
 // the standard meta-schemas only: nothing is fetched from files or the
 // network. "format" is an annotation, as draft 2020-12 specifies, not an
 // assertion. Failures are CodeInvalidRequest, or CodePayloadTooLarge above
-// MaxSchemaBytes.
-func CompileSchema(raw []byte) (*Schema, error) {
-	if len(raw) > MaxSchemaBytes {
-		return nil, core.Errorf(core.CodePayloadTooLarge, "schema is larger than %d bytes", MaxSchemaBytes)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+// MaxSchemaBytes. A schema beyond one of the structural limits
+// (MaxSchemaDepth, MaxSchemaPatternBytes, MaxSchemaFanOut,
+// MaxSchemaExpansion, MaxSchemaNesting) is CodeInvalidRequest with a message
+// naming the limit; the checks cost time linear in the schema's size.
+func CompileSchema(raw []byte) (*Schema, error) { return compileSchema(raw, true) }
+
+// compileSchema is CompileSchema; fast=false skips the first look at the
+// expansion (tests compare it with the compiled walk).
+func compileSchema(raw []byte, fast bool) (*Schema, error) {
+	doc, err := precheck(raw, fast)
 	if err != nil {
-		return nil, core.Errorf(core.CodeInvalidRequest, "schema is not one valid JSON value")
+		return nil, err
 	}
+	m := &meter{}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(refuseLoader{})
+	c.AssertVocabs()
+	c.RegisterVocabulary(countVocab(m))
 	if err := c.AddResource(schemaLocation, doc); err != nil {
 		return nil, core.Errorf(core.CodeInvalidRequest, "schema cannot be added")
 	}
@@ -53,16 +62,73 @@ func CompileSchema(raw []byte) (*Schema, error) {
 		}
 		return nil, core.Errorf(core.CodeInvalidRequest, "schema is not a valid JSON Schema")
 	}
-	return &Schema{s: s}, nil
+	if err := checkShape(s); err != nil {
+		return nil, err
+	}
+	return &Schema{s: s, m: m}, nil
 }
 
-// Valid reports whether spec is JSON that the schema accepts.
-func (s *Schema) Valid(spec []byte) bool {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(spec))
-	if err != nil {
-		return false
+// PrecheckSchema applies the checks of CompileSchema that cost time linear
+// in the schema's size and no more (JSON, size, depth, patterns, the first
+// look at the expansion): what refuses the abuse report's schemas in a
+// fraction of a millisecond. Compiling, which costs more, can then wait
+// for its turn (see the HTTP layer's sweep gate). A schema that passes may
+// still be refused by CompileSchema.
+func PrecheckSchema(raw []byte) error {
+	_, err := precheck(raw, true)
+	return err
+}
+
+func precheck(raw []byte, fast bool) (any, error) {
+	if len(raw) > MaxSchemaBytes {
+		return nil, core.Errorf(core.CodePayloadTooLarge, "schema is larger than %d bytes", MaxSchemaBytes)
 	}
-	return s.s.Validate(v) == nil
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, core.Errorf(core.CodeInvalidRequest, "schema is not one valid JSON value")
+	}
+	if err := checkDocument(doc); err != nil {
+		return nil, err
+	}
+	if fast && rawExpansion(doc) {
+		return nil, errExpansion
+	}
+	return doc, nil
+}
+
+// Budget starts a request's work budget: SweepRequestBudget evaluations in
+// all, checked against ctx every 1,024 evaluations.
+func (s *Schema) Budget(ctx context.Context) {
+	s.m.ctx, s.m.req = ctx, SweepRequestBudget
+}
+
+// Judge reports whether spec is JSON that the schema accepts, within
+// SweepSpecBudget evaluations and what is left of the request's budget (see
+// Budget; without one, a fresh one under ctx). It fails with
+// CodeInvalidRequest naming the budget that ran out, or with ctx's error
+// when ctx ends.
+func (s *Schema) Judge(ctx context.Context, spec []byte) (valid bool, err error) {
+	if s.m.ctx == nil {
+		s.Budget(ctx)
+	}
+	if err := s.m.ctx.Err(); err != nil {
+		return false, err
+	}
+	v, uerr := jsonschema.UnmarshalJSON(bytes.NewReader(spec))
+	if uerr != nil {
+		return false, nil
+	}
+	s.m.spec = SweepSpecBudget
+	defer func() {
+		if r := recover(); r != nil {
+			a, ok := r.(abort)
+			if !ok {
+				panic(r)
+			}
+			valid, err = false, a.err
+		}
+	}()
+	return s.s.Validate(v) == nil, nil
 }
 
 type refuseLoader struct{}
@@ -82,12 +148,24 @@ func (f *Fleet) Sweep(ctx context.Context, family, root string, schema []byte) (
 	if err != nil {
 		return SweepResult{}, err
 	}
-	return f.SweepFunc(ctx, family, root, func(r Row) bool { return s.Valid(r.Spec) })
+	return f.SweepSchema(ctx, family, root, s)
+}
+
+// SweepSchema is Sweep with a schema compiled by CompileSchema (a schema
+// serves one sweep: its work budget starts here).
+func (f *Fleet) SweepSchema(ctx context.Context, family, root string, s *Schema) (SweepResult, error) {
+	if err := checkScope(family, root); err != nil {
+		return SweepResult{}, err
+	}
+	s.Budget(ctx)
+	return f.SweepFunc(ctx, family, root, func(r Row) (bool, error) { return s.Judge(ctx, r.Spec) })
 }
 
 // SweepFunc reads root page by page in name order, calls valid on each row,
 // and after each page deletes the names of that page that valid rejected.
-// valid must be a pure, total judgement: it runs with no transaction open.
+// valid must be a pure judgement: it runs with no transaction open. When
+// valid fails (a work budget ran out, ctx ended), the sweep stops before
+// deleting anything of that page and returns the error.
 //
 // Every spec present when the sweep starts is judged once. Only judged names
 // are deleted, and since names are never reused and specs never change, the
@@ -97,12 +175,16 @@ func (f *Fleet) Sweep(ctx context.Context, family, root string, schema []byte) (
 //
 // If ctx ends or the store fails midway, the pages already swept stay swept
 // and the error is returned with an empty result.
-func (f *Fleet) SweepFunc(ctx context.Context, family, root string, valid func(Row) bool) (SweepResult, error) {
+func (f *Fleet) SweepFunc(ctx context.Context, family, root string, valid func(Row) (bool, error)) (SweepResult, error) {
 	res := SweepResult{Kept: []Row{}, Dropped: []string{}}
 	err := f.each(ctx, family, root, func(rows []Row) error {
 		var failed []string
 		for _, r := range rows {
-			if valid(r) {
+			ok, err := valid(r)
+			if err != nil {
+				return err
+			}
+			if ok {
 				res.Kept = append(res.Kept, r)
 			} else {
 				failed = append(failed, r.Name)

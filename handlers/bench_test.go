@@ -29,7 +29,7 @@ func BenchmarkStackSmallPOST(b *testing.B) {
 		g, _ := core.ParseGrants([]string{"lease://acme/**#*"})
 		tokens = append(tokens, Token{Name: secret, Hash: sha256.Sum256([]byte(secret)), Family: "acme", Grants: g})
 	}
-	c, err := newContract(spec, NewAuthenticator(tokens), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := newContract(spec, NewAuthenticator(tokens), slog.New(slog.NewTextHandler(io.Discard, nil)), DefaultBodyReadTimeout)
 	if err != nil {
 		b.Fatal(err)
 	}

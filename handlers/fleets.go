@@ -160,7 +160,24 @@ func (s *Server) SweepSpecs(ctx context.Context, req api.SweepSpecsRequestObject
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.fleet.Sweep(ctx, fam, req.Root, req.Body.Schema)
+	// The cheap checks refuse a hostile schema at once; compiling (up to
+	// ~0.4 s for 256 KiB) and validating wait for the family's turn.
+	if err := fleetstore.PrecheckSchema(req.Body.Schema); err != nil {
+		s.metrics.sweeps.WithLabelValues(sweepOutcome(ctx, err)).Inc()
+		return nil, err
+	}
+	s.metrics.sweepsWaiting.Inc()
+	leave, err := s.sweeps.enter(ctx, fam)
+	s.metrics.sweepsWaiting.Dec()
+	if err != nil {
+		s.metrics.sweeps.WithLabelValues(sweepOutcome(ctx, err)).Inc()
+		return nil, err
+	}
+	s.metrics.sweepsRunning.Inc()
+	res, err := s.sweep(ctx, fam, req.Root, req.Body.Schema)
+	s.metrics.sweepsRunning.Dec()
+	leave()
+	s.metrics.sweeps.WithLabelValues(sweepOutcome(ctx, err)).Inc()
 	if err != nil {
 		return nil, s.fleetErr(ctx, "sweep", err)
 	}
@@ -182,6 +199,30 @@ func (s *Server) SweepSpecs(ctx context.Context, req api.SweepSpecsRequestObject
 	return rawJSON{status: http.StatusOK, body: b}, nil
 }
 
+// sweep compiles the schema and sweeps with it.
+func (s *Server) sweep(ctx context.Context, fam, root string, raw []byte) (fleetstore.SweepResult, error) {
+	schema, err := fleetstore.CompileSchema(raw)
+	if err != nil {
+		return fleetstore.SweepResult{}, err
+	}
+	return s.fleet.SweepSchema(ctx, fam, root, schema)
+}
+
+// sweepOutcome is the muster_fleet_sweeps_total label of a sweep's end.
+func sweepOutcome(ctx context.Context, err error) string {
+	var be *fleetstore.BackendError
+	switch {
+	case err == nil:
+		return "ok"
+	case ctx.Err() != nil:
+		return "abandoned"
+	case errors.As(err, &be):
+		return "failed"
+	default:
+		return "refused"
+	}
+}
+
 // PlanFleet is the pure difference of two name lists; it reads and changes
 // nothing, so it needs a token but no grant.
 func (s *Server) PlanFleet(_ context.Context, req api.PlanFleetRequestObject) (api.PlanFleetResponseObject, error) {
@@ -195,6 +236,13 @@ func (s *Server) PlanFleet(_ context.Context, req api.PlanFleetRequestObject) (a
 // stopped (lease released, then spec forgotten) can then show as an orphan
 // but never as missing, so a reconciler acting on missing never restarts
 // what an operator just stopped.
+//
+// Work and memory per page are bounded by the limit: at most limit names of
+// each side are held (see core.Snapshot.LiveNames and Fleet.NamePage). The
+// page covers the names in (after, end]: end is the last desired name read
+// when more follow, lowered to the last live name kept when the live side
+// was cut. The first page reads an unregistered view and registers it only
+// when a next page is needed, so single-page gaps cost no snapshot slot.
 func (s *Server) FleetGap(ctx context.Context, req api.FleetGapRequestObject) (api.FleetGapResponseObject, error) {
 	fam, err := fleetScope(ctx, req.Root, core.Read)
 	if err != nil {
@@ -204,17 +252,61 @@ func (s *Server) FleetGap(ctx context.Context, req api.FleetGapRequestObject) (a
 	if err != nil {
 		return nil, err
 	}
-	sn, err := s.broker.HeldView(ctx, fam)
-	if err != nil {
+	limit := core.DefaultGapPage
+	if req.Params.Limit != nil {
+		limit = *req.Params.Limit
+	}
+	if limit < 1 || limit > core.MaxGapPage {
+		return nil, core.Errorf(core.CodeInvalidRequest, "limit must be 1..%d", core.MaxGapPage)
+	}
+	bound := gapCursorSelector(req.Root, sel)
+	var sn *core.Snapshot
+	after := ""
+	if req.Params.Cursor != nil {
+		cur, err := s.cursors.Decode(*req.Params.Cursor, fam, bound)
+		if err == nil {
+			sn, err = s.broker.ResumeSnapshot(ctx, cur.Snapshot, fam)
+		}
+		if err != nil {
+			return nil, err
+		}
+		after = cur.After
+	} else if sn, err = s.broker.HeldView(ctx, fam); err != nil {
 		return nil, core.Errorf(core.CodeInventoryUnavailable, "no inventory snapshot could be taken")
 	}
-	live := sn.Resources(sel)
-	desired, err := s.fleet.Names(ctx, fam, req.Root)
+	desired, dmore, err := s.fleet.NamePage(ctx, fam, req.Root, after, limit)
 	if err != nil {
 		return nil, s.fleetErr(ctx, "gap", err)
 	}
+	end := ""
+	if dmore {
+		end = desired[len(desired)-1]
+	}
+	live, lmore := sn.LiveNames(sel, after, end, limit)
+	if lmore {
+		end = live[len(live)-1]
+		for len(desired) > 0 && desired[len(desired)-1] > end {
+			desired = desired[:len(desired)-1]
+		}
+	}
 	missing, orphans := fleetstore.Plan(desired, live)
-	return api.FleetGap200JSONResponse{Missing: missing, Orphans: orphans, Revision: int64(sn.Revision)}, nil
+	out := api.FleetGap200JSONResponse{Missing: missing, Orphans: orphans, Revision: int64(sn.Revision)}
+	if end != "" {
+		if sn.ID == 0 {
+			if sn, err = s.broker.Retain(ctx, sn, snapshotOwner(callerFrom(ctx))); err != nil {
+				return nil, core.Errorf(core.CodeInventoryUnavailable, "no inventory snapshot could be kept")
+			}
+		}
+		next := s.cursors.Encode(core.Cursor{Epoch: s.broker.Epoch(), Family: fam, Selector: bound, Snapshot: sn.ID, After: end})
+		out.NextCursor = &next
+	}
+	return out, nil
+}
+
+// gapCursorSelector binds a gap cursor to its root and live selector, in a
+// namespace no lease selector or spec listing uses.
+func gapCursorSelector(root string, live core.Selector) string {
+	return "gap:" + root + " " + live.String()
 }
 
 // appendRow appends {"name":…,"spec":…} with the spec's stored bytes as they

@@ -32,6 +32,10 @@ type Metrics struct {
 	streams    prometheus.Gauge
 	delivered  prometheus.Counter
 	supersedes prometheus.Counter
+
+	sweepsRunning prometheus.Gauge
+	sweepsWaiting prometheus.Gauge
+	sweeps        *prometheus.CounterVec
 }
 
 // NewMetrics registers the HTTP instruments and a collector that reads the
@@ -60,6 +64,10 @@ func NewMetrics(broker *core.Broker) *Metrics {
 	m.delivered = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_watch_events_delivered_total", Help: "Change events queued to watch streams."})
 	m.supersedes = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_watch_supersedes_total", Help: "Streams ended because the same session opened the same selector again."})
 	reg.MustRegister(m.streams, m.delivered, m.supersedes)
+	m.sweepsRunning = prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_fleet_sweeps_running", Help: "Sweeps validating specs now."})
+	m.sweeps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "muster_fleet_sweeps_total", Help: "Sweeps by outcome: ok, refused (a limit or budget), abandoned (the client left), failed (the store)."}, []string{"outcome"})
+	m.sweepsWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_fleet_sweeps_waiting", Help: "Sweeps waiting for their family's or a broker slot."})
+	reg.MustRegister(m.sweepsRunning, m.sweepsWaiting, m.sweeps)
 	reg.MustRegister(m.listPages, m.listItems, m.listExamined, m.listExhausted, m.cursorResumes, m.cursorRejected)
 	reg.MustRegister(m.requests, m.duration,
 		collectors.NewGoCollector(),
@@ -195,8 +203,45 @@ var statMetrics = slices.Concat(
 	}),
 )
 
+// familyMetric is one per-family metric read off core.FamilyStats. The
+// family label comes from the configuration (a bounded set), never from a
+// request.
+type familyMetric struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(*core.FamilyStats) float64
+	label string // the value of the "limit" label, if any
+}
+
+func familyGauge(name, help string, v func(*core.FamilyStats) float64) familyMetric {
+	return familyMetric{desc: prometheus.NewDesc(name, help, []string{"family"}, nil), kind: prometheus.GaugeValue, value: v}
+}
+
+var refusedDesc = prometheus.NewDesc("muster_family_quota_refusals_total",
+	"Requests refused by the family's own quota, by limit.", []string{"family", "limit"}, nil)
+
+var familyMetrics = []familyMetric{
+	familyGauge("muster_family_sessions", "Live sessions of the family.", func(f *core.FamilyStats) float64 { return float64(f.Sessions) }),
+	familyGauge("muster_family_watch_streams", "Open watch streams of the family.", func(f *core.FamilyStats) float64 { return float64(f.Streams) }),
+	familyGauge("muster_family_watch_registrations", "Watch registrations of the family, exact and wildcard.", func(f *core.FamilyStats) float64 { return float64(f.Registrations) }),
+	familyGauge("muster_family_snapshots", "Retained inventory snapshots of the family.", func(f *core.FamilyStats) float64 { return float64(f.Snapshots) }),
+	familyGauge("muster_family_lease_waiters", "Queued acquisitions of the family.", func(f *core.FamilyStats) float64 { return float64(f.Waiters) }),
+	{desc: prometheus.NewDesc("muster_family_snapshots_evicted_total", "Snapshots of the family evicted to keep it within its quota.", []string{"family"}, nil),
+		kind: prometheus.CounterValue, value: func(f *core.FamilyStats) float64 { return u(f.SnapshotsEvicted) }},
+	{desc: refusedDesc, kind: prometheus.CounterValue, label: "sessions", value: func(f *core.FamilyStats) float64 { return u(f.SessionsRefused) }},
+	{desc: refusedDesc, kind: prometheus.CounterValue, label: "watch_streams", value: func(f *core.FamilyStats) float64 { return u(f.StreamsRefused) }},
+	{desc: refusedDesc, kind: prometheus.CounterValue, label: "registrations", value: func(f *core.FamilyStats) float64 { return u(f.RegistrationsRefused) }},
+	{desc: refusedDesc, kind: prometheus.CounterValue, label: "waiters", value: func(f *core.FamilyStats) float64 { return u(f.WaitersRefused) }},
+}
+
 func (c *coreCollector) Describe(ch chan<- *prometheus.Desc) {
 	seen := map[*prometheus.Desc]bool{}
+	for _, m := range familyMetrics {
+		if !seen[m.desc] {
+			seen[m.desc] = true
+			ch <- m.desc
+		}
+	}
 	for _, m := range statMetrics {
 		if !seen[m.desc] {
 			seen[m.desc] = true
@@ -218,5 +263,14 @@ func (c *coreCollector) Collect(ch chan<- prometheus.Metric) {
 			labels = []string{m.label}
 		}
 		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(&st), labels...)
+	}
+	for fam, fs := range st.Families {
+		for _, m := range familyMetrics {
+			labels := []string{fam}
+			if m.label != "" {
+				labels = append(labels, m.label)
+			}
+			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(&fs), labels...)
+		}
 	}
 }

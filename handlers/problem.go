@@ -17,11 +17,19 @@ type problem struct {
 	Status int       `json:"status"`
 	Detail string    `json:"detail,omitempty"`
 	Code   core.Code `json:"code"`
+	// Scope, on a 429, names the bound: "broker", "family", "session",
+	// "route" or "root".
+	Scope core.Scope `json:"scope,omitempty"`
 }
 
 // writeProblem answers code with detail. The detail never contains a
 // submitted value, a session id or schema internals.
 func writeProblem(w http.ResponseWriter, code core.Code, detail string) {
+	writeScopedProblem(w, code, "", detail)
+}
+
+// writeScopedProblem is writeProblem with the scope of a limit.
+func writeScopedProblem(w http.ResponseWriter, code core.Code, scope core.Scope, detail string) {
 	status := code.HTTPStatus()
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
@@ -33,6 +41,7 @@ func writeProblem(w http.ResponseWriter, code core.Code, detail string) {
 		Status: status,
 		Detail: detail,
 		Code:   code,
+		Scope:  scope,
 	})
 }
 
@@ -41,7 +50,7 @@ func writeProblem(w http.ResponseWriter, code core.Code, detail string) {
 func writeError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err error) {
 	var e *core.Error
 	if errors.As(err, &e) {
-		writeProblem(w, e.Code, e.Message)
+		writeScopedProblem(w, e.Code, e.Scope, e.Message)
 		return
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

@@ -11,9 +11,11 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/musterhq/muster/api"
@@ -37,6 +39,12 @@ type Options struct {
 	Ready func(*http.Request) error
 	// Fleet is the desired set behind the /v1/fleets operations.
 	Fleet *fleetstore.Fleet
+	// BodyReadTimeout bounds the reading of a request body (see
+	// bodyDeadline); zero is DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
+	// SweepsRunning bounds the sweeps that validate at once (one per
+	// family in any case); zero is DefaultSweepsRunning.
+	SweepsRunning int
 }
 
 // Server is the HTTP face of one broker.
@@ -54,6 +62,7 @@ type Server struct {
 	changeCache changeCache
 	docs        http.Handler
 	fleet       *fleetstore.Fleet
+	sweeps      *sweepGate
 }
 
 // New builds the router: chi, the generated routes behind the contract
@@ -70,23 +79,31 @@ func New(opt Options) (*Server, error) {
 		opt.Clock = core.SystemClock{}
 	}
 	s := &Server{broker: opt.Broker, auth: opt.Auth, metrics: opt.Metrics, log: opt.Logger, ready: opt.Ready, clock: opt.Clock,
-		cursors: core.NewCursorCodec(opt.CursorMaster, opt.Broker.Epoch()), fleet: opt.Fleet}
+		cursors: core.NewCursorCodec(opt.CursorMaster, opt.Broker.Epoch()), fleet: opt.Fleet,
+		sweeps: newSweepGate(opt.SweepsRunning)}
 	spec, err := api.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("handlers: embedded spec: %w", err)
 	}
 	s.docs = swaggerui.Handler("/openapi.yaml")
-	c, err := newContract(spec, opt.Auth, opt.Logger)
+	if opt.BodyReadTimeout <= 0 {
+		opt.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	c, err := newContract(spec, opt.Auth, opt.Logger, opt.BodyReadTimeout)
 	if err != nil {
 		return nil, err
 	}
 
 	r := chi.NewRouter()
-	r.Use(s.epochHeader, s.metrics.middleware, s.recoverer)
+	// HEAD is served by every GET route (RFC 9110 §9.3.2): chi routes it to
+	// the GET handler, and net/http drops the body.
+	r.Use(bodyDeadline(opt.BodyReadTimeout), s.epochHeader, s.metrics.middleware, s.recoverer, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		writeProblem(w, core.CodeNotFound, "no such route")
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		// RFC 9110 §15.5.6: a 405 lists the methods the route takes.
+		w.Header().Set("Allow", strings.Join(allowed(r, req.URL.Path), ", "))
 		writeProblem(w, core.CodeMethodNotAllowed, "the route does not take this method")
 	})
 	r.Handle("/docs/*", s.docs)
@@ -109,6 +126,22 @@ func New(opt Options) (*Server, error) {
 		})
 	})
 	return s, nil
+}
+
+// allowedMethods are the methods a route may take, in the order Allow lists
+// them.
+var allowedMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// allowed lists the methods the router serves on path; HEAD comes with GET.
+func allowed(r chi.Routes, path string) []string {
+	var out []string
+	get := r.Match(chi.NewRouteContext(), http.MethodGet, path)
+	for _, m := range allowedMethods {
+		if m == http.MethodHead && get || m != http.MethodHead && r.Match(chi.NewRouteContext(), m, path) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // ServeHTTP serves the router.

@@ -40,6 +40,14 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 		}
 		req.Session = &id
 	}
+	if r.Method == http.MethodHead {
+		// HEAD answers what GET would start with, and opens nothing.
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	_, _ = rand.Read(req.Anon[:])
 	stream := sse.NewStream(StreamQueue)
 	sink := &streamSink{s: s, stream: stream}

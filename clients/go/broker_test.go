@@ -82,7 +82,11 @@ type broker struct {
 }
 
 // mustStartBroker starts a broker with a fresh data dir and the test tokens.
-func mustStartBroker(tb testing.TB) *broker {
+func mustStartBroker(tb testing.TB) *broker { tb.Helper(); return mustStartBrokerWith(tb, "") }
+
+// mustStartBrokerWith is mustStartBroker with extra configuration (a
+// `limits:` section) after the tokens.
+func mustStartBrokerWith(tb testing.TB, extra string) *broker {
 	tb.Helper()
 	dir := tb.TempDir()
 	b := &broker{dataDir: filepath.Join(dir, "data"), config: filepath.Join(dir, "muster.yaml")}
@@ -95,6 +99,7 @@ func mustStartBroker(tb testing.TB) *broker {
 			fmt.Fprintf(&sb, "      - %q\n", g)
 		}
 	}
+	sb.WriteString(extra)
 	if err := os.WriteFile(b.config, []byte(sb.String()), 0o600); err != nil {
 		tb.Fatal(err)
 	}

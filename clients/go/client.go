@@ -133,6 +133,9 @@ func problemError(resp *http.Response, body []byte) error {
 		if p.Detail != nil {
 			e.Detail = *p.Detail
 		}
+		if p.Scope != nil {
+			e.Scope = *p.Scope
+		}
 		return e
 	}
 	switch resp.StatusCode {

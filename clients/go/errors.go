@@ -23,6 +23,10 @@ type Error struct {
 	Status int    // the HTTP status, 0 for a local refusal
 	Title  string // the problem's title, e.g. "Conflict"
 	Detail string // a human-readable explanation; never contains a secret
+	// Scope, on a limit (429), is the bound that was hit: "broker" (a cap
+	// shared by every family), "family" (the caller's family's quota),
+	// "session", "route" or "root". Empty otherwise.
+	Scope string
 }
 
 func (e *Error) Error() string {
@@ -119,7 +123,9 @@ var (
 	// Retry: restart from the first page (and resubscribe, reacquire).
 	ErrEpochChanged = &Error{Code: "epoch_changed"}
 	// ErrSubscriptionLimit: the session has 128 wildcard (1,024 in all)
-	// registrations. Retry: no (unsubscribe first).
+	// registrations (Scope "session"), or the family its quota of streams or
+	// registrations (Scope "family"), or the broker its cap (Scope
+	// "broker"). Retry: no (unsubscribe or close streams first).
 	ErrSubscriptionLimit = &Error{Code: "subscription_limit"}
 	// ErrInventoryUnavailable: the inventory could not be read (never an
 	// empty result in disguise). Retry: backoff.
@@ -143,9 +149,13 @@ var (
 	// ErrUnavailable: the broker is shutting down or overloaded (also a
 	// gateway's 502/503/504 without a problem body). Retry: backoff.
 	ErrUnavailable = &Error{Code: "unavailable"}
-	// ErrSessionLimit: the broker holds its maximum of live sessions (a
-	// broker-wide cap). Retry: backoff.
+	// ErrSessionLimit: the broker holds its maximum of live sessions (Scope
+	// "broker"), or the caller's family its quota (Scope "family"). Retry:
+	// backoff.
 	ErrSessionLimit = &Error{Code: "session_limit"}
+	// ErrSpecLimit: the fleet root holds its family's quota of specs (Scope
+	// "root"). Retry: no (forget specs first).
+	ErrSpecLimit = &Error{Code: "spec_limit"}
 )
 
 // codeTable lists every known code with its sentinel and advice.
@@ -180,6 +190,7 @@ var codeTable = []struct {
 	{ErrNotImplemented, RetryNo},
 	{ErrUnavailable, RetryBackoff},
 	{ErrSessionLimit, RetryBackoff},
+	{ErrSpecLimit, RetryNo},
 }
 
 // Codes lists every code this SDK knows, in the contract's order.

@@ -158,12 +158,24 @@ func (f *Fleet) Plan(ctx context.Context, desired, live []string) (Plan, error) 
 
 // Gap plans this fleet's desired set against the live lease inventory: the
 // resource segment of every held lease matching liveSelector, read from one
-// snapshot at Revision.
+// snapshot at Revision. The broker answers a large gap in pages (10,000
+// names of each side at most); Gap reads them all. ErrCursorExpired midway
+// means the snapshot was evicted: call Gap again.
 func (f *Fleet) Gap(ctx context.Context, liveSelector string) (Plan, error) {
-	var g api.Gap
-	resp, err := f.c.raw.FleetGap(ctx, f.root, &api.FleetGapParams{Live: liveSelector})
-	if err := f.c.call(resp, err, 200, &g); err != nil {
-		return Plan{}, err
+	out := Plan{Missing: []string{}, Orphans: []string{}}
+	params := &api.FleetGapParams{Live: liveSelector}
+	for {
+		var g api.Gap
+		resp, err := f.c.raw.FleetGap(ctx, f.root, params)
+		if err := f.c.call(resp, err, 200, &g); err != nil {
+			return Plan{}, err
+		}
+		out.Missing = append(out.Missing, g.Missing...)
+		out.Orphans = append(out.Orphans, g.Orphans...)
+		out.Revision = g.Revision
+		if g.NextCursor == nil {
+			return out, nil
+		}
+		params.Cursor = g.NextCursor
 	}
-	return Plan{Missing: g.Missing, Orphans: g.Orphans, Revision: g.Revision}, nil
 }

@@ -1,72 +1,86 @@
-// Command muster is the Muster lease broker.
+// Command muster is the Muster lease broker and its command-line client.
 //
-//	muster serve [--addr HOST:PORT] [--data-dir DIR] [--config FILE] [--insecure-dev]
-//	muster token     print a new random token and the sha256 line for the config
+//	muster serve [flags]   run the broker
+//	muster token           print a new random token and the sha256 line for the config
+//	muster session …       create|keepalive|end
+//	muster lease …         acquire|extend|release|get|list|watch|run
+//	muster fleet …         register|forget|desired|plan|gap|sweep
+//
+// Every command answers --help (exit 0) and refuses a usage error with a
+// message on stderr (exit 2). `muster help` lists the commands.
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
-	"os/signal"
-	"syscall"
-	"time"
-
-	"github.com/musterhq/muster/cmd/muster/app"
+	"strings"
 )
 
-const usage = `usage:
-  muster serve [--addr HOST:PORT] [--data-dir DIR] [--config FILE] [--insecure-dev]
-  muster token
-`
+// command is one verb of the binary.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
 
-func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
-	switch os.Args[1] {
-	case "serve":
-		os.Exit(serve(os.Args[2:]))
-	case "token":
-		secret := make([]byte, 32)
-		_, _ = rand.Read(secret)
-		tok := hex.EncodeToString(secret)
-		sum := sha256.Sum256([]byte(tok))
-		fmt.Printf("token:  %s\nsha256: %s\n", tok, hex.EncodeToString(sum[:]))
-	default:
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+// commands lists the verbs in the order the usage shows them.
+func commands() []command {
+	return []command{
+		{"serve", "run the broker", serve},
+		{"token", "print a new random token and the sha256 line for the configuration file", token},
+		{"session", "create, keep alive and end sessions (create|keepalive|end)", sessionCommand()},
+		{"lease", "leases: acquire|extend|release|get|list|watch, and run a command holding one", leaseCommand()},
+		{"fleet", "the desired set: register|forget|desired|plan|gap|sweep", fleetCommand()},
 	}
 }
 
-func serve(args []string) int {
-	m := app.NewMain()
-	if err := m.ParseFlags(args, os.Stderr); err != nil {
+// usage is the top-level help.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("Muster is a lease broker for worker fleets.\n\nusage:\n  muster COMMAND [flags]\n\ncommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+	}
+	b.WriteString(`
+  muster serve [--addr HOST:PORT] [--data-dir DIR] [--config FILE] [--store URL] [--insecure-dev]
+
+The client commands (session, lease, fleet) talk to the broker at
+MUSTER_ADDR (default http://127.0.0.1:7420) with the token MUSTER_TOKEN;
+--addr and --token override them, -o json prints JSON.
+
+Run 'muster COMMAND --help' for the flags of a command.
+`)
+	return b.String()
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run dispatches args (without the program name) and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, "muster: no command given\n\n"+usage())
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := m.Open(); err != nil {
-		fmt.Fprintln(os.Stderr, "muster:", err)
-		return 1
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" {
+			for _, c := range commands() {
+				if c.name == args[1] {
+					return c.run([]string{"--help"}, stdout, stderr)
+				}
+			}
+			fmt.Fprintf(stderr, "muster help: unknown command %q\n\n%s", args[1], usage())
+			return 2
+		}
+		fmt.Fprint(stdout, usage())
+		return 0
 	}
-	done := make(chan error, 1)
-	go func() { done <- m.Wait() }()
-	select {
-	case <-ctx.Done():
-	case err := <-done:
-		fmt.Fprintln(os.Stderr, "muster:", err)
-		return 1
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := m.Close(shutdown); err != nil {
-		fmt.Fprintln(os.Stderr, "muster: shutdown:", err)
-		return 1
-	}
-	return 0
+	fmt.Fprintf(stderr, "muster: unknown command %q\n\n%s", args[0], usage())
+	return 2
 }

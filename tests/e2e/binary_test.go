@@ -3,11 +3,15 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,10 +30,17 @@ type process struct {
 	lines chan map[string]any
 }
 
-// startProcess runs `muster serve args…` and waits for its "serving" line.
+// startProcess runs `muster serve args…` on a new data directory and waits
+// for its "serving" line.
 func startProcess(tb testing.TB, args ...string) *process {
 	tb.Helper()
-	cmd := exec.Command(musterBinary(tb), append([]string{"serve", "--data-dir", tb.TempDir()}, args...)...)
+	return startProcessIn(tb, tb.TempDir(), args...)
+}
+
+// startProcessIn is startProcess on the data directory dir.
+func startProcessIn(tb testing.TB, dir string, args ...string) *process {
+	tb.Helper()
+	cmd := exec.Command(musterBinary(tb), append([]string{"serve", "--data-dir", dir}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -111,27 +122,207 @@ func TestBinaryDevModeRefusesPublicAddress(t *testing.T) {
 	_ = p.cmd.Wait()
 }
 
+// TestBinaryRejectsBadConfig: a bad configuration file stops the broker
+// with exit 1 and one line that names the token, the key and what is
+// expected, in the file's terms (no validator or Go type names).
 func TestBinaryRejectsBadConfig(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "bad.yaml")
-	cases := map[string]string{
-		"ShortHash": "tokens:\n  - name: a\n    sha256: abc\n    family: f\n    grants: [\"lease://**#read\"]\n",
-		"BadGrant":  "tokens:\n  - name: a\n    sha256: " + strings.Repeat("a", 64) + "\n    family: f\n    grants: [\"lease://a/b#read\"]\n",
-		"NoFamily":  "tokens:\n  - name: a\n    sha256: " + strings.Repeat("a", 64) + "\n    grants: [\"lease://**#read\"]\n",
+	hash := strings.Repeat("a", 64)
+	cases := []struct{ name, text, want string }{
+		{"Empty", "", "the file is empty: it must list at least one token"},
+		{"ShortHash", "tokens:\n  - name: a\n    sha256: abc\n    family: f\n    grants: [\"lease://**#read\"]\n",
+			`token 1 ("a"): sha256: must be exactly 64 characters, got 3`},
+		{"UpperHash", "tokens:\n  - name: a\n    sha256: " + strings.Repeat("A", 64) + "\n    family: f\n    grants: [\"lease://**#read\"]\n",
+			`token 1 ("a"): sha256: must be lowercase`},
+		{"BadGrant", "tokens:\n  - name: a\n    sha256: " + hash + "\n    family: f\n    grants: [\"lease://a/b#read\"]\n",
+			`token 1 ("a"): grants: item 1 ("lease://a/b#read"): grant: lease pattern`},
+		{"NoFamily", "tokens:\n  - name: ok\n    sha256: " + strings.Repeat("b", 64) + "\n    family: f\n    grants: [\"lease://**#read\"]\n" +
+			"  - name: a\n    sha256: " + hash + "\n    grants: [\"lease://**#read\"]\n",
+			`token 2 ("a"): family: is required`},
+		{"SlashInFamily", "tokens:\n  - name: a\n    sha256: " + hash + "\n    family: f/g\n    grants: [\"lease://**#read\"]\n",
+			`token 1 ("a"): family: must not contain any of " /"`},
+		{"NoGrants", "tokens:\n  - name: a\n    sha256: " + hash + "\n    family: f\n    grants: []\n",
+			`token 1 ("a"): grants: must be at least 1 items, got 0`},
+		{"GrantNotAList", "tokens:\n  - name: a\n    sha256: " + hash + "\n    family: f\n    grants: \"lease://**#read\"\n",
+			"line 5: expected a list, found a string"},
+		{"DuplicateHash", "tokens:\n  - name: a\n    sha256: " + hash + "\n    family: f\n    grants: [\"lease://**#read\"]\n" +
+			"  - name: b\n    sha256: " + hash + "\n    family: f\n    grants: [\"lease://**#read\"]\n",
+			`token 2 ("b"): sha256: the same hash as an earlier token`},
 		// A misspelt key must not fall back to dev mode (all grants).
-		"MisspeltKey":       "tokenz:\n  - name: a\n    sha256: " + strings.Repeat("a", 64) + "\n    family: f\n    grants: [\"lease://**#read\"]\n",
-		"NoTokens":          "tokens: []\n",
-		"UnknownTokenField": "tokens:\n  - name: a\n    sha256: " + strings.Repeat("a", 64) + "\n    family: f\n    grant: [\"lease://**#read\"]\n",
+		{"MisspeltKey", "tokenz:\n  - name: a\n    sha256: " + hash + "\n    family: f\n    grants: [\"lease://**#read\"]\n",
+			`line 1: unknown key "tokenz" at the top level (known keys: tokens`},
+		{"NoTokens", "tokens: []\n", "no tokens"},
+		{"UnknownTokenField", "tokens:\n  - name: a\n    sha256: " + hash + "\n    family: f\n    grant: [\"lease://**#read\"]\n",
+			`line 5: unknown key "grant" in a token (known keys: name, sha256, family, grants`},
 	}
-	for name, text := range cases {
-		t.Run(name, func(t *testing.T) {
-			if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(cfg, []byte(tc.text), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			out, err := exec.Command(musterBinary(t), "serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--config", cfg).CombinedOutput()
-			if err == nil || !strings.Contains(string(out), "config") {
-				t.Fatalf("bad config accepted: %v %s", err, out)
+			cmd := exec.Command(musterBinary(t), "serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--config", cfg)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("bad config: %v, want exit status 1\n%s", err, stderr.String())
+			}
+			last := lastLine(stderr.String())
+			if !strings.HasPrefix(last, "muster: config") || !strings.Contains(last, tc.want) {
+				t.Fatalf("message:\n  got  %s\n  want a `muster: config` line containing %s", last, tc.want)
+			}
+			for _, raw := range []string{"Key: '", "Error:Field", "FileConfig", "TokenConfig", "app.", "EOF", "unmarshal"} {
+				if strings.Contains(last, raw) {
+					t.Fatalf("message shows library text %q: %s", raw, last)
+				}
 			}
 		})
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestBinarySecondBrokerOnSameDataDir: a second broker on a data directory
+// in use is refused at once (well under bbolt's lock timeout), naming the
+// lock file and the pid of the broker holding it.
+func TestBinarySecondBrokerOnSameDataDir(t *testing.T) {
+	dir := t.TempDir()
+	first := startProcessIn(t, dir, "--addr", "127.0.0.1:0")
+	start := time.Now()
+	cmd := exec.Command(musterBinary(t), "serve", "--addr", "127.0.0.1:0", "--data-dir", dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	took := time.Since(start)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("second broker: %v, want exit status 1\n%s", err, stderr.String())
+	}
+	want := fmt.Sprintf("another process (pid %d) holds the lock on %s", first.cmd.Process.Pid, filepath.Join(dir, "muster.lock"))
+	if got := lastLine(stderr.String()); !strings.Contains(got, want) {
+		t.Fatalf("second broker says\n  %s\nwant it to contain\n  %s", got, want)
+	}
+	if took > time.Second {
+		t.Fatalf("second broker took %v to give up; the lock is tried without waiting", took)
+	}
+	// Once the first has stopped, the directory is free again.
+	_ = first.cmd.Process.Signal(syscall.SIGTERM)
+	_ = first.cmd.Wait()
+	startProcessIn(t, dir, "--addr", "127.0.0.1:0")
+}
+
+// TestBinaryPrintsURLs: at start the broker prints, on stdout, the URL to
+// use and where the API docs are; the docs answer there.
+func TestBinaryPrintsURLs(t *testing.T) {
+	cmd := exec.Command(musterBinary(t), "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	var lines []string
+	for len(lines) < 2 && sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if len(lines) < 2 {
+		t.Fatalf("stdout: %q", lines)
+	}
+	m := regexp.MustCompile(`^muster is serving on (http://127\.0\.0\.1:\d+)$`).FindStringSubmatch(lines[0])
+	if m == nil {
+		t.Fatalf("first line %q does not give the URL", lines[0])
+	}
+	docs := m[1] + "/docs/"
+	if !strings.HasSuffix(lines[1], docs) || !strings.Contains(lines[1], "API docs") {
+		t.Fatalf("second line %q does not give the docs URL %s", lines[1], docs)
+	}
+	resp, err := http.Get(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d", docs, resp.StatusCode)
+	}
+}
+
+// TestBinaryUsage: every command answers --help with its usage on stdout
+// and exit 0; every usage error gets a message on stderr and exit 2.
+func TestBinaryUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--help"}, {"-h"}, {"help"}, {"help", "serve"}, {"help", "token"},
+		{"serve", "--help"}, {"serve", "-h"}, {"token", "--help"}, {"token", "-h"},
+	} {
+		t.Run("Help "+strings.Join(args, " "), func(t *testing.T) {
+			stdout, stderr, code := runBinary(t, args...)
+			if code != 0 || !strings.Contains(stdout, "usage:") || stderr != "" {
+				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+			}
+			if strings.Contains(stdout, "sha256:") {
+				t.Fatalf("--help minted a token: %s", stdout)
+			}
+		})
+	}
+	top, _, _ := runBinary(t, "--help")
+	for _, flag := range []string{"--addr", "--data-dir", "--config", "--store", "--insecure-dev", "serve", "token"} {
+		if !strings.Contains(top, flag) {
+			t.Errorf("top-level usage does not mention %s:\n%s", flag, top)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no command given"},
+		{[]string{"nope"}, `unknown command "nope"`},
+		{[]string{"help", "nope"}, `unknown command "nope"`},
+		{[]string{"serve", "extra"}, `unexpected argument "extra"`},
+		{[]string{"serve", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"serve", "--addr"}, "flag needs an argument: -addr"},
+		{[]string{"token", "extra"}, `unexpected argument "extra"`},
+	} {
+		t.Run("UsageError "+strings.Join(tc.args, " "), func(t *testing.T) {
+			stdout, stderr, code := runBinary(t, tc.args...)
+			if code != 2 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "usage:") || stdout != "" {
+				t.Fatalf("exit %d, want 2 with %q and the usage on stderr\nstdout: %s\nstderr: %s", code, tc.want, stdout, stderr)
+			}
+		})
+	}
+}
+
+// runBinary runs the real binary to its end.
+func runBinary(tb testing.TB, args ...string) (stdout, stderr string, code int) {
+	tb.Helper()
+	cmd := exec.Command(musterBinary(tb), args...)
+	var o, e strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		tb.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+// TestGitignoreBinary: `go build ./cmd/muster` at the root leaves a
+// `muster` that git ignores.
+func TestGitignoreBinary(t *testing.T) {
+	b, err := os.ReadFile("../../.gitignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Split(string(b), "\n"), "/muster") {
+		t.Fatal(".gitignore does not ignore the built /muster binary")
 	}
 }

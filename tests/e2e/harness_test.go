@@ -136,6 +136,14 @@ type brokerOptions struct {
 	tokens   []TokenSpec
 	dataDir  string
 	storeURL string // the fleet store; "" is bbolt in the data dir
+	config   string // YAML appended to the tokens section (limits:); needs tokens
+}
+
+// MustStartConfiguredBroker starts a wall-clock broker whose configuration
+// file holds tokens and then config (a `limits:` section).
+func MustStartConfiguredBroker(tb testing.TB, config string, tokens ...TokenSpec) *Broker {
+	tb.Helper()
+	return startBroker(tb, brokerOptions{tokens: tokens, config: config})
 }
 
 // MustStartBrokerOn is MustStartBroker with the fleet store at storeURL
@@ -173,6 +181,7 @@ func startBroker(tb testing.TB, o brokerOptions) *Broker {
 				fmt.Fprintf(&sb, "      - %q\n", g)
 			}
 		}
+		sb.WriteString(o.config)
 		m.ConfigPath = filepath.Join(dir, "muster.yaml")
 		if err := os.WriteFile(m.ConfigPath, []byte(sb.String()), 0o600); err != nil {
 			tb.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -59,6 +60,8 @@ func TestReadmeTour(t *testing.T) {
 		section = section[:i]
 	}
 
+	checkReadingPace(t, section)
+
 	b := MustStartBroker(t)
 	tour := &readmeTour{t: t, b: b, curl: curl, addr: strings.TrimPrefix(b.URL(), "http://"),
 		home: t.TempDir(), vars: map[string]string{}}
@@ -80,6 +83,34 @@ func TestReadmeTour(t *testing.T) {
 		t.Fatalf("only %d outputs and %d stream events were checked", tour.checked, tour.frames)
 	}
 	t.Logf("ran %d commands, checked %d outputs and %d stream events", tour.ran, tour.checked, tour.frames)
+}
+
+// readingPaceTTL is the shortest TTL the tour may use: the test runs on a
+// manual clock, a reader at reading speed does not, and a tour whose lease
+// runs out while its reader reads shows an empty list and a 404.
+const readingPaceTTL = 5 * time.Minute
+
+// checkReadingPace checks that every ttl_ms the tour sends survives a
+// reading pace, that it shows the keepalive, and that it says what happens
+// when a TTL runs out.
+func checkReadingPace(t *testing.T, section string) {
+	t.Helper()
+	ttls := regexp.MustCompile(`"ttl_ms":(\d+)`).FindAllStringSubmatch(section, -1)
+	if len(ttls) == 0 {
+		t.Fatal("README.md: the tour sends no ttl_ms")
+	}
+	for _, m := range ttls {
+		ms, _ := strconv.Atoi(m[1])
+		if time.Duration(ms)*time.Millisecond < readingPaceTTL {
+			t.Errorf("README.md: the tour uses ttl_ms %s, which runs out before a reader is done; use at least %v", m[1], readingPaceTTL)
+		}
+	}
+	if !strings.Contains(section, "/keepalive") {
+		t.Error("README.md: the tour does not show the session keepalive")
+	}
+	if !strings.Contains(section, "When a TTL runs out") {
+		t.Error("README.md: the tour does not say what happens when a TTL runs out")
+	}
 }
 
 // checkReadmeCommands checks that the README starts with the two commands

@@ -46,99 +46,6 @@ func (e ChangeKind) Valid() bool {
 	}
 }
 
-// Defines values for ErrorCode.
-const (
-	ErrorCodeAlreadyQueued        ErrorCode = "already_queued"
-	ErrorCodeCursorExpired        ErrorCode = "cursor_expired"
-	ErrorCodeEpochChanged         ErrorCode = "epoch_changed"
-	ErrorCodeFenced               ErrorCode = "fenced"
-	ErrorCodeForbidden            ErrorCode = "forbidden"
-	ErrorCodeInternal             ErrorCode = "internal"
-	ErrorCodeInvalidCursor        ErrorCode = "invalid_cursor"
-	ErrorCodeInvalidName          ErrorCode = "invalid_name"
-	ErrorCodeInvalidRequest       ErrorCode = "invalid_request"
-	ErrorCodeInvalidRoute         ErrorCode = "invalid_route"
-	ErrorCodeInvalidSelector      ErrorCode = "invalid_selector"
-	ErrorCodeInventoryUnavailable ErrorCode = "inventory_unavailable"
-	ErrorCodeLeaseExpired         ErrorCode = "lease_expired"
-	ErrorCodeLeaseHeld            ErrorCode = "lease_held"
-	ErrorCodeMethodNotAllowed     ErrorCode = "method_not_allowed"
-	ErrorCodeNotFound             ErrorCode = "not_found"
-	ErrorCodeNotImplemented       ErrorCode = "not_implemented"
-	ErrorCodeNotOwner             ErrorCode = "not_owner"
-	ErrorCodePayloadTooLarge      ErrorCode = "payload_too_large"
-	ErrorCodeQueueFull            ErrorCode = "queue_full"
-	ErrorCodeSessionLimit         ErrorCode = "session_limit"
-	ErrorCodeSessionNotFound      ErrorCode = "session_not_found"
-	ErrorCodeSpecNotFound         ErrorCode = "spec_not_found"
-	ErrorCodeSubscriptionLimit    ErrorCode = "subscription_limit"
-	ErrorCodeUnauthenticated      ErrorCode = "unauthenticated"
-	ErrorCodeUnavailable          ErrorCode = "unavailable"
-	ErrorCodeWaitTimeout          ErrorCode = "wait_timeout"
-)
-
-// Valid indicates whether the value is a known member of the ErrorCode enum.
-func (e ErrorCode) Valid() bool {
-	switch e {
-	case ErrorCodeAlreadyQueued:
-		return true
-	case ErrorCodeCursorExpired:
-		return true
-	case ErrorCodeEpochChanged:
-		return true
-	case ErrorCodeFenced:
-		return true
-	case ErrorCodeForbidden:
-		return true
-	case ErrorCodeInternal:
-		return true
-	case ErrorCodeInvalidCursor:
-		return true
-	case ErrorCodeInvalidName:
-		return true
-	case ErrorCodeInvalidRequest:
-		return true
-	case ErrorCodeInvalidRoute:
-		return true
-	case ErrorCodeInvalidSelector:
-		return true
-	case ErrorCodeInventoryUnavailable:
-		return true
-	case ErrorCodeLeaseExpired:
-		return true
-	case ErrorCodeLeaseHeld:
-		return true
-	case ErrorCodeMethodNotAllowed:
-		return true
-	case ErrorCodeNotFound:
-		return true
-	case ErrorCodeNotImplemented:
-		return true
-	case ErrorCodeNotOwner:
-		return true
-	case ErrorCodePayloadTooLarge:
-		return true
-	case ErrorCodeQueueFull:
-		return true
-	case ErrorCodeSessionLimit:
-		return true
-	case ErrorCodeSessionNotFound:
-		return true
-	case ErrorCodeSpecNotFound:
-		return true
-	case ErrorCodeSubscriptionLimit:
-		return true
-	case ErrorCodeUnauthenticated:
-		return true
-	case ErrorCodeUnavailable:
-		return true
-	case ErrorCodeWaitTimeout:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for LeaseOutcome.
 const (
 	LeaseOutcomeAcquired    LeaseOutcome = "acquired"
@@ -215,7 +122,7 @@ type ChangeKind string
 
 // CreateSessionRequest defines model for CreateSessionRequest.
 type CreateSessionRequest struct {
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`
@@ -229,8 +136,15 @@ type CreateSessionRequest struct {
 // Example: Zk3bL8q2QxGv0sWb
 type Epoch = string
 
-// ErrorCode Stable error code; the same table drives the server and the SDKs. Append-only.
-type ErrorCode string
+// ErrorCode Stable error code; the same table drives the server and the SDKs. The
+// set is open: codes are never renamed or removed, but new ones may be
+// added, so a client must accept a code it does not know (and act on the
+// HTTP status). The codes known today are listed in `x-extensible-enum`
+// (and, with their status and retry advice, in docs/client-operations.md);
+// it is deliberately not an `enum`, which generated clients would enforce.
+//
+// Example: lease_held
+type ErrorCode = string
 
 // ExtendRequest defines model for ExtendRequest.
 type ExtendRequest struct {
@@ -250,7 +164,10 @@ type FencingToken = int64
 // Gap defines model for Gap.
 type Gap struct {
 	Missing []string `json:"missing"`
-	Orphans []string `json:"orphans"`
+
+	// NextCursor Resumes after the last name this page covered; absent on the last page.
+	NextCursor *string  `json:"next_cursor,omitempty"`
+	Orphans    []string `json:"orphans"`
 
 	// Revision The broker revision, +1 on every committed state change.
 	Revision Revision `json:"revision"`
@@ -309,7 +226,7 @@ type LeaseItem struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId     OwnerId `json:"owner_id"`
@@ -340,7 +257,7 @@ type LeaseStatus struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation *HolderIncarnation `json:"holder_incarnation,omitempty"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId     *OwnerId `json:"owner_id,omitempty"`
@@ -353,7 +270,7 @@ type LeaseStatus struct {
 // LeaseTTL Lease TTL in milliseconds (100 ms .. 10 min). A lower bound; expiry may be late by one tick (50 ms).
 type LeaseTTL = int64
 
-// OwnerId The application's logical owner of a session (1..512 bytes).
+// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 //
 // Example: worker-1
 type OwnerId = string
@@ -372,11 +289,28 @@ type PlanRequest struct {
 
 // Problem RFC 9457 problem details with a stable `code`.
 type Problem struct {
-	// Code Stable error code; the same table drives the server and the SDKs. Append-only.
+	// Code Stable error code; the same table drives the server and the SDKs. The
+	// set is open: codes are never renamed or removed, but new ones may be
+	// added, so a client must accept a code it does not know (and act on the
+	// HTTP status). The codes known today are listed in `x-extensible-enum`
+	// (and, with their status and retry advice, in docs/client-operations.md);
+	// it is deliberately not an `enum`, which generated clients would enforce.
+	//
+	//
+	// Example: lease_held
 	Code ErrorCode `json:"code"`
 
 	// Detail Example: the request body is not valid JSON
 	Detail *string `json:"detail,omitempty"`
+
+	// Scope On a limit (429), which bound was hit: `broker` (a cap shared by
+	// every family), `family` (the caller's family's quota; other
+	// families are unaffected), `session`, `route` or `root`. Absent on
+	// other errors. Values may be added.
+	//
+	//
+	// Example: family
+	Scope *string `json:"scope,omitempty"`
 
 	// Status Example: 400
 	Status int `json:"status"`
@@ -393,7 +327,7 @@ type RegisterRequest struct {
 	// Kind One legal segment (lowercase letters, digits, `-`, `_`).
 	Kind string `json:"kind"`
 
-	// Spec Any JSON value up to 64 KiB, stored exactly as given.
+	// Spec Any JSON value but `null` (refused with `invalid_request`), up to 64 KiB, stored exactly as given.
 	Spec json.RawMessage `json:"spec"`
 }
 
@@ -409,12 +343,16 @@ type ReleaseRequest struct {
 // Revision The broker revision, +1 on every committed state change.
 type Revision = int64
 
-// Segment One route segment; no `/`, no control characters.
+// Segment One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Segment = string
 
 // Selector `lease://{realm}/{area}/{resource}` where any segment may be `*` (one
 // segment) or `**` (zero or more segments). Exact routes are selectors.
 // Identity is the original string.
+// It starts with `lease://` (case-sensitive); literal segments follow
+// the `Segment` rules. At most 512 bytes.
 //
 // Example: lease://acme/renderers/*
 type Selector = string
@@ -432,7 +370,7 @@ type Session struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes).
+	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`
@@ -523,22 +461,30 @@ type WatchSubscription struct {
 	// Selector `lease://{realm}/{area}/{resource}` where any segment may be `*` (one
 	// segment) or `**` (zero or more segments). Exact routes are selectors.
 	// Identity is the original string.
+	// It starts with `lease://` (case-sensitive); literal segments follow
+	// the `Segment` rules. At most 512 bytes.
 	//
 	//
 	// Example: lease://acme/renderers/*
 	Selector Selector `json:"selector"`
 }
 
-// Area One route segment; no `/`, no control characters.
+// Area One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Area = Segment
 
 // Cursor defines model for Cursor.
 type Cursor = string
 
-// Realm One route segment; no `/`, no control characters.
+// Realm One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Realm = Segment
 
-// Resource One route segment; no `/`, no control characters.
+// Resource One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+// characters; the server counts bytes) without `/`, without `*` and
+// without control characters (U+0000..U+001F, U+007F..U+009F).
 type Resource = Segment
 
 // Root defines model for Root.
@@ -579,14 +525,18 @@ type Unavailable = Problem
 
 // FleetGapParams defines parameters for FleetGap.
 type FleetGapParams struct {
-	Live Selector `form:"live" json:"live"`
+	Live  Selector `form:"live" json:"live"`
+	Limit *int     `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListSpecsParams defines parameters for ListSpecs.
 type ListSpecsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged.
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -595,7 +545,7 @@ type ListLeasesParams struct {
 	Selector Selector `form:"selector" json:"selector"`
 	Limit    *int     `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged.
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -849,6 +799,12 @@ type ClientInterface interface {
 	// matching the selector, read from one inventory snapshot at `revision`.
 	// Needs `read` on `fleet://<root>` and `read` on the selector.
 	//
+	// Pages over names in byte order: a page covers at most `limit` names
+	// of each side, and `next_cursor` (absent on the last page) resumes
+	// after the last name the page covered, on the same inventory snapshot
+	// (the desired side is read afresh, like a spec listing). A gap of a
+	// set no larger than `limit` is one page, as before paging existed.
+	//
 	// Corresponds with GET /v1/fleets/{root}/gap (the `FleetGap` operationId).
 	FleetGap(ctx context.Context, root Root, params *FleetGapParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -864,7 +820,8 @@ type ClientInterface interface {
 	//
 	// Mints the name `<kind>-<n>` from the root's counter and stores the spec
 	// exactly as given, in one transaction. Names are never reused, also
-	// across restarts. Needs `write` on `fleet://<root>`.
+	// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+	// family's quota of specs answers 429 `spec_limit` (scope `root`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -875,7 +832,8 @@ type ClientInterface interface {
 	//
 	// Mints the name `<kind>-<n>` from the root's counter and stores the spec
 	// exactly as given, in one transaction. Names are never reused, also
-	// across restarts. Needs `write` on `fleet://<root>`.
+	// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+	// family's quota of specs answers 429 `spec_limit` (scope `root`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -904,6 +862,12 @@ type ClientInterface interface {
 	// deleted for failing a validation it did not undergo. Needs `write` on
 	// `fleet://<root>`.
 	//
+	// The schema's shape and the work of validating are bounded (nesting,
+	// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+	// spec and per request): beyond a bound the answer is 400
+	// `invalid_request` whose detail names the limit, and a schema refused
+	// for its shape deletes nothing.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/fleets/{root}/sweep (the `SweepSpecs` operationId).
@@ -916,6 +880,12 @@ type ClientInterface interface {
 	// the names dropped. A spec registered while the sweep runs is never
 	// deleted for failing a validation it did not undergo. Needs `write` on
 	// `fleet://<root>`.
+	//
+	// The schema's shape and the work of validating are bounded (nesting,
+	// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+	// spec and per request): beyond a bound the answer is 400
+	// `invalid_request` whose detail names the limit, and a schema refused
+	// for its shape deletes nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -956,6 +926,14 @@ type ClientInterface interface {
 	// again supersedes the older stream and keeps the subscription id).
 	// Without it the stream is its own read-only session. Browsers, whose
 	// EventSource cannot send headers, may pass the token as `access_token`.
+	//
+	// **Read it as a stream.** The response never ends on its own: read it
+	// incrementally, event by event, with an SSE reader (a browser's
+	// EventSource, `curl -N`, or the SDKs' watch and observer, see
+	// `clients/go`). A client generated from this contract reads a response
+	// body whole before returning it and so waits here forever; use it for
+	// every other operation, and an SDK or an SSE library for this one
+	// (docs/client-operations.md, "Watch is a stream").
 	//
 	// Corresponds with GET /v1/leases/watch (the `WatchLeases` operationId).
 	WatchLeases(ctx context.Context, params *WatchLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1218,6 +1196,12 @@ func (c *Client) PlanFleet(ctx context.Context, body PlanFleetJSONRequestBody, r
 // matching the selector, read from one inventory snapshot at `revision`.
 // Needs `read` on `fleet://<root>` and `read` on the selector.
 //
+// Pages over names in byte order: a page covers at most `limit` names
+// of each side, and `next_cursor` (absent on the last page) resumes
+// after the last name the page covered, on the same inventory snapshot
+// (the desired side is read afresh, like a spec listing). A gap of a
+// set no larger than `limit` is one page, as before paging existed.
+//
 // Corresponds with GET /v1/fleets/{root}/gap (the `FleetGap` operationId).
 func (c *Client) FleetGap(ctx context.Context, root Root, params *FleetGapParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewFleetGapRequest(c.Server, root, params)
@@ -1253,7 +1237,8 @@ func (c *Client) ListSpecs(ctx context.Context, root Root, params *ListSpecsPara
 //
 // Mints the name `<kind>-<n>` from the root's counter and stores the spec
 // exactly as given, in one transaction. Names are never reused, also
-// across restarts. Needs `write` on `fleet://<root>`.
+// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+// family's quota of specs answers 429 `spec_limit` (scope `root`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -1274,7 +1259,8 @@ func (c *Client) RegisterSpecWithBody(ctx context.Context, root Root, contentTyp
 //
 // Mints the name `<kind>-<n>` from the root's counter and stores the spec
 // exactly as given, in one transaction. Names are never reused, also
-// across restarts. Needs `write` on `fleet://<root>`.
+// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+// family's quota of specs answers 429 `spec_limit` (scope `root`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1333,6 +1319,12 @@ func (c *Client) GetSpec(ctx context.Context, root Root, name SpecName, reqEdito
 // deleted for failing a validation it did not undergo. Needs `write` on
 // `fleet://<root>`.
 //
+// The schema's shape and the work of validating are bounded (nesting,
+// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+// spec and per request): beyond a bound the answer is 400
+// `invalid_request` whose detail names the limit, and a schema refused
+// for its shape deletes nothing.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/fleets/{root}/sweep (the `SweepSpecs` operationId).
@@ -1355,6 +1347,12 @@ func (c *Client) SweepSpecsWithBody(ctx context.Context, root Root, contentType 
 // the names dropped. A spec registered while the sweep runs is never
 // deleted for failing a validation it did not undergo. Needs `write` on
 // `fleet://<root>`.
+//
+// The schema's shape and the work of validating are bounded (nesting,
+// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+// spec and per request): beyond a bound the answer is 400
+// `invalid_request` whose detail names the limit, and a schema refused
+// for its shape deletes nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1415,6 +1413,14 @@ func (c *Client) ListLeases(ctx context.Context, params *ListLeasesParams, reqEd
 // again supersedes the older stream and keeps the subscription id).
 // Without it the stream is its own read-only session. Browsers, whose
 // EventSource cannot send headers, may pass the token as `access_token`.
+//
+// **Read it as a stream.** The response never ends on its own: read it
+// incrementally, event by event, with an SSE reader (a browser's
+// EventSource, `curl -N`, or the SDKs' watch and observer, see
+// `clients/go`). A client generated from this contract reads a response
+// body whole before returning it and so waits here forever; use it for
+// every other operation, and an SDK or an SSE library for this one
+// (docs/client-operations.md, "Watch is a stream").
 //
 // Corresponds with GET /v1/leases/watch (the `WatchLeases` operationId).
 func (c *Client) WatchLeases(ctx context.Context, params *WatchLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1899,6 +1905,30 @@ func NewFleetGapRequest(server string, root Root, params *FleetGapParams) (*http
 			for _, qp := range strings.Split(queryFrag, "&") {
 				rawQueryFragments = append(rawQueryFragments, qp)
 			}
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
 		}
 
 		if encoded := queryValues.Encode(); encoded != "" {
@@ -2822,6 +2852,12 @@ type ClientWithResponsesInterface interface {
 	// matching the selector, read from one inventory snapshot at `revision`.
 	// Needs `read` on `fleet://<root>` and `read` on the selector.
 	//
+	// Pages over names in byte order: a page covers at most `limit` names
+	// of each side, and `next_cursor` (absent on the last page) resumes
+	// after the last name the page covered, on the same inventory snapshot
+	// (the desired side is read afresh, like a spec listing). A gap of a
+	// set no larger than `limit` is one page, as before paging existed.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/fleets/{root}/gap (the `FleetGap` operationId).
@@ -2841,7 +2877,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Mints the name `<kind>-<n>` from the root's counter and stores the spec
 	// exactly as given, in one transaction. Names are never reused, also
-	// across restarts. Needs `write` on `fleet://<root>`.
+	// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+	// family's quota of specs answers 429 `spec_limit` (scope `root`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2852,7 +2889,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Mints the name `<kind>-<n>` from the root's counter and stores the spec
 	// exactly as given, in one transaction. Names are never reused, also
-	// across restarts. Needs `write` on `fleet://<root>`.
+	// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+	// family's quota of specs answers 429 `spec_limit` (scope `root`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2885,6 +2923,12 @@ type ClientWithResponsesInterface interface {
 	// deleted for failing a validation it did not undergo. Needs `write` on
 	// `fleet://<root>`.
 	//
+	// The schema's shape and the work of validating are bounded (nesting,
+	// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+	// spec and per request): beyond a bound the answer is 400
+	// `invalid_request` whose detail names the limit, and a schema refused
+	// for its shape deletes nothing.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/fleets/{root}/sweep (the `SweepSpecs` operationId).
@@ -2897,6 +2941,12 @@ type ClientWithResponsesInterface interface {
 	// the names dropped. A spec registered while the sweep runs is never
 	// deleted for failing a validation it did not undergo. Needs `write` on
 	// `fleet://<root>`.
+	//
+	// The schema's shape and the work of validating are bounded (nesting,
+	// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+	// spec and per request): beyond a bound the answer is 400
+	// `invalid_request` whose detail names the limit, and a schema refused
+	// for its shape deletes nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2939,6 +2989,14 @@ type ClientWithResponsesInterface interface {
 	// again supersedes the older stream and keeps the subscription id).
 	// Without it the stream is its own read-only session. Browsers, whose
 	// EventSource cannot send headers, may pass the token as `access_token`.
+	//
+	// **Read it as a stream.** The response never ends on its own: read it
+	// incrementally, event by event, with an SSE reader (a browser's
+	// EventSource, `curl -N`, or the SDKs' watch and observer, see
+	// `clients/go`). A client generated from this contract reads a response
+	// body whole before returning it and so waits here forever; use it for
+	// every other operation, and an SDK or an SSE library for this one
+	// (docs/client-operations.md, "Watch is a stream").
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3520,6 +3578,8 @@ type RegisterSpecResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
 }
@@ -3547,6 +3607,11 @@ func (r RegisterSpecResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r RegisterSpecResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RegisterSpecResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -4683,6 +4748,12 @@ func (c *ClientWithResponses) PlanFleetWithResponse(ctx context.Context, body Pl
 // matching the selector, read from one inventory snapshot at `revision`.
 // Needs `read` on `fleet://<root>` and `read` on the selector.
 //
+// Pages over names in byte order: a page covers at most `limit` names
+// of each side, and `next_cursor` (absent on the last page) resumes
+// after the last name the page covered, on the same inventory snapshot
+// (the desired side is read afresh, like a spec listing). A gap of a
+// set no larger than `limit` is one page, as before paging existed.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/fleets/{root}/gap (the `FleetGap` operationId).
@@ -4714,7 +4785,8 @@ func (c *ClientWithResponses) ListSpecsWithResponse(ctx context.Context, root Ro
 //
 // Mints the name `<kind>-<n>` from the root's counter and stores the spec
 // exactly as given, in one transaction. Names are never reused, also
-// across restarts. Needs `write` on `fleet://<root>`.
+// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+// family's quota of specs answers 429 `spec_limit` (scope `root`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4731,7 +4803,8 @@ func (c *ClientWithResponses) RegisterSpecWithBodyWithResponse(ctx context.Conte
 //
 // Mints the name `<kind>-<n>` from the root's counter and stores the spec
 // exactly as given, in one transaction. Names are never reused, also
-// across restarts. Needs `write` on `fleet://<root>`.
+// across restarts. Needs `write` on `fleet://<root>`. A root holding its
+// family's quota of specs answers 429 `spec_limit` (scope `root`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4782,6 +4855,12 @@ func (c *ClientWithResponses) GetSpecWithResponse(ctx context.Context, root Root
 // deleted for failing a validation it did not undergo. Needs `write` on
 // `fleet://<root>`.
 //
+// The schema's shape and the work of validating are bounded (nesting,
+// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+// spec and per request): beyond a bound the answer is 400
+// `invalid_request` whose detail names the limit, and a schema refused
+// for its shape deletes nothing.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/fleets/{root}/sweep (the `SweepSpecs` operationId).
@@ -4800,6 +4879,12 @@ func (c *ClientWithResponses) SweepSpecsWithBodyWithResponse(ctx context.Context
 // the names dropped. A spec registered while the sweep runs is never
 // deleted for failing a validation it did not undergo. Needs `write` on
 // `fleet://<root>`.
+//
+// The schema's shape and the work of validating are bounded (nesting,
+// pattern size, combinator fan-out, `$ref` expansion; evaluations per
+// spec and per request): beyond a bound the answer is 400
+// `invalid_request` whose detail names the limit, and a schema refused
+// for its shape deletes nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4854,6 +4939,14 @@ func (c *ClientWithResponses) ListLeasesWithResponse(ctx context.Context, params
 // again supersedes the older stream and keeps the subscription id).
 // Without it the stream is its own read-only session. Browsers, whose
 // EventSource cannot send headers, may pass the token as `access_token`.
+//
+// **Read it as a stream.** The response never ends on its own: read it
+// incrementally, event by event, with an SSE reader (a browser's
+// EventSource, `curl -N`, or the SDKs' watch and observer, see
+// `clients/go`). A client generated from this contract reads a response
+// body whole before returning it and so waits here forever; use it for
+// every other operation, and an SDK or an SSE library for this one
+// (docs/client-operations.md, "Watch is a stream").
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -5421,6 +5514,13 @@ func ParseRegisterSpecResponse(rsp *http.Response) (*RegisterSpecResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error

@@ -3,10 +3,10 @@ package app
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 
-	"github.com/go-playground/validator/v10"
 	"gopkg.in/yaml.v3"
 
 	"github.com/musterhq/muster/core"
@@ -27,6 +27,7 @@ import (
 // only ever what running without --config gives.
 type FileConfig struct {
 	Tokens []TokenConfig `yaml:"tokens" validate:"max=10000,dive"`
+	Limits LimitsConfig  `yaml:"limits"`
 }
 
 // TokenConfig is one token of the configuration file.
@@ -53,13 +54,13 @@ func LoadConfig(path string) (*FileConfig, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, fmt.Errorf("config %s: %w", path, describeDecode(err))
 	}
 	if len(cfg.Tokens) == 0 {
 		return nil, fmt.Errorf("config %s: no tokens: a configuration file turns authentication on and must list at least one token (run without --config for dev mode)", path)
 	}
-	if err := validator.New(validator.WithRequiredStructEnabled()).Struct(cfg); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+	if err := newConfigValidator().Struct(cfg); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, describeValidation(cfg, err))
 	}
 	return cfg, nil
 }
@@ -71,17 +72,21 @@ func (c *FileConfig) AuthTokens() ([]handlers.Token, error) {
 	seen := map[string]bool{}
 	for i, t := range c.Tokens {
 		if seen[t.SHA256] {
-			return nil, fmt.Errorf("config: token %d (%s): the same hash appears twice", i, t.Name)
+			return nil, fmt.Errorf("config: token %d (%q): sha256: the same hash as an earlier token; every token needs its own secret (muster token)", i+1, t.Name)
 		}
 		seen[t.SHA256] = true
 		tok := handlers.Token{Name: t.Name, Family: t.Family}
 		if _, err := hex.Decode(tok.Hash[:], []byte(t.SHA256)); err != nil {
-			return nil, fmt.Errorf("config: token %d (%s): sha256: %w", i, t.Name, err)
+			return nil, fmt.Errorf("config: token %d (%q): sha256: %w", i+1, t.Name, err)
 		}
 		for j, g := range t.Grants {
 			grant, err := core.ParseGrant(g)
 			if err != nil {
-				return nil, fmt.Errorf("config: token %d (%s): grant %d: %w", i, t.Name, j, err)
+				var ce *core.Error
+				if errors.As(err, &ce) {
+					err = errors.New(ce.Message)
+				}
+				return nil, fmt.Errorf("config: token %d (%q): grants: item %d (%q): %w", i+1, t.Name, j+1, g, err)
 			}
 			tok.Grants = append(tok.Grants, grant)
 		}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -51,6 +50,7 @@ type Main struct {
 	server   *http.Server
 	listener net.Listener
 	served   chan error
+	unlock   func()
 }
 
 // NewMain returns a Main with the defaults.
@@ -58,27 +58,18 @@ func NewMain() *Main {
 	return &Main{Addr: DefaultAddr, DataDir: DefaultDataDir}
 }
 
-// ParseFlags reads the flags of `muster serve`.
-func (m *Main) ParseFlags(args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("muster serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&m.Addr, "addr", m.Addr, "listen address HOST:PORT")
-	fs.StringVar(&m.DataDir, "data-dir", m.DataDir, "directory for durable data (the fleet store)")
-	fs.StringVar(&m.ConfigPath, "config", m.ConfigPath, "YAML configuration file (tokens and grants); none = dev mode")
-	fs.StringVar(&m.StoreURL, "store", m.StoreURL, "fleet store: empty = bbolt file in the data dir, or a postgres:// URL")
+// RegisterFlags defines the flags of `muster serve` on fs, bound to m.
+func (m *Main) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&m.Addr, "addr", m.Addr, "listen address `HOST:PORT`")
+	fs.StringVar(&m.DataDir, "data-dir", m.DataDir, "`DIR` for durable data (the fleet store, the cursor key); one broker per directory")
+	fs.StringVar(&m.ConfigPath, "config", m.ConfigPath, "YAML configuration `FILE` (tokens and grants); none = dev mode")
+	fs.StringVar(&m.StoreURL, "store", m.StoreURL, "fleet store `URL`: empty = the bbolt file in the data dir, or postgres://…")
 	fs.BoolVar(&m.InsecureDev, "insecure-dev", m.InsecureDev, "allow dev mode (no tokens) on a non-loopback address")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	return nil
 }
 
 // Open loads the configuration, starts the core and begins serving. It
 // returns once the listener is bound.
-func (m *Main) Open() error {
+func (m *Main) Open() (err error) {
 	if m.Logger == nil {
 		m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
@@ -91,12 +82,31 @@ func (m *Main) Open() error {
 		return err
 	}
 	auth := handlers.NewAuthenticator(tokens)
+	families := []string{handlers.DevFamily}
+	if len(tokens) > 0 {
+		families = families[:0]
+		for _, t := range tokens {
+			families = append(families, t.Family)
+		}
+	}
+	limits, err := cfg.Limits.resolve(families)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	if auth.DevMode() && !m.InsecureDev && !loopback(m.Addr) {
 		return fmt.Errorf("refusing to serve without tokens on non-loopback address %s: configure tokens or pass --insecure-dev", m.Addr)
 	}
 	if err := os.MkdirAll(m.DataDir, 0o750); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	if m.unlock, err = lockDataDir(m.DataDir); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			m.unlock()
+		}
+	}()
 	secret, err := loadSecret(m.DataDir)
 	if err != nil {
 		return fmt.Errorf("data dir: %w", err)
@@ -104,11 +114,11 @@ func (m *Main) Open() error {
 	if err := m.openStore(); err != nil {
 		return err
 	}
+	m.fleet.SpecsPerRoot = limits.specsPerRoot
 
-	m.broker = core.NewBroker(core.Config{
-		Epoch:          randomText(12),
-		IncarnationKey: randomBytes(32),
-	}, m.Clock, m.sink)
+	coreCfg := limits.Core
+	coreCfg.Epoch, coreCfg.IncarnationKey = randomText(12), randomBytes(32)
+	m.broker = core.NewBroker(coreCfg, m.Clock, m.sink)
 	h, err := handlers.New(handlers.Options{
 		Broker:       m.broker,
 		Auth:         auth,
@@ -118,6 +128,9 @@ func (m *Main) Open() error {
 		CursorMaster: secret,
 		Fleet:        m.fleet,
 		Ready:        m.storeReady,
+
+		BodyReadTimeout: limits.BodyReadTimeout,
+		SweepsRunning:   limits.SweepsRunning,
 	})
 	if err != nil {
 		m.broker.Close()
@@ -197,6 +210,9 @@ func (m *Main) Close(ctx context.Context) error {
 		m.broker.Close()
 	}
 	err = errors.Join(err, m.closeStore())
+	if m.unlock != nil {
+		m.unlock()
+	}
 	m.Logger.Info("muster stopped")
 	return err
 }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/musterhq/muster/cmd/muster/app"
+)
+
+const serveSynopsis = `  muster serve [--addr HOST:PORT] [--data-dir DIR] [--config FILE] [--store URL] [--insecure-dev]
+
+Runs the broker until SIGTERM or SIGINT. Prints the URL to use on stdout and
+logs JSON lines on stderr. Without --config it runs in dev mode (no tokens).`
+
+// serve runs the broker: exit 0 after a clean shutdown, 1 when it cannot
+// start or stops with an error, 2 for a usage error.
+func serve(args []string, stdout, stderr io.Writer) int {
+	m := app.NewMain()
+	fs := flag.NewFlagSet("muster serve", flag.ContinueOnError)
+	m.RegisterFlags(fs)
+	if done, code := parse(fs, serveSynopsis, args, 0, stdout, stderr); done {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := m.Open(); err != nil {
+		fmt.Fprintln(stderr, "muster:", err)
+		return 1
+	}
+	url, note := localURL(m.URL())
+	fmt.Fprintf(stdout, "muster is serving on %s%s\n  API docs (Swagger UI): %s/docs/\n  contract:              %s/openapi.yaml\n",
+		url, note, url, url)
+	done := make(chan error, 1)
+	go func() { done <- m.Wait() }()
+	select {
+	case <-ctx.Done():
+	case err := <-done:
+		fmt.Fprintln(stderr, "muster:", err)
+		return 1
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.Close(shutdown); err != nil {
+		fmt.Fprintln(stderr, "muster: shutdown:", err)
+		return 1
+	}
+	return 0
+}
+
+const tokenSynopsis = `  muster token
+
+Draws 32 random bytes and prints them as a token (hex) and the SHA-256 of
+that text: give the token to the client, put the sha256 line in the
+configuration file (see docs/operations.md).`
+
+// token prints a new random token and its hash.
+func token(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("muster token", flag.ContinueOnError)
+	if done, code := parse(fs, tokenSynopsis, args, 0, stdout, stderr); done {
+		return code
+	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		fmt.Fprintln(stderr, "muster token:", err)
+		return 1
+	}
+	tok := hex.EncodeToString(secret)
+	sum := sha256.Sum256([]byte(tok))
+	fmt.Fprintf(stdout, "token:  %s\nsha256: %s\n", tok, hex.EncodeToString(sum[:]))
+	return 0
+}
+
+// localURL is the URL a client on this machine uses: a broker listening on
+// every interface (0.0.0.0, ::) is reached on the loopback address.
+func localURL(u string) (url, note string) {
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(u, "http://"))
+	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
+		return "http://" + net.JoinHostPort("127.0.0.1", port), " (listening on every interface)"
+	}
+	return u, ""
+}

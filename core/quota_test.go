@@ -1,0 +1,185 @@
+package core
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// wantLimit checks a limit error's code and scope.
+func wantLimit(t *testing.T, err error, code Code, scope Scope) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) || e.Code != code || e.Scope != scope {
+		t.Fatalf("err = %#v, want %s with scope %s", err, code, scope)
+	}
+}
+
+func quotaState(q Quota, over map[string]Quota) *State {
+	return NewState(Config{Epoch: "e", IncarnationKey: []byte("k"),
+		MaxSessions: 5, MaxStreams: 5, MaxRegistrations: 8, MaxWaiters: 4, MaxSnapshots: 64, MaxCallerSnapshots: 64,
+		FamilyQuota: q, FamilyQuotas: over})
+}
+
+// A family at its session quota is refused with scope family; another
+// family still gets sessions until the broker-wide cap (scope broker).
+func TestQuotaSessions(t *testing.T) {
+	s := quotaState(Quota{Sessions: 2}, map[string]Quota{"big": {Sessions: 3}})
+	for i := byte(1); i <= 2; i++ {
+		if _, err := s.CreateSession(t0, sid(i), "a", "w", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := s.CreateSession(t0, sid(3), "a", "w", time.Minute)
+	wantLimit(t, err, CodeSessionLimit, ScopeFamily)
+	for i := byte(10); i < 13; i++ { // the override: 3
+		if _, err := s.CreateSession(t0, sid(i), "big", "w", time.Minute); err != nil {
+			t.Fatalf("family big, session %d: %v", i-9, err)
+		}
+	}
+	_, err = s.CreateSession(t0, sid(20), "c", "w", time.Minute) // 5 live: the broker cap
+	wantLimit(t, err, CodeSessionLimit, ScopeBroker)
+	if err := s.EndSession(t0, "a", sid(1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateSession(t0, sid(4), "a", "w", time.Minute); err != nil {
+		t.Fatalf("a slot freed by the family: %v", err)
+	}
+	// Expiry frees quota too.
+	s.Tick(t0.Add(2 * time.Minute))
+	if fs := s.FamilyStats(); fs["a"].Sessions != 0 || fs["big"].Sessions != 0 || fs["a"].SessionsRefused != 1 {
+		t.Fatalf("after expiry: %+v", fs)
+	}
+}
+
+// Streams and registrations: family a at its quota, family b untouched.
+func TestQuotaStreamsAndRegistrations(t *testing.T) {
+	s := quotaState(Quota{Streams: 2, Registrations: 3}, nil)
+	one := []Selector{mustSel(t, "lease://**")}
+	two := []Selector{mustSel(t, "lease://x/**"), mustSel(t, "lease://y/z/w")}
+	if _, err := s.Subscribe(t0, "a", nil, sid(101), two, 1, "c"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Subscribe(t0, "a", nil, sid(102), two, 2, "c") // 4 registrations > 3
+	wantLimit(t, err, CodeSubscriptionLimit, ScopeFamily)
+	if _, err := s.Subscribe(t0, "a", nil, sid(103), one, 3, "c"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Subscribe(t0, "a", nil, sid(104), one, 4, "c") // a third stream
+	wantLimit(t, err, CodeSubscriptionLimit, ScopeFamily)
+	for i, sels := range [][]Selector{two, one} {
+		if _, err := s.Subscribe(t0, "b", nil, sid(byte(110+i)), sels, StreamID(10+i), "c"); err != nil {
+			t.Fatalf("family b, stream %d: %v", i, err)
+		}
+	}
+	// 3 + 3 registrations live; 2 more pass the broker's 7.
+	s.cfg.MaxRegistrations = 7
+	_, err = s.Subscribe(t0, "c", nil, sid(120), two, 20, "c")
+	wantLimit(t, err, CodeSubscriptionLimit, ScopeBroker)
+	s.DropStream(1)
+	if _, err := s.Subscribe(t0, "a", nil, sid(105), one, 5, "c"); err != nil {
+		t.Fatalf("after the family dropped a stream: %v", err)
+	}
+	if fs := s.FamilyStats()["a"]; fs.Streams != 2 || fs.Registrations != 2 || fs.StreamsRefused != 1 || fs.RegistrationsRefused != 1 {
+		t.Fatalf("family a: %+v", fs)
+	}
+	for _, st := range []StreamID{3, 5, 10, 11} {
+		s.DropStream(st)
+	}
+	for f, fs := range s.FamilyStats() {
+		if fs.Streams != 0 || fs.Registrations != 0 {
+			t.Errorf("family %s after every stream ended: %+v", f, fs)
+		}
+	}
+	if st := s.Stats(); st.Sessions != 0 || st.Streams != 0 {
+		t.Errorf("stats after every stream ended: %+v", st)
+	}
+}
+
+// Waiters: the family's quota, then the broker's cap, then the route's.
+func TestQuotaWaiters(t *testing.T) {
+	s := quotaState(Quota{Waiters: 1, Sessions: 5}, nil)
+	s.cfg.MaxSessions = 10
+	r := mustRoute(t, "lease://x/y/z")
+	for i := byte(1); i <= 6; i++ {
+		fam := "a"
+		if i > 3 {
+			fam = "b"
+		}
+		if _, err := s.CreateSession(t0, sid(i), fam, "w", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := s.Acquire(t0, "a", sid(1), r, time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, ticket, err := s.Acquire(t0, "a", sid(2), r, time.Minute, time.Second)
+	if err != nil || ticket == 0 {
+		t.Fatalf("first waiter: %v", err)
+	}
+	_, _, err = s.Acquire(t0, "a", sid(3), r, time.Minute, time.Second)
+	wantLimit(t, err, CodeQueueFull, ScopeFamily)
+	if _, _, err := s.Acquire(t0, "b", sid(4), r, time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, tk, err := s.Acquire(t0, "b", sid(5), r, time.Minute, time.Second); err != nil || tk == 0 {
+		t.Fatalf("family b waits while a is at its quota: %v", err)
+	}
+	s.CancelWait(t0, ticket)
+	if _, tk, err := s.Acquire(t0, "a", sid(3), r, time.Minute, time.Second); err != nil || tk == 0 {
+		t.Fatalf("after the family's waiter left: %v", err)
+	}
+	s.Tick(t0.Add(2 * time.Second)) // both waits time out
+	if fs := s.FamilyStats(); fs["a"].Waiters != 0 || fs["b"].Waiters != 0 || fs["a"].WaitersRefused != 1 {
+		t.Fatalf("after the waits ended: %+v", fs)
+	}
+}
+
+func TestQuotaWaitersBrokerCap(t *testing.T) {
+	s := quotaState(Quota{}, nil)
+	s.cfg.MaxSessions, s.cfg.MaxWaiters = 10, 2
+	for i := byte(1); i <= 4; i++ {
+		if _, err := s.CreateSession(t0, sid(i), "a", "w", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := mustRoute(t, "lease://x/y/z")
+	if _, _, err := s.Acquire(t0, "a", sid(1), r, time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := byte(2); i <= 3; i++ {
+		if _, _, err := s.Acquire(t0, "a", sid(i), r, time.Minute, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err := s.Acquire(t0, "a", sid(4), r, time.Minute, time.Second)
+	wantLimit(t, err, CodeQueueFull, ScopeBroker)
+}
+
+// A family that churns snapshots evicts its own, never another family's.
+func TestQuotaSnapshots(t *testing.T) {
+	s := quotaState(Quota{Snapshots: 2}, nil)
+	other := s.OpenSnapshot(t0, "b", "b-reader")
+	first := s.OpenSnapshot(t0, "a", "a-1")
+	for i := range 10 {
+		s.OpenSnapshot(t0, "a", "a-"+string(rune('2'+i)))
+	}
+	if _, err := s.ResumeSnapshot(t0, other.ID, "b"); err != nil {
+		t.Fatalf("family b's snapshot was evicted by a's churn: %v", err)
+	}
+	if _, err := s.ResumeSnapshot(t0, first.ID, "a"); err == nil {
+		t.Fatal("family a kept more than its quota")
+	}
+	if fs := s.FamilyStats(); fs["a"].Snapshots != 2 || fs["b"].Snapshots != 1 || fs["a"].SnapshotsEvicted != 9 {
+		t.Fatalf("family stats: %+v", fs)
+	}
+}
+
+func mustRoute(t testing.TB, s string) Route {
+	t.Helper()
+	r, err := ParseRoute(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

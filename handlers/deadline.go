@@ -1,0 +1,45 @@
+package handlers
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"time"
+)
+
+// DefaultBodyReadTimeout is how long a request body may take to arrive,
+// counted from the moment its handler starts.
+const DefaultBodyReadTimeout = 5 * time.Second
+
+// bodyDeadline bounds the reading of every request body: a request that
+// carries one (a Content-Length above zero, or chunked) gets a read
+// deadline of now + timeout on its connection before anything else runs.
+// The contract middleware lifts it once the body is buffered, so the
+// connection's own close detection keeps working for a long-polling
+// acquire. Everywhere the body is left unread — a 401, a 404, a 413 — the
+// deadline stays, and it bounds the server's drain of the unread body after
+// the answer: a client that trickles its body is cut off when the deadline
+// passes, authenticated or not. Requests without a body (watch streams,
+// LIST) get no deadline.
+func bodyDeadline(timeout time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// liftBodyDeadline clears the read deadline of a request whose body has
+// been read in full.
+func liftBodyDeadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+}
+
+// isTimeout reports whether err is a read deadline passing.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
