@@ -3,6 +3,7 @@
  * built by the design §9 algorithm (the same as the Go SDK's observe.go).
  */
 import type { MusterClient } from "./client.js";
+import { Broken, brokenKey } from "./broken.js";
 import { Backoff, defaultReconcileJitter, jittered, reconcileInterval } from "./backoff.js";
 import { ClosedError, MusterError, isCode } from "./errors.js";
 import { listPage, type Item } from "./list.js";
@@ -35,6 +36,8 @@ export interface ObserveOptions {
   pageSize?: number;
   /** Bounds the observer's life like close(). */
   signal?: AbortSignal;
+  /** @internal deliberate faults for the conformance tests (broken.ts); 0 in production. */
+  [brokenKey]?: number;
 }
 
 /** A copy of an observer's view. */
@@ -107,6 +110,7 @@ export class Observer {
   readonly #c: MusterClient;
   readonly #jitter: number;
   readonly #pageSize: number;
+  readonly #broken: number;
   readonly #ac = new AbortController();
   readonly #unlink: () => void;
   readonly #bo = new Backoff(recoverMinMs, recoverMaxMs);
@@ -146,6 +150,7 @@ export class Observer {
     this.reconcileEveryMs = o.reconcileIntervalMs ?? reconcileInterval(shortest);
     this.#jitter = jitter;
     this.#pageSize = pageSize;
+    this.#broken = o[brokenKey] ?? 0;
     this.#done = new Promise((resolve) => (this.#resolveDone = resolve));
     const outer = o.signal;
     const onAbort = (): void => void this.#shutdown(outer?.reason instanceof Error ? outer.reason : new ClosedError());
@@ -281,7 +286,7 @@ export class Observer {
       return;
     }
     if (b === null) {
-      if (fatalCodes.some((c) => isCode(err, c))) {
+      if (fatalCodes.some((c) => isCode(err, c)) && !(this.#broken & Broken.RetryFatal)) {
         void this.#shutdown(err!);
         return;
       }
@@ -292,7 +297,11 @@ export class Observer {
     const old = this.#cur;
     this.#cur = b.sub;
     void old?.close();
-    this.#items = b.items;
+    if (this.#broken & Broken.MergeViews) {
+      for (const [k, v] of b.items) this.#items.set(k, v);
+    } else {
+      this.#items = b.items;
+    }
     this.#epoch = b.epoch;
     this.#revision = b.revision;
     this.#ready = true;
@@ -301,12 +310,14 @@ export class Observer {
     this.#notify();
     this.#readyAt = Date.now();
     clearTimeout(this.#reconcile);
-    this.#reconcile = setTimeout(() => {
-      if (this.#pending === null) {
-        this.#stats.reconciliations++;
-        this.#start();
-      }
-    }, jittered(this.reconcileEveryMs, this.#jitter));
+    if (!(this.#broken & Broken.NoReconcile)) {
+      this.#reconcile = setTimeout(() => {
+        if (this.#pending === null) {
+          this.#stats.reconciliations++;
+          this.#start();
+        }
+      }, jittered(this.reconcileEveryMs, this.#jitter));
+    }
     void this.#follow(b.sub, b.next);
   }
 
@@ -317,14 +328,15 @@ export class Observer {
       const ch = await next;
       if (sub !== this.#cur) return; // replaced by a reconciliation, or closed
       if (ch === null) break;
-      if (ch.revision > this.#revision) {
-        applyChange(this.#items, ch);
+      if (ch.revision > this.#revision && !(this.#broken & Broken.IgnoreLive)) {
+        this.#applyTo(this.#items, ch);
         this.#revision = ch.revision;
         this.#notify();
       }
       next = sub.next();
     }
     this.#cur = null;
+    if (this.#broken & Broken.StayReady) return;
     clearTimeout(this.#reconcile);
     this.#notReady(sub.err ?? new Error("muster: watch stream ended"));
     if (this.#pending === null) {
@@ -383,10 +395,12 @@ export class Observer {
             continue;
           }
           if (r.err !== null) throw r.err;
+          if (this.#broken & Broken.IgnoreSnapshot) items.clear();
+          if (this.#broken & Broken.DropBuffered) buf.length = 0;
           let rev = m.revision;
           for (const ch of buf) {
             if (ch.revision > m.revision) {
-              applyChange(items, ch);
+              this.#applyTo(items, ch);
               rev = Math.max(rev, ch.revision);
             }
           }
@@ -406,12 +420,21 @@ export class Observer {
   /** Reads the rest of the marker's snapshot into items. */
   async #pageRest(signal: AbortSignal, m: Marker, items: Map<string, Item>): Promise<void> {
     let cursor = m.selectors[0]!.nextCursor;
+    const pageSignal = this.#broken & Broken.UncancellablePages ? undefined : signal;
     while (cursor !== "") {
-      const p = await listPage(this.#c, this.selector, { limit: this.#pageSize, cursor, signal });
+      const p = await listPage(this.#c, this.selector, { limit: this.#pageSize, cursor, signal: pageSignal });
       if (p.epoch !== m.epoch) throw new MusterError("epoch_changed", "the broker restarted during the bootstrap");
       for (const it of p.items) items.set(it.route, it);
       cursor = p.nextCursor;
     }
+  }
+
+  /** Applies one change to items. */
+  #applyTo(items: Map<string, Item>, ch: Change): void {
+    if ((ch.kind === "expired" && this.#broken & Broken.IgnoreExpired) || (ch.kind === "session_closed" && this.#broken & Broken.IgnoreSessionClosed)) {
+      return;
+    }
+    applyChange(items, ch);
   }
 }
 
