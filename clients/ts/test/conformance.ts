@@ -10,7 +10,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { MusterClient, MusterError, ClosedError, type Observer, type ObserveOptions } from "../src/index.js";
+import { MusterClient, MusterError, ClosedError, type ObserveOptions } from "../src/index.js";
 import { brokenKey } from "../src/broken.js";
 
 /** The clients/conformance directory (this file runs from clients/ts/.build/test). */
@@ -100,6 +100,57 @@ export class Harness {
   }
 }
 
+/** What the runner reads of an observer, wherever it runs (this process, or a browser page). */
+export interface ObserverState {
+  ready: boolean;
+  epoch: string;
+  items: { route: string; ownerId: string; holderIncarnation: string }[];
+  stopped: boolean;
+  /** The contract code of the error, or its message for another error; null without one. */
+  error: string | null;
+  /** Whether the error is a ClosedError. */
+  closed: boolean;
+}
+
+/** One observer under test. */
+export interface ObserverHandle {
+  state(): Promise<ObserverState>;
+  /** Resolves when ready; rejects after ms, or when the observer stops first. */
+  waitReady(ms: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Starts observers: the runner's only dependency on where the SDK runs. */
+export type ObserverFactory = (proxy: string, secret: string, selector: string, opts: ObserveOptions) => Promise<ObserverHandle>;
+
+/** The factory of this process: the SDK's Observer, through the harness's proxy. */
+export const nodeObservers: ObserverFactory = (proxy, secret, selector, opts) => {
+  const o = new MusterClient(proxy, { token: secret }).observe(selector, opts);
+  return Promise.resolve({
+    state: () => {
+      const v = o.view();
+      const e = o.error;
+      return Promise.resolve({
+        ready: v.ready,
+        epoch: v.epoch,
+        items: v.items.map((i) => ({ route: i.route, ownerId: i.ownerId, holderIncarnation: i.holderIncarnation })),
+        stopped: o.stopped,
+        error: e === null ? null : e instanceof MusterError ? e.code : e.message,
+        closed: e instanceof ClosedError,
+      });
+    },
+    waitReady: async (ms) => {
+      let t: ReturnType<typeof setTimeout> | undefined;
+      try {
+        await Promise.race([o.ready, new Promise((_, reject) => (t = setTimeout(() => reject(new Error(`not ready after ${ms} ms: ${String(o.error)}`)), ms)))]);
+      } finally {
+        clearTimeout(t);
+      }
+    },
+    close: () => o.close(),
+  });
+};
+
 /** The eight ops this runner runs itself; every other op goes to the harness. */
 const observerOps = new Set(["observe", "wait_ready", "expect_not_ready", "expect_view", "mark_epoch", "expect_same_view", "expect_stopped", "close_observer"]);
 
@@ -123,15 +174,15 @@ export function selectorMatches(selector: string, route: string): boolean {
 }
 
 /** Runs one scenario's steps; rejects with the first failed step. */
-export async function runScenario(h: Harness, sc: Scenario, broken = 0): Promise<void> {
+export async function runScenario(h: Harness, sc: Scenario, broken = 0, factory: ObserverFactory = nodeObservers): Promise<void> {
   await h.load(sc.raw);
-  const observers = new Map<string, { o: Observer; token: string; selector: string }>();
+  const observers = new Map<string, Obs>();
   const marks = new Map<string, string>();
   try {
     for (const [i, step] of sc.steps.entries()) {
       const op = step["op"] as string;
       try {
-        if (observerOps.has(op)) await runObserverOp(h, step, observers, marks, broken);
+        if (observerOps.has(op)) await runObserverOp(h, step, observers, marks, broken, factory);
         else await h.step(step);
       } catch (e) {
         throw new Error(`step ${i} (${op}): ${e instanceof Error ? e.message : String(e)}`, { cause: e });
@@ -143,6 +194,12 @@ export async function runScenario(h: Harness, sc: Scenario, broken = 0): Promise
   }
 }
 
+interface Obs {
+  o: ObserverHandle;
+  token: string;
+  selector: string;
+}
+
 function need<T>(v: T | undefined, what: string): T {
   if (v === undefined) throw new Error(`no ${what}`);
   return v;
@@ -151,53 +208,45 @@ function need<T>(v: T | undefined, what: string): T {
 async function runObserverOp(
   h: Harness,
   s: Record<string, unknown>,
-  observers: Map<string, { o: Observer; token: string; selector: string }>,
+  observers: Map<string, Obs>,
   marks: Map<string, string>,
   broken: number,
+  factory: ObserverFactory,
 ): Promise<void> {
   const op = s["op"] as string;
   const name = s["observer"] as string;
   const timeout = typeof s["timeout_ms"] === "number" ? s["timeout_ms"] : 5_000;
-  const get = (n: string): { o: Observer; token: string; selector: string } => need(observers.get(n), `observer ${n}`);
+  const get = (n: string): Obs => need(observers.get(n), `observer ${n}`);
   switch (op) {
     case "observe": {
       const token = s["token"] as string;
       const selector = s["selector"] as string;
-      const c = new MusterClient(h.proxy, { token: need(h.tokens[token], `token ${token}`) });
       const opts: ObserveOptions = {};
       if (typeof s["page_size"] === "number") opts.pageSize = s["page_size"];
       if (typeof s["reconcile_ms"] === "number") opts.reconcileIntervalMs = s["reconcile_ms"];
       if (typeof s["jitter"] === "number") opts.reconcileJitter = s["jitter"];
       if (typeof s["shortest_ttl_ms"] === "number") opts.shortestTtlMs = s["shortest_ttl_ms"];
       if (broken !== 0) opts[brokenKey] = broken;
-      observers.set(name, { o: c.observe(selector, opts), token, selector });
+      observers.set(name, { o: await factory(h.proxy, need(h.tokens[token], `token ${token}`), selector, opts), token, selector });
       return;
     }
-    case "wait_ready": {
-      const { o } = get(name);
-      let t: ReturnType<typeof setTimeout> | undefined;
-      try {
-        await Promise.race([o.ready, new Promise((_, reject) => (t = setTimeout(() => reject(new Error(`not ready after ${timeout} ms: ${String(o.error)}`)), timeout)))]);
-      } finally {
-        clearTimeout(t);
-      }
-      return;
-    }
+    case "wait_ready":
+      return get(name).o.waitReady(timeout);
     case "expect_not_ready":
-      if (get(name).o.isReady) throw new Error("the observer is ready");
+      if ((await get(name).o.state()).ready) throw new Error("the observer is ready");
       return;
     case "mark_epoch":
-      marks.set(name, get(name).o.view().epoch);
+      marks.set(name, (await get(name).o.state()).epoch);
       return;
     case "expect_view":
       return poll(timeout, () => checkView(h, s, get(name), marks.get(name)));
     case "expect_same_view": {
       const [a, b] = s["observers"] as [string, string];
       const within = s["within"] as string;
-      return poll(timeout, () => {
-        const va = get(a).o.view();
-        const vb = get(b).o.view();
-        if (!va.ready || !vb.ready) return Promise.resolve(`not both ready (${va.ready}, ${vb.ready})`);
+      return poll(timeout, async () => {
+        const va = await get(a).o.state();
+        const vb = await get(b).o.state();
+        if (!va.ready || !vb.ready) return `not both ready (${va.ready}, ${vb.ready})`;
         const key = (v: typeof va): string =>
           v.items
             .filter((it) => selectorMatches(within, it.route))
@@ -205,16 +254,16 @@ async function runObserverOp(
             .join(",");
         const ka = key(va);
         const kb = key(vb);
-        return Promise.resolve(ka === kb ? null : `views differ within ${within}: ${ka.length} vs ${kb.length} chars`);
+        return ka === kb ? null : `views differ within ${within}: ${ka.length} vs ${kb.length} chars`;
       });
     }
     case "expect_stopped": {
       const { o } = get(name);
       const want = s["expect_error"] as string;
-      return poll(timeout, () => {
-        if (!o.stopped) return Promise.resolve(`not stopped (error: ${String(o.error)})`);
-        const code = o.error instanceof MusterError ? o.error.code : String(o.error);
-        return Promise.resolve(code === want ? null : `stopped with ${code}, want ${want}`);
+      return poll(timeout, async () => {
+        const st = await o.state();
+        if (!st.stopped) return `not stopped (error: ${st.error})`;
+        return st.error === want ? null : `stopped with ${st.error}, want ${want}`;
       });
     }
     case "close_observer": {
@@ -225,7 +274,8 @@ async function runObserverOp(
       const closed = await Promise.race([o.close().then(() => true), new Promise<boolean>((r) => (t = setTimeout(() => r(false), max)))]);
       clearTimeout(t);
       if (!closed) throw new Error(`close did not return within ${max} ms`);
-      if (!(o.error instanceof ClosedError)) throw new Error(`after close the error is ${String(o.error)}, not closed (${Date.now() - t0} ms)`);
+      const st = await o.state();
+      if (!st.closed) throw new Error(`after close the error is ${st.error}, not closed (${Date.now() - t0} ms)`);
       return;
     }
   }
@@ -245,11 +295,11 @@ async function poll(ms: number, check: () => Promise<string | null>): Promise<vo
 async function checkView(
   h: Harness,
   s: Record<string, unknown>,
-  x: { o: Observer; token: string; selector: string },
+  x: Obs,
   mark: string | undefined,
 ): Promise<string | null> {
-  const v = x.o.view();
-  if (!v.ready) return `not ready (error: ${String(x.o.error)})`;
+  const v = await x.o.state();
+  if (!v.ready) return `not ready (error: ${v.error})`;
   const byRoute = new Map(v.items.map((it) => [it.route, it]));
   if (typeof s["count"] === "number" && v.items.length !== s["count"]) return `count ${v.items.length}, want ${s["count"]}`;
   for (const c of (s["contains"] as { route: string; owner_id?: string; holder?: string }[] | undefined) ?? []) {
