@@ -207,6 +207,34 @@ describe("against the real broker", () => {
     await assert.rejects(c.fleet("Bad Root").register("x", {}), (e: unknown) => isCode(e, "invalid_request"));
   });
 
+  test("aborting a waiting acquire leaves the queue; a lease of an ended session is lost at its extension", async () => {
+    const s = await c.session("holder", 5_000);
+    const s2 = await c.session("waiter", 5_000);
+    try {
+      const l = await s.acquire("lease://acme/q/one", 5_000);
+      const ac = new AbortController();
+      const waiting = s2.acquire("lease://acme/q/one", 5_000, { waitMs: 3_000, signal: ac.signal });
+      await eventually(async () => (await c.get("lease://acme/q/one")).waiters === 1, 3_000, "a waiter");
+      ac.abort();
+      await assert.rejects(waiting, (e: unknown) => e instanceof Error && e.name === "AbortError");
+      await eventually(async () => (await c.get("lease://acme/q/one")).waiters === 0, 3_000, "the waiter gone");
+      await l.release();
+      // A session ended behind the SDK's back: its lease is lost at the next extension.
+      const victim = await c.session("victim", 5_000);
+      const gone = await victim.acquire("lease://acme/q/two", 5_000);
+      await c.raw.DELETE("/v1/sessions/{session_id}", { params: { path: { session_id: victim.id } } });
+      const taken = await s2.acquire("lease://acme/q/two", 5_000);
+      assert.ok(taken.fencingToken > gone.fencingToken);
+      await assert.rejects(gone.extend(1_000), (e: unknown) => e instanceof LeaseLostError && isCode(e.cause, "session_not_found"));
+      assert.ok(gone.lost.aborted);
+      await gone.release(); // known not held: resolves
+      await victim.close();
+    } finally {
+      await s.close();
+      await s2.close();
+    }
+  });
+
   test("a broker restart loses the session (session_not_found → SessionLostError)", async () => {
     const s = await c.session("restart", 1_500);
     const l = await s.acquire("lease://r/r/r", 10_000);
@@ -216,5 +244,24 @@ describe("against the real broker", () => {
     assert.ok(isCode(s.err.cause, "session_not_found"));
     assert.ok(l.err instanceof LeaseLostError);
     await s.close();
+  });
+});
+
+describe("a broker that went away", () => {
+  test("the session is lost when no keepalive gets through within its TTL", async () => {
+    const b = await startBroker();
+    try {
+      const c = new MusterClient(b.url, { token: tokens.a.secret });
+      const s = await c.session("orphan", 1_000);
+      const l = await s.acquire("lease://gone/r/r", 5_000);
+      await b.kill();
+      await eventually(() => s.err !== null, 3_000, "the session lost");
+      assert.ok(s.err instanceof SessionLostError, String(s.err));
+      assert.match(s.err.message, /no keepalive got through within the TTL/);
+      assert.ok(l.err instanceof LeaseLostError);
+      await s.close(); // only stops the keepalive: nothing to reach
+    } finally {
+      await b.kill();
+    }
   });
 });
