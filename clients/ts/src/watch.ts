@@ -134,20 +134,24 @@ export class Subscription implements AsyncIterable<Change> {
         }
         continue; // an event this SDK does not know: ignore, for compatibility
       }
-      let c: components["schemas"]["ChangeEvent"];
+      let ch: Change;
       try {
-        c = JSON.parse(ev.data) as components["schemas"]["ChangeEvent"];
+        const c = JSON.parse(ev.data) as components["schemas"]["ChangeEvent"];
+        if (typeof c.route !== "string" || typeof c.kind !== "string" || typeof c.revision !== "number") {
+          throw new Error("route, kind or revision missing");
+        }
+        ch = {
+          selector: this.#bySub.get(c.subscription_id) ?? "",
+          route: c.route,
+          kind: c.kind,
+          revision: c.revision,
+          item: c.item ? itemFrom(c.item) : null,
+        };
       } catch (e) {
-        this.#end(new StreamEndedError("muster: watch stream ended: undecodable change", e));
+        this.#end(new StreamEndedError(`muster: watch stream ended: undecodable change: ${String(e)}`, e));
         return null;
       }
-      return {
-        selector: this.#bySub.get(c.subscription_id) ?? "",
-        route: c.route,
-        kind: c.kind,
-        revision: c.revision,
-        item: c.item ? itemFrom(c.item) : null,
-      };
+      return ch;
     }
   }
 
