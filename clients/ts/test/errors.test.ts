@@ -113,3 +113,25 @@ test("the base URL is checked", () => {
   }
   assert.equal(new MusterClient("http://h:1/").baseUrl, "http://h:1");
 });
+
+test("backoff doubles 50 ms → 2 s jittered into [d/2, d]; reconciliation jitter stays within ±j", async () => {
+  const { Backoff, jittered } = await import("../src/backoff.js");
+  const bo = new Backoff(50, 2_000);
+  const want = [50, 100, 200, 400, 800, 1_600, 2_000, 2_000];
+  for (const d of want) {
+    const got = bo.next();
+    assert.ok(got >= d / 2 && got <= d, `${got} not in [${d / 2}, ${d}]`);
+  }
+  bo.reset();
+  assert.ok(bo.next() <= 50);
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let i = 0; i < 10_000; i++) {
+    const v = jittered(60_000, 0.2);
+    lo = Math.min(lo, v);
+    hi = Math.max(hi, v);
+  }
+  assert.ok(lo >= 48_000 && hi <= 72_000, `[${lo}, ${hi}]`);
+  assert.ok(lo < 49_000 && hi > 71_000, "the jitter spreads over the whole range");
+  assert.equal(jittered(500, 0), 500);
+});
