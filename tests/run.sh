@@ -30,5 +30,6 @@ go test -count=1 -timeout 12m ./...
 bash clients/conformance/harness/check.sh
 # Clients generated from openapi.yaml (Python, TypeScript) survive its promises.
 bash tests/contract/generated-clients.sh
+bash clients/ts/test.sh # the TypeScript SDK's whole check sequence
 # The concurrent packages once more under the race detector.
 go test -count=1 -race -timeout 8m ./core ./sse ./handlers/...

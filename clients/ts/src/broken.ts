@@ -1,0 +1,31 @@
+/**
+ * Deliberately wrong observer behaviour, for the conformance tests only: a
+ * scenario that passes with a broken observer proves nothing. Not exported
+ * from the package's entry point; zero in every observer built without it.
+ * The modes are the Go SDK's (clients/go/observe_broken.go).
+ */
+export const Broken = {
+  /** Installs an empty snapshot: the marker's page and the LIST pages are read but dropped. */
+  IgnoreSnapshot: 1 << 0,
+  /** Installs the snapshot without applying the changes buffered while paging it. */
+  DropBuffered: 1 << 1,
+  /** Applies no change once the view is ready. */
+  IgnoreLive: 1 << 2,
+  /** Keeps the view ready when its stream ends and starts no bootstrap. */
+  StayReady: 1 << 3,
+  /** Merges a new bootstrap into the old view instead of replacing it. */
+  MergeViews: 1 << 4,
+  /** Drops changes of kind expired. */
+  IgnoreExpired: 1 << 5,
+  /** Drops changes of kind session_closed. */
+  IgnoreSessionClosed: 1 << 6,
+  /** Never starts a periodic reconciliation. */
+  NoReconcile: 1 << 7,
+  /** Pages the snapshot with requests that close does not cancel. */
+  UncancellablePages: 1 << 8,
+  /** Retries errors no retry fixes (forbidden, …) instead of stopping. */
+  RetryFatal: 1 << 9,
+} as const;
+
+/** The hidden ObserveOptions key that selects broken modes. */
+export const brokenKey: unique symbol = Symbol("muster.broken");

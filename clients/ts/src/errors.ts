@@ -1,0 +1,278 @@
+/**
+ * Errors of the Muster contract and of this SDK.
+ *
+ * Every error the broker answers is a {@link MusterError} carrying the
+ * contract's `code` string. Codes are append-only and never renamed: a broker
+ * newer than this SDK may answer a code this file does not list, which still
+ * reaches the caller as a `MusterError` keeping that string (never a crash).
+ */
+import type { components } from "./api/schema.js";
+
+/** A code of openapi.yaml's `ErrorCode` enum, or a newer code kept as a string. */
+export type Code = components["schemas"]["ErrorCode"] | (string & {});
+
+/** Retry advice for an error: see {@link advice}. */
+export type Retry =
+  /** The same request fails again: fix the input, the configuration or the grants. */
+  | "retry-no"
+  /** The same request may succeed later: retry with exponential backoff and jitter. */
+  | "retry-backoff"
+  /** The state the request relied on is gone: start over from fresh state. */
+  | "retry-restart";
+
+/**
+ * The code table of openapi.yaml's ErrorCode, each with its retry advice, in
+ * the contract's order (the same table as the Go SDK's errors.go). The
+ * `satisfies` clause makes the compiler check that every code of the
+ * generated schema is listed.
+ */
+const table = {
+  invalid_route: "retry-no",
+  invalid_selector: "retry-no",
+  invalid_request: "retry-no",
+  unauthenticated: "retry-no",
+  forbidden: "retry-no",
+  session_not_found: "retry-restart",
+  lease_held: "retry-backoff",
+  already_queued: "retry-no",
+  wait_timeout: "retry-backoff",
+  queue_full: "retry-backoff",
+  not_owner: "retry-restart",
+  fenced: "retry-restart",
+  lease_expired: "retry-restart",
+  invalid_cursor: "retry-no",
+  cursor_expired: "retry-restart",
+  epoch_changed: "retry-restart",
+  subscription_limit: "retry-no",
+  inventory_unavailable: "retry-backoff",
+  invalid_name: "retry-no",
+  spec_not_found: "retry-no",
+  payload_too_large: "retry-no",
+  internal: "retry-backoff",
+  not_found: "retry-no",
+  method_not_allowed: "retry-no",
+  not_implemented: "retry-no",
+  unavailable: "retry-backoff",
+  session_limit: "retry-backoff",
+} as const satisfies Record<components["schemas"]["ErrorCode"], Retry>;
+
+/** Every code this SDK knows, in the contract's order. */
+export const codes: readonly (keyof typeof table)[] = Object.keys(table) as (keyof typeof table)[];
+
+/** The known codes as constants: `err.code === Codes.Fenced`. */
+export const Codes = {
+  InvalidRoute: "invalid_route",
+  InvalidSelector: "invalid_selector",
+  InvalidRequest: "invalid_request",
+  Unauthenticated: "unauthenticated",
+  Forbidden: "forbidden",
+  SessionNotFound: "session_not_found",
+  LeaseHeld: "lease_held",
+  AlreadyQueued: "already_queued",
+  WaitTimeout: "wait_timeout",
+  QueueFull: "queue_full",
+  NotOwner: "not_owner",
+  Fenced: "fenced",
+  LeaseExpired: "lease_expired",
+  InvalidCursor: "invalid_cursor",
+  CursorExpired: "cursor_expired",
+  EpochChanged: "epoch_changed",
+  SubscriptionLimit: "subscription_limit",
+  InventoryUnavailable: "inventory_unavailable",
+  InvalidName: "invalid_name",
+  SpecNotFound: "spec_not_found",
+  PayloadTooLarge: "payload_too_large",
+  Internal: "internal",
+  NotFound: "not_found",
+  MethodNotAllowed: "method_not_allowed",
+  NotImplemented: "not_implemented",
+  Unavailable: "unavailable",
+  SessionLimit: "session_limit",
+} as const satisfies Record<string, keyof typeof table>;
+
+/**
+ * An error answered by the broker (an RFC 9457 problem body), or a request
+ * the SDK refused locally with the code the broker would have used (`status`
+ * is then 0). Compare with {@link isCode} or `err.code === Codes.Fenced`.
+ */
+export class MusterError extends Error {
+  override name = "MusterError";
+  /** The contract's code; an unknown (newer) code is kept as given. */
+  readonly code: Code;
+  /** The HTTP status, 0 for a local refusal. */
+  readonly status: number;
+  /** The problem's title, e.g. "Conflict". */
+  readonly title: string;
+  /** A human-readable explanation; never contains a secret. */
+  readonly detail: string;
+
+  constructor(code: Code, detail = "", status = 0, title = "") {
+    super(detail === "" ? `muster: ${code}` : `muster: ${code}: ${detail}`);
+    this.code = code;
+    this.status = status;
+    this.title = title;
+    this.detail = detail;
+  }
+
+  /** The retry advice for this error: {@link advice}. */
+  get advice(): Retry {
+    return advice(this);
+  }
+}
+
+/** Errors of the SDK itself, never sent by the broker. */
+
+/** The Session, Subscription or Observer was closed by its owner. */
+export class ClosedError extends Error {
+  override name = "ClosedError";
+  constructor() {
+    super("muster: closed");
+  }
+}
+
+/**
+ * Every reason a Lease stopped being held other than its own release; `cause`
+ * is the reason (a MusterError not_owner, fenced, lease_expired,
+ * session_not_found, or the session's end).
+ */
+export class LeaseLostError extends Error {
+  override name = "LeaseLostError";
+  constructor(cause: unknown) {
+    super(`muster: lease lost: ${messageOf(cause)}`, { cause });
+  }
+}
+
+/** A Lease's `err` after its own successful release. */
+export class ReleasedError extends Error {
+  override name = "ReleasedError";
+  constructor() {
+    super("muster: lease released");
+  }
+}
+
+/** Every reason a Session ended other than its own close; `cause` says why. */
+export class SessionLostError extends Error {
+  override name = "SessionLostError";
+  constructor(detail: string, cause?: unknown) {
+    super(`muster: session lost: ${detail}`, { cause });
+  }
+}
+
+/**
+ * A watch stream ended without a terminal event (the connection dropped, the
+ * broker went away), or, as the base class of {@link StreamEndError}, with one.
+ */
+export class StreamEndedError extends Error {
+  override name = "StreamEndedError";
+  constructor(message = "muster: watch stream ended", cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+  }
+}
+
+/** The reasons of a stream's terminal event. */
+export type StreamEndReason = components["schemas"]["StreamEndReason"];
+
+/**
+ * A terminal event of a watch stream: overflow (this client read too slowly:
+ * changes were lost, rebuild the view), superseded, unsubscribed,
+ * session_closed or shutdown.
+ */
+export class StreamEndError extends StreamEndedError {
+  override name = "StreamEndError";
+  readonly reason: StreamEndReason;
+  /** The revision at which the stream ended, 0 when the broker sent none. */
+  readonly revision: number;
+  constructor(reason: StreamEndReason, revision = 0) {
+    super(`muster: watch stream ended: ${reason}`);
+    this.reason = reason;
+    this.revision = revision;
+  }
+}
+
+/** Reports whether err is a MusterError with the given code. */
+export function isCode(err: unknown, code: Code): boolean {
+  return err instanceof MusterError && err.code === code;
+}
+
+/** Reports whether err is an abort of an AbortSignal (the caller cancelled). */
+export function isAbort(err: unknown): boolean {
+  return err instanceof Error && (err.name === "AbortError" || err.name === "TimeoutError");
+}
+
+/**
+ * What to do after err. A MusterError is advised by its code (an unknown code
+ * by its status: 5xx and 429 back off, anything else does not retry).
+ * LeaseLostError, SessionLostError and stream ends advise a restart; a
+ * ClosedError or an abort advises no retry; any other error (a transport
+ * failure) advises backoff.
+ */
+export function advice(err: unknown): Retry {
+  if (err === undefined || err === null) return "retry-no";
+  if (err instanceof MusterError) {
+    const known = (table as Record<string, Retry>)[err.code];
+    if (known !== undefined) return known;
+    return err.status >= 500 || err.status === 429 ? "retry-backoff" : "retry-no";
+  }
+  if (err instanceof LeaseLostError || err instanceof SessionLostError || err instanceof StreamEndedError) {
+    return "retry-restart";
+  }
+  if (err instanceof ClosedError || isAbort(err)) return "retry-no";
+  return "retry-backoff";
+}
+
+function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/**
+ * problemError turns a non-success answer into a MusterError: the problem
+ * body's code when there is one; otherwise a code derived from the status, so
+ * a gateway's 502 is still advised as retryable. body is the answer's text, or
+ * its JSON value when already parsed.
+ */
+export function problemError(status: number, statusText: string, contentType: string | null, body: unknown): MusterError {
+  const mt = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
+  let value = body;
+  if (typeof body === "string" && (mt === "application/problem+json" || mt === "application/json")) {
+    try {
+      value = JSON.parse(body);
+    } catch {
+      // not JSON: fall through to the status
+    }
+  }
+  if ((mt === "application/problem+json" || mt === "application/json") && typeof value === "object" && value !== null) {
+    const q = value as { code?: unknown; title?: unknown; detail?: unknown };
+    if (typeof q.code === "string" && q.code !== "") {
+      return new MusterError(
+        q.code,
+        typeof q.detail === "string" ? q.detail : "",
+        status,
+        typeof q.title === "string" && q.title !== "" ? q.title : statusText,
+      );
+    }
+  }
+  let code: string;
+  switch (status) {
+    case 502:
+    case 503:
+    case 504:
+      code = "unavailable";
+      break;
+    case 404:
+      code = "not_found";
+      break;
+    case 401:
+      code = "unauthenticated";
+      break;
+    case 403:
+      code = "forbidden";
+      break;
+    case 413:
+      code = "payload_too_large";
+      break;
+    default:
+      code = "internal";
+  }
+  const text = typeof body === "string" ? body : body === undefined ? "" : JSON.stringify(body);
+  return new MusterError(code, `HTTP ${status} without a problem body: ${text.slice(0, 200).trim()}`, status, statusText);
+}

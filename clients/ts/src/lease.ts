@@ -1,0 +1,230 @@
+/** Leases: the only ownership handle of this package. */
+import type { RequestOptions } from "./client.js";
+import { LeaseLostError, MusterError, ReleasedError, isCode } from "./errors.js";
+import { parseRoute, type Route } from "./list.js";
+import type { Session } from "./session.js";
+
+/** Options of acquire and withLease. */
+export interface AcquireOptions extends RequestOptions {
+  /**
+   * Waits up to waitMs (at most 30 s) in the route's FIFO queue when another
+   * session holds the lease, instead of failing at once with lease_held. When
+   * the wait ends without a grant the acquisition fails with wait_timeout.
+   * Aborting the signal leaves the queue.
+   */
+  waitMs?: number;
+}
+
+/**
+ * A lease held by a Session; only Session.acquire makes one.
+ *
+ * `lost` is aborted when the lease is no longer held, with `err` as its
+ * reason: a ReleasedError after its own release; otherwise a LeaseLostError
+ * whose cause is a MusterError not_owner, fenced or lease_expired from the
+ * broker, a local lease_expired when the local deadline passed without a
+ * successful extension (measured from the moment the request was sent, so it
+ * never lies after the broker's), or the session's end.
+ */
+export class Lease {
+  /** The exact route. */
+  readonly route: string;
+  /**
+   * The broker revision at which the lease was granted: strictly increasing
+   * per route, stable across renewals. Pass it to the resource the lease
+   * guards, which must refuse a token lower than the highest it has seen. It
+   * means nothing across routes or broker lifetimes.
+   */
+  readonly fencingToken: number;
+  readonly #s: Session;
+  readonly #r: Route;
+  readonly #lost = new AbortController();
+  #acquiredAt: Date;
+  #expiresAt: Date;
+  #renewals: number;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  /** @internal use Session.acquire. */
+  constructor(s: Session, r: Route, out: { fencing_token: number; acquired_at: string; expires_at: string; renewals: number }) {
+    this.#s = s;
+    this.#r = r;
+    this.route = `lease://${r.realm}/${r.area}/${r.resource}`;
+    this.fencingToken = out.fencing_token;
+    this.#acquiredAt = new Date(out.acquired_at);
+    this.#expiresAt = new Date(out.expires_at);
+    this.#renewals = out.renewals;
+  }
+
+  /** Aborted when the lease is no longer held (or released); its reason is `err`. */
+  get lost(): AbortSignal {
+    return this.#lost.signal;
+  }
+
+  /** null while the lease is held, then why it is not. */
+  get err(): Error | null {
+    return this.#lost.signal.aborted ? (this.#lost.signal.reason as Error) : null;
+  }
+
+  get acquiredAt(): Date {
+    return this.#acquiredAt;
+  }
+
+  /** The broker's expiry as of the last grant or extension. */
+  get expiresAt(): Date {
+    return this.#expiresAt;
+  }
+
+  /** The successful extensions, as the broker reports them. */
+  get renewals(): number {
+    return this.#renewals;
+  }
+
+  /**
+   * Extends the lease to now + ttlMs. When the broker answers that the lease
+   * is no longer this session's (not_owner, fenced, lease_expired,
+   * session_not_found) the lease is lost and extend rejects with `err`. Any
+   * other failure (a transport error, unavailable) leaves the lease as it
+   * was: retry before the deadline.
+   */
+  async extend(ttlMs: number, options: RequestOptions = {}): Promise<void> {
+    if (this.err !== null) throw this.err;
+    const t0 = Date.now();
+    const c = this.#s.client;
+    let out;
+    try {
+      out = await c.call(
+        c.raw.POST("/v1/leases/{realm}/{area}/{resource}/extend", {
+          params: { path: this.#r },
+          body: { session_id: this.#s.id, fencing_token: this.fencingToken, ttl_ms: ttlMs },
+          signal: options.signal,
+        }),
+        200,
+      );
+    } catch (e) {
+      if (ownershipGone(e)) {
+        this.end(new LeaseLostError(e));
+        throw this.err!;
+      }
+      throw e;
+    }
+    if (this.err !== null) throw this.err;
+    this.#expiresAt = new Date(out.expires_at);
+    this.#renewals = out.renewals;
+    this.arm(t0 + ttlMs);
+  }
+
+  /**
+   * Releases the lease; the next FIFO waiter (if any) is granted. It resolves
+   * once the lease is known not to be held by this session any more,
+   * including when it was already lost; it rejects only when that is unknown
+   * (a transport failure): the lease then ends at its TTL at the latest.
+   */
+  async release(options: RequestOptions = {}): Promise<void> {
+    if (this.err instanceof ReleasedError) return;
+    const serr = this.#s.err;
+    if (serr !== null) {
+      this.end(new LeaseLostError(serr)); // the broker released it when the session ended
+      return;
+    }
+    const c = this.#s.client;
+    try {
+      await c.call(
+        c.raw.POST("/v1/leases/{realm}/{area}/{resource}/release", {
+          params: { path: this.#r },
+          body: { session_id: this.#s.id, fencing_token: this.fencingToken },
+          signal: options.signal,
+        }),
+        204,
+      );
+      this.end(new ReleasedError());
+    } catch (e) {
+      if (!ownershipGone(e)) throw e;
+      this.end(new LeaseLostError(e));
+    }
+  }
+
+  /** @internal (re)arms the local deadline. */
+  arm(deadline: number): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.end(new LeaseLostError(new MusterError("lease_expired", "the local deadline passed without a successful extension")));
+    }, Math.max(0, deadline - Date.now()));
+  }
+
+  /** @internal records why the lease is not held, once. */
+  end(cause: Error): void {
+    if (this.#lost.signal.aborted) return;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#lost.abort(cause);
+    this.#s.untrack(this);
+  }
+}
+
+/** Answers that mean the lease is not this session's. */
+function ownershipGone(e: unknown): boolean {
+  return isCode(e, "not_owner") || isCode(e, "fenced") || isCode(e, "lease_expired") || isCode(e, "session_not_found");
+}
+
+/** @internal Session.acquire. */
+export async function acquire(s: Session, route: string, ttlMs: number, o: AcquireOptions): Promise<Lease> {
+  const r = parseRoute(route);
+  if (s.err !== null) throw s.err;
+  const body: { session_id: string; ttl_ms: number; wait_ms: number } = { session_id: s.id, ttl_ms: ttlMs, wait_ms: 0 };
+  if (o.waitMs !== undefined && o.waitMs > 0) body.wait_ms = o.waitMs;
+  const t0 = Date.now();
+  const c = s.client;
+  const out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, signal: o.signal }), 200);
+  let deadline = t0 + ttlMs;
+  const key = `lease://${r.realm}/${r.area}/${r.resource}`;
+  if (out.outcome === "already_held") {
+    const l = s.handle(key);
+    if (l !== undefined && l.fencingToken === out.fencing_token) return l;
+    // The TTL was not reset: never trust more than what remains.
+    const rem = new Date(out.expires_at).getTime() - Date.now();
+    if (rem < ttlMs) deadline = Date.now() + rem;
+  }
+  const l = new Lease(s, r, out);
+  l.arm(deadline);
+  if (!s.track(l)) l.end(new LeaseLostError(s.err));
+  return l;
+}
+
+/** @internal Session.withLease. */
+export async function withLease<T>(
+  s: Session,
+  route: string,
+  ttlMs: number,
+  fn: (lease: Lease, signal: AbortSignal) => Promise<T>,
+  o: AcquireOptions,
+): Promise<T> {
+  const l = await acquire(s, route, ttlMs, o);
+  const work = new AbortController();
+  const onCaller = (): void => work.abort(o.signal?.reason);
+  const onLost = (): void => work.abort(l.err);
+  o.signal?.addEventListener("abort", onCaller, { once: true });
+  l.lost.addEventListener("abort", onLost, { once: true });
+  if (l.err !== null) onLost();
+  const interval = ttlMs / 3;
+  const renew = setInterval(() => {
+    if (work.signal.aborted) return;
+    const t = AbortSignal.timeout(interval);
+    l.extend(ttlMs, { signal: t }).catch(() => undefined); // the local deadline decides when the lease is lost
+  }, interval);
+  let result: T | undefined;
+  let failed = false;
+  let ferr: unknown;
+  try {
+    result = await fn(l, work.signal);
+  } catch (e) {
+    failed = true;
+    ferr = e;
+  }
+  const lost = l.err;
+  clearInterval(renew);
+  o.signal?.removeEventListener("abort", onCaller);
+  l.lost.removeEventListener("abort", onLost);
+  await l.release({ signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
+  if (failed) throw ferr;
+  if (lost !== null) throw lost;
+  return result as T;
+}

@@ -1,0 +1,329 @@
+/**
+ * The TypeScript runner of the language-neutral scenarios in
+ * clients/conformance (their README describes the format and the harness's
+ * control API). The shared harness runs the broker, the gating proxy and the
+ * actors; this runner implements only the observer ops with this package's
+ * Observer and forwards every other op to the harness's POST /step.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { MusterClient, MusterError, ClosedError, type ObserveOptions } from "../src/index.js";
+import { brokenKey } from "../src/broken.js";
+
+/** The clients/conformance directory (this file runs from clients/ts/.build/test). */
+export const conformanceDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "conformance");
+
+export interface Scenario {
+  name: string;
+  file: string;
+  raw: string;
+  steps: Record<string, unknown>[];
+}
+
+/** Every scenario file, in name order. */
+export function loadScenarios(): Scenario[] {
+  const files = readdirSync(conformanceDir).filter((f) => f.endsWith(".json")).sort();
+  if (files.length === 0) throw new Error(`no scenarios in ${conformanceDir}`);
+  return files.map((f) => {
+    const raw = readFileSync(join(conformanceDir, f), "utf8");
+    const sc = JSON.parse(raw) as { name: string; steps: Record<string, unknown>[] };
+    return { name: sc.name, file: f, raw, steps: sc.steps };
+  });
+}
+
+/** A running harness. */
+export class Harness {
+  control = "";
+  proxy = "";
+  tokens: Record<string, string> = {};
+  readonly logs: string[] = [];
+  #proc: ChildProcess | null = null;
+
+  static async start(): Promise<Harness> {
+    const h = new Harness();
+    const p = spawn(join(conformanceDir, "run-harness.sh"), [], { stdio: ["pipe", "pipe", "pipe"] });
+    h.#proc = p;
+    createInterface({ input: p.stderr }).on("line", (l) => {
+      h.logs.push(l);
+      if (h.logs.length > 200) h.logs.shift();
+    });
+    const line = await new Promise<string>((resolve, reject) => {
+      const rl = createInterface({ input: p.stdout });
+      rl.once("line", (l) => {
+        rl.close();
+        resolve(l);
+      });
+      p.once("exit", (code) => reject(new Error(`the harness exited (${code}) before its line: ${h.logs.slice(-10).join("\n")}`)));
+    });
+    const j = JSON.parse(line) as { control: string; proxy: string };
+    h.control = j.control;
+    h.proxy = j.proxy;
+    h.tokens = (await h.#json("GET", "/tokens")) as Record<string, string>;
+    return h;
+  }
+
+  /** Closes the harness's stdin and waits for it to exit. */
+  async stop(): Promise<void> {
+    const p = this.#proc;
+    this.#proc = null;
+    if (p === null || p.exitCode !== null) return;
+    const exited = new Promise((r) => p.once("exit", r));
+    p.stdin!.end();
+    await exited;
+  }
+
+  async #json(method: string, path: string, body?: string): Promise<unknown> {
+    const r = await fetch(this.control + path, { method, body, headers: body ? { "Content-Type": "application/json" } : {} });
+    const text = await r.text();
+    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${text}`);
+    return text === "" ? null : JSON.parse(text);
+  }
+
+  load(raw: string): Promise<unknown> {
+    return this.#json("POST", "/scenario", raw);
+  }
+
+  step(step: Record<string, unknown>): Promise<unknown> {
+    return this.#json("POST", "/step", JSON.stringify(step));
+  }
+
+  async holder(actor: string): Promise<string> {
+    return ((await this.#json("GET", `/holder/${encodeURIComponent(actor)}`)) as { holder_incarnation: string }).holder_incarnation;
+  }
+
+  async list(selector: string, token: string): Promise<{ epoch: string; items: { route: string; holder_incarnation: string }[] }> {
+    const q = new URLSearchParams({ selector, token });
+    return (await this.#json("GET", `/list?${q.toString()}`)) as { epoch: string; items: { route: string; holder_incarnation: string }[] };
+  }
+}
+
+/** What the runner reads of an observer, wherever it runs (this process, or a browser page). */
+export interface ObserverState {
+  ready: boolean;
+  epoch: string;
+  items: { route: string; ownerId: string; holderIncarnation: string }[];
+  stopped: boolean;
+  /** The contract code of the error, or its message for another error; null without one. */
+  error: string | null;
+  /** Whether the error is a ClosedError. */
+  closed: boolean;
+}
+
+/** One observer under test. */
+export interface ObserverHandle {
+  state(): Promise<ObserverState>;
+  /** Resolves when ready; rejects after ms, or when the observer stops first. */
+  waitReady(ms: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Starts observers: the runner's only dependency on where the SDK runs. */
+export type ObserverFactory = (proxy: string, secret: string, selector: string, opts: ObserveOptions) => Promise<ObserverHandle>;
+
+/** The factory of this process: the SDK's Observer, through the harness's proxy. */
+export const nodeObservers: ObserverFactory = (proxy, secret, selector, opts) => {
+  const o = new MusterClient(proxy, { token: secret }).observe(selector, opts);
+  return Promise.resolve({
+    state: () => {
+      const v = o.view();
+      const e = o.error;
+      return Promise.resolve({
+        ready: v.ready,
+        epoch: v.epoch,
+        items: v.items.map((i) => ({ route: i.route, ownerId: i.ownerId, holderIncarnation: i.holderIncarnation })),
+        stopped: o.stopped,
+        error: e === null ? null : e instanceof MusterError ? e.code : e.message,
+        closed: e instanceof ClosedError,
+      });
+    },
+    waitReady: async (ms) => {
+      let t: ReturnType<typeof setTimeout> | undefined;
+      try {
+        await Promise.race([o.ready, new Promise((_, reject) => (t = setTimeout(() => reject(new Error(`not ready after ${ms} ms: ${String(o.error)}`)), ms)))]);
+      } finally {
+        clearTimeout(t);
+      }
+    },
+    close: () => o.close(),
+  });
+};
+
+/** The eight ops this runner runs itself; every other op goes to the harness. */
+const observerOps = new Set(["observe", "wait_ready", "expect_not_ready", "expect_view", "mark_epoch", "expect_same_view", "expect_stopped", "close_observer"]);
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Whether route matches selector: `*` is exactly one segment, `**` zero or more. */
+export function selectorMatches(selector: string, route: string): boolean {
+  const pre = "lease://";
+  if (!selector.startsWith(pre) || !route.startsWith(pre)) return false;
+  const pat = selector.slice(pre.length).split("/");
+  const seg = route.slice(pre.length).split("/");
+  const m = (i: number, j: number): boolean => {
+    if (i === pat.length) return j === seg.length;
+    if (pat[i] === "**") {
+      for (let k = j; k <= seg.length; k++) if (m(i + 1, k)) return true;
+      return false;
+    }
+    return j < seg.length && (pat[i] === "*" || pat[i] === seg[j]) && m(i + 1, j + 1);
+  };
+  return m(0, 0);
+}
+
+/** Runs one scenario's steps; rejects with the first failed step. */
+export async function runScenario(h: Harness, sc: Scenario, broken = 0, factory: ObserverFactory = nodeObservers): Promise<void> {
+  await h.load(sc.raw);
+  const observers = new Map<string, Obs>();
+  const marks = new Map<string, string>();
+  try {
+    for (const [i, step] of sc.steps.entries()) {
+      const op = step["op"] as string;
+      try {
+        if (observerOps.has(op)) await runObserverOp(h, step, observers, marks, broken, factory);
+        else await h.step(step);
+      } catch (e) {
+        throw new Error(`step ${i} (${op}): ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      }
+    }
+  } finally {
+    // Close every observer; a broken one may hang, so never wait long.
+    await Promise.race([Promise.all([...observers.values()].map((x) => x.o.close())), sleep(2_000)]);
+  }
+}
+
+interface Obs {
+  o: ObserverHandle;
+  token: string;
+  selector: string;
+}
+
+function need<T>(v: T | undefined, what: string): T {
+  if (v === undefined) throw new Error(`no ${what}`);
+  return v;
+}
+
+async function runObserverOp(
+  h: Harness,
+  s: Record<string, unknown>,
+  observers: Map<string, Obs>,
+  marks: Map<string, string>,
+  broken: number,
+  factory: ObserverFactory,
+): Promise<void> {
+  const op = s["op"] as string;
+  const name = s["observer"] as string;
+  const timeout = typeof s["timeout_ms"] === "number" ? s["timeout_ms"] : 5_000;
+  const get = (n: string): Obs => need(observers.get(n), `observer ${n}`);
+  switch (op) {
+    case "observe": {
+      const token = s["token"] as string;
+      const selector = s["selector"] as string;
+      const opts: ObserveOptions = {};
+      if (typeof s["page_size"] === "number") opts.pageSize = s["page_size"];
+      if (typeof s["reconcile_ms"] === "number") opts.reconcileIntervalMs = s["reconcile_ms"];
+      if (typeof s["jitter"] === "number") opts.reconcileJitter = s["jitter"];
+      if (typeof s["shortest_ttl_ms"] === "number") opts.shortestTtlMs = s["shortest_ttl_ms"];
+      if (broken !== 0) opts[brokenKey] = broken;
+      observers.set(name, { o: await factory(h.proxy, need(h.tokens[token], `token ${token}`), selector, opts), token, selector });
+      return;
+    }
+    case "wait_ready":
+      return get(name).o.waitReady(timeout);
+    case "expect_not_ready":
+      if ((await get(name).o.state()).ready) throw new Error("the observer is ready");
+      return;
+    case "mark_epoch":
+      marks.set(name, (await get(name).o.state()).epoch);
+      return;
+    case "expect_view":
+      return poll(timeout, () => checkView(h, s, get(name), marks.get(name)));
+    case "expect_same_view": {
+      const [a, b] = s["observers"] as [string, string];
+      const within = s["within"] as string;
+      return poll(timeout, async () => {
+        const va = await get(a).o.state();
+        const vb = await get(b).o.state();
+        if (!va.ready || !vb.ready) return `not both ready (${va.ready}, ${vb.ready})`;
+        const key = (v: typeof va): string =>
+          v.items
+            .filter((it) => selectorMatches(within, it.route))
+            .map((it) => `${it.route}@${it.holderIncarnation}`)
+            .join(",");
+        const ka = key(va);
+        const kb = key(vb);
+        return ka === kb ? null : `views differ within ${within}: ${ka.length} vs ${kb.length} chars`;
+      });
+    }
+    case "expect_stopped": {
+      const { o } = get(name);
+      const want = s["expect_error"] as string;
+      return poll(timeout, async () => {
+        const st = await o.state();
+        if (!st.stopped) return `not stopped (error: ${st.error})`;
+        return st.error === want ? null : `stopped with ${st.error}, want ${want}`;
+      });
+    }
+    case "close_observer": {
+      const { o } = get(name);
+      const max = typeof s["max_ms"] === "number" ? s["max_ms"] : 1_000;
+      const t0 = Date.now();
+      let t: ReturnType<typeof setTimeout> | undefined;
+      const closed = await Promise.race([o.close().then(() => true), new Promise<boolean>((r) => (t = setTimeout(() => r(false), max)))]);
+      clearTimeout(t);
+      if (!closed) throw new Error(`close did not return within ${max} ms`);
+      const st = await o.state();
+      if (!st.closed) throw new Error(`after close the error is ${st.error}, not closed (${Date.now() - t0} ms)`);
+      return;
+    }
+  }
+}
+
+/** Re-checks until check answers null (success) or ms pass; ms 0 checks once. */
+async function poll(ms: number, check: () => Promise<string | null>): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const why = await check();
+    if (why === null) return;
+    if (Date.now() >= deadline) throw new Error(why);
+    await sleep(50);
+  }
+}
+
+async function checkView(
+  h: Harness,
+  s: Record<string, unknown>,
+  x: Obs,
+  mark: string | undefined,
+): Promise<string | null> {
+  const v = await x.o.state();
+  if (!v.ready) return `not ready (error: ${v.error})`;
+  const byRoute = new Map(v.items.map((it) => [it.route, it]));
+  if (typeof s["count"] === "number" && v.items.length !== s["count"]) return `count ${v.items.length}, want ${s["count"]}`;
+  for (const c of (s["contains"] as { route: string; owner_id?: string; holder?: string }[] | undefined) ?? []) {
+    const it = byRoute.get(c.route);
+    if (it === undefined) return `${c.route} is not in the view`;
+    if (c.owner_id !== undefined && it.ownerId !== c.owner_id) return `${c.route} owner ${it.ownerId}, want ${c.owner_id}`;
+    if (c.holder !== undefined) {
+      const want = await h.holder(c.holder);
+      if (it.holderIncarnation !== want) return `${c.route} holder ${it.holderIncarnation}, want ${c.holder}'s ${want}`;
+    }
+  }
+  for (const r of (s["excludes"] as string[] | undefined) ?? []) {
+    if (byRoute.has(r)) return `${r} is in the view`;
+  }
+  if (s["epoch_not_mark"] === true && v.epoch === mark) return `the epoch is still the marked ${mark}`;
+  if (s["matches_list"] === true) {
+    const l = await h.list(x.selector, x.token);
+    const want = l.items.map((it) => `${it.route}@${it.holder_incarnation}`).sort();
+    const got = v.items.map((it) => `${it.route}@${it.holderIncarnation}`).sort();
+    if (want.join(",") !== got.join(",")) {
+      const missing = want.filter((k) => !got.includes(k));
+      const extra = got.filter((k) => !want.includes(k));
+      return `the view differs from LIST: missing ${missing.slice(0, 3).join(" ")} (${missing.length}), extra ${extra.slice(0, 3).join(" ")} (${extra.length})`;
+    }
+  }
+  return null;
+}
