@@ -8,6 +8,7 @@ streams; the Observer; fleet helpers; typed errors per contract code with
 retry advice.
 """
 
+from . import sync
 from ._backoff import DEFAULT_RECONCILE_JITTER, MAX_RECONCILE, MIN_RECONCILE, reconcile_interval
 from ._client import Client
 from ._errors import *  # noqa: F403 - the error table is the public API
@@ -58,5 +59,6 @@ __all__ = [
     "SweepResult",
     "View",
     "reconcile_interval",
+    "sync",
     *_errors_all,
 ]

@@ -56,6 +56,7 @@ class Session:
         self._error: MusterException | None = None
         self._leases: dict[str, Lease] = {}
         self._task: asyncio.Task[None] | None = None
+        self._on_end: list[Callable[[], None]] = []
 
     @classmethod
     async def _create(cls, c: Client, owner_id: str, ttl: float) -> Session:
@@ -107,6 +108,8 @@ class Session:
         self.done.set()
         for lease in leases.values():
             lease._end(LeaseLostError(cause))
+        for cb in self._on_end:
+            cb()
 
     async def _keepalive(self, deadline: float) -> None:
         """A keepalive every TTL/3; a failed one is retried with backoff; when
