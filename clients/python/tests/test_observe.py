@@ -117,7 +117,7 @@ async def test_reconciliation_and_epoch_change(broker: Broker) -> None:
         async with asyncio.timeout(5):
             await o.ready()
         epoch = o.view().epoch
-        await asyncio.sleep(0.7)
+        await asyncio.sleep(1.0)
         assert o.stats().reconciliations >= 2 and o.stats().bootstraps >= 3 and o.is_ready
         await asyncio.to_thread(broker.restart)
         s2 = await c.new_session("w2", 10)
@@ -189,8 +189,9 @@ async def test_recovery_backs_off_one_bootstrap_at_a_time() -> None:
             await asyncio.sleep(1.5)
             await o.aclose()
         # 50+100+200+400+800 ms of backoff (jittered down to half) fit about
-        # 6..10 attempts in 1.5 s; without backoff it would be hundreds.
-        assert 4 <= fake.watches <= 12
+        # 6..10 attempts in 1.5 s (fewer on a loaded machine); without
+        # backoff it would be hundreds.
+        assert 3 <= fake.watches <= 12
         assert fake.max_open <= 1
         st = o.stats()
         assert st.attempts == fake.watches and st.bootstraps >= 1

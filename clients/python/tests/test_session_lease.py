@@ -94,11 +94,11 @@ async def test_with_lease(client: muster.Client) -> None:
     async with await client.new_session("w1", 10) as s:
 
         async def work(lease: muster.Lease) -> int:
-            await asyncio.sleep(0.5)  # longer than ttl: extended in the background
+            await asyncio.sleep(1.5)  # longer than ttl: extended in the background
             assert lease.error is None
             return lease.fencing_token
 
-        token = await s.with_lease(R, 0.3, work)
+        token = await s.with_lease(R, 1.0, work)
         assert token >= 1 and not (await client.get(R)).held
 
         async def boom(lease: muster.Lease) -> None:

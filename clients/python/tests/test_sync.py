@@ -16,12 +16,12 @@ from .conftest import TOKENS, Broker
 def test_sync_script(broker: Broker) -> None:
     before = threading.active_count()
     with muster.sync.Client(broker.url, token=TOKENS["a"][0]) as c:
-        with c.new_session("script", ttl=1) as s, c.new_session("other", ttl=5) as other:
+        with c.new_session("script", ttl=2) as s, c.new_session("other", ttl=5) as other:
             lease = s.acquire("lease://acme/renderers/doc-1", ttl=5)
             assert lease.fencing_token >= 1 and not lease.lost.is_set()
             with pytest.raises(muster.LeaseHeldError):
                 other.acquire("lease://acme/renderers/doc-1", ttl=5)
-            time.sleep(1.2)  # longer than the session TTL: the keepalive runs in the background
+            time.sleep(2.5)  # longer than the session TTL: the keepalive runs in the background
             assert s.error is None
             lease.extend(5)
             assert lease.renewals == 1
@@ -36,11 +36,11 @@ def test_sync_script(broker: Broker) -> None:
             assert lease.lost.is_set() and isinstance(lease.error, muster.ReleasedError)
 
             def work(lz: muster.sync.Lease) -> int:
-                time.sleep(0.4)  # longer than the lease TTL: extended in the background
+                time.sleep(1.5)  # longer than the lease TTL: extended in the background
                 assert not lz.lost.is_set()
                 return lz.fencing_token
 
-            assert s.with_lease("lease://acme/renderers/w", 0.3, work) >= 1
+            assert s.with_lease("lease://acme/renderers/w", 1.0, work) >= 1
             assert not c.get("lease://acme/renderers/w").held
 
             f = c.fleet("monitors")
@@ -63,3 +63,12 @@ def test_sync_session_lost(broker: Broker) -> None:
         assert isinstance(s.error, muster.SessionLostError)
         assert isinstance(lease.error, muster.LeaseLostError)
         s.close()
+
+
+def test_sync_close_with_a_session_left_open(broker: Broker) -> None:
+    before = threading.active_count()
+    c = muster.sync.Client(broker.url, token=TOKENS["a"][0])
+    s = c.new_session("forgotten", ttl=5)
+    s.acquire("lease://acme/renderers/doc-1", ttl=5)
+    c.close()  # the keepalive is cancelled with the loop; the broker ends the session at its TTL
+    assert threading.active_count() == before

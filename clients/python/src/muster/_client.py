@@ -108,7 +108,7 @@ class Client:
         try:
             self._saw_epoch(resp)
             data = bytearray()
-            async for chunk in resp.aiter_raw():
+            async for chunk in resp.aiter_bytes():
                 data += chunk
                 if len(data) > MAX_BODY:
                     break

@@ -52,7 +52,7 @@ async def open_watch(c: Client, s: Session | None, selectors: list[str]) -> Subs
         mt = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if resp.status_code != 200 or mt != "text/event-stream":
             body = bytearray()
-            async for chunk in resp.aiter_raw():
+            async for chunk in resp.aiter_bytes():
                 body += chunk
                 if len(body) > MAX_BODY:
                     break
@@ -100,7 +100,7 @@ class Subscription:
         return self._error
 
     async def _sse_events(self) -> AsyncGenerator[SSEEvent, None]:
-        async for chunk in self._resp.aiter_raw():
+        async for chunk in self._resp.aiter_bytes():
             for ev in self._parser.feed(chunk):
                 yield ev
 

@@ -58,6 +58,17 @@ class _Loop:
                 self.run(aclose())
 
     def stop(self) -> None:
+        """Cancels what still runs on the loop (the keepalive of a session
+        left open), then stops the loop and its thread."""
+
+        async def cancel_rest() -> None:
+            rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in rest:
+                t.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(cancel_rest(), self.loop).result(5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join()
         self.loop.close()
