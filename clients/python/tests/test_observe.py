@@ -25,6 +25,7 @@ SEL = "lease://acme/renderers/*"
     ("kw", "message"),
     [
         ({"shortest_ttl": -1}, "the shortest TTL must not be negative"),
+        ({"shortest_ttl": math.nan}, "the shortest TTL must not be negative"),
         ({"reconcile_interval": 0}, "the reconciliation interval must be at least 10ms"),
         ({"reconcile_interval": 0.001}, "the reconciliation interval must be at least 10ms"),
         ({"reconcile_jitter": -0.1}, "the reconciliation jitter must be in [0, 1)"),

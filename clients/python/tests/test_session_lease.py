@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 
@@ -67,6 +68,11 @@ async def test_local_refusals_send_nothing(client: muster.Client) -> None:
         assert e.value.status == 400
         with pytest.raises(muster.InvalidRequestError):
             await s.acquire(R, 0.01)  # below 100 ms
+        for bad_ttl in (math.nan, math.inf):
+            with pytest.raises(muster.InvalidRequestError) as e:
+                await s.acquire(R, bad_ttl)
+            assert e.value.status == 0
+        assert not (await client.get(R)).held
 
 
 async def test_session_close_loses_leases(client: muster.Client) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 #: The periodic reconciliation default: clamp(shortest expected lease TTL / 2,
@@ -43,5 +44,10 @@ def jittered(d: float, j: float) -> float:
 
 
 def ms(seconds: float) -> int:
-    """Seconds as the contract's whole milliseconds."""
+    """Seconds as the contract's whole milliseconds; a duration that is not a
+    finite number is refused locally (the broker checks the range)."""
+    if not math.isfinite(seconds):
+        from ._errors import InvalidRequestError
+
+        raise InvalidRequestError(detail=f"a duration must be a finite number of seconds, not {seconds!r}")
     return round(seconds * 1000)

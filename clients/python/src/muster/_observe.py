@@ -130,7 +130,7 @@ class Observer:
         broken: frozenset[str] = frozenset(),
     ) -> Observer:
         errs = []
-        if shortest_ttl < 0:
+        if not shortest_ttl >= 0:  # NaN too
             errs.append("the shortest TTL must not be negative")
         if reconcile_interval is not None and not reconcile_interval >= 0.010:
             errs.append("the reconciliation interval must be at least 10ms")
