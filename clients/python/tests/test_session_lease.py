@@ -69,9 +69,9 @@ async def test_local_refusals_send_nothing(client: muster.Client) -> None:
         with pytest.raises(muster.InvalidRequestError):
             await s.acquire(R, 0.01)  # below 100 ms
         for bad_ttl in (math.nan, math.inf):
-            with pytest.raises(muster.InvalidRequestError) as e:
+            with pytest.raises(muster.InvalidRequestError) as refused:
                 await s.acquire(R, bad_ttl)
-            assert e.value.status == 0
+            assert refused.value.status == 0
         assert not (await client.get(R)).held
 
 
