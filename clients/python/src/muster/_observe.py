@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._backoff import DEFAULT_RECONCILE_JITTER, Backoff, jittered, reconcile_interval
 from ._errors import (
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from ._client import Client
     from ._watch import Subscription
 
+T = TypeVar("T")
+
 #: Recovery backoff of the observer: 50 ms doubling to 2 s, jittered.
 RECOVER_MIN = 0.05
 RECOVER_MAX = 2.0
@@ -51,10 +53,31 @@ _FATAL = (
     NotImplementedByBrokerError,
 )
 
-#: Test-only deliberate flaws (tests/test_conformance.py proves the shared
-#: scenarios catch them). Never set outside tests.
-BROKEN_SKIP_BUFFERED = "skip_buffered"  # install the snapshot without the buffered changes
-BROKEN_IGNORE_STREAM_END = "ignore_stream_end"  # stay ready when the stream ends; no recovery
+# Deliberately wrong behaviours, the same set as the Go SDK's
+# (clients/go/observe_broken.go). They exist only so that the conformance
+# tests can prove each scenario able to fail: a scenario that passes with a
+# broken observer proves nothing. Empty in every observer Client.observe builds.
+
+#: Installs an empty snapshot: the marker's page and the LIST pages are read but dropped.
+BROKEN_IGNORE_SNAPSHOT = "ignore_snapshot"
+#: Installs the snapshot without applying the changes buffered while paging it.
+BROKEN_DROP_BUFFERED = "drop_buffered"
+#: Applies no change once the view is ready.
+BROKEN_IGNORE_LIVE = "ignore_live"
+#: Keeps the view ready when its stream ends and starts no bootstrap.
+BROKEN_STAY_READY = "stay_ready"
+#: Merges a new bootstrap into the old view instead of replacing it.
+BROKEN_MERGE_VIEWS = "merge_views"
+#: Drops changes of kind expired.
+BROKEN_IGNORE_EXPIRED = "ignore_expired"
+#: Drops changes of kind session_closed.
+BROKEN_IGNORE_SESSION_CLOSED = "ignore_session_closed"
+#: Never starts a periodic reconciliation.
+BROKEN_NO_RECONCILE = "no_reconcile"
+#: Pages the snapshot with requests that aclose does not cancel.
+BROKEN_UNCANCELLABLE_PAGES = "uncancellable_pages"
+#: Retries errors no retry fixes (forbidden, ...) instead of stopping.
+BROKEN_RETRY_FATAL = "retry_fatal"
 
 
 @dataclass
@@ -298,6 +321,8 @@ class Observer:
                     err = cur.error
                     await cur.aclose()
                     cur, follower = None, None
+                    if BROKEN_STAY_READY in self._broken:
+                        continue
                     self._disarm(timers, "reconcile")
                     self._not_ready(err)
                     if pending is None:
@@ -314,7 +339,7 @@ class Observer:
                         continue
                     exc = task.exception()
                     if exc is not None:
-                        if isinstance(exc, _FATAL):
+                        if isinstance(exc, _FATAL) and BROKEN_RETRY_FATAL not in self._broken:
                             cause = exc
                             return
                         if cur is None:
@@ -328,7 +353,8 @@ class Observer:
                     self._install(r)
                     ready_at = loop.time()
                     follower = loop.create_task(self._follow(cur), name="muster-observer-follow")
-                    self._schedule(timers, "reconcile", jittered(self.reconcile_every, self._jitter))
+                    if BROKEN_NO_RECONCILE not in self._broken:
+                        self._schedule(timers, "reconcile", jittered(self.reconcile_every, self._jitter))
         finally:
             for h in timers.values():
                 h.cancel()
@@ -345,8 +371,6 @@ class Observer:
         """Applies the stream's changes until it ends, then reports the end."""
         while (ch := await sub.get()) is not None:
             self._apply(ch)
-        if BROKEN_IGNORE_STREAM_END in self._broken:
-            return
         self._post("ended", sub)
 
     async def _bootstrap(self) -> _Boot:
@@ -383,12 +407,15 @@ class Observer:
                 raise StreamEndedError(f"muster: more than {MAX_BUFFERED} changes while paging a snapshot")
             else:
                 raise sub.error or StreamEndedError("muster: watch stream ended")
+            if BROKEN_IGNORE_SNAPSHOT in self._broken:
+                items.clear()
+            if BROKEN_DROP_BUFFERED in self._broken:
+                buf = []
             rev = m.revision
-            if BROKEN_SKIP_BUFFERED not in self._broken:
-                for ch in buf:
-                    if ch.revision > m.revision:
-                        _apply_change(items, ch)
-                        rev = max(rev, ch.revision)
+            for ch in buf:
+                if ch.revision > m.revision:
+                    self._apply_to(items, ch)
+                    rev = max(rev, ch.revision)
             return _Boot(sub=sub, items=items, epoch=m.epoch, revision=rev)
         except BaseException:
             await sub.aclose()
@@ -398,21 +425,33 @@ class Observer:
         """Reads the rest of the marker's snapshot into items."""
         cursor = m.selectors[0].next_cursor
         while cursor:
-            p = await self._c.list_page(self.selector, limit=self._page_size, cursor=cursor)
+            page = self._c.list_page(self.selector, limit=self._page_size, cursor=cursor)
+            if BROKEN_UNCANCELLABLE_PAGES in self._broken:
+                page = _uncancellable(page)
+            p = await page
             if p.epoch != m.epoch:
                 raise EpochChangedError(detail="the broker restarted during the bootstrap")
             for it in p.items:
                 items[it.route] = it
             cursor = p.next_cursor
 
-    def _apply(self, ch: Change) -> None:
-        if ch.revision <= self._revision:
+    def _apply_to(self, items: dict[str, Item], ch: Change) -> None:
+        if (ch.kind == ChangeKind.EXPIRED and BROKEN_IGNORE_EXPIRED in self._broken) or (
+            ch.kind == ChangeKind.SESSION_CLOSED and BROKEN_IGNORE_SESSION_CLOSED in self._broken
+        ):
             return
-        _apply_change(self._items, ch)
+        _apply_change(items, ch)
+
+    def _apply(self, ch: Change) -> None:
+        if ch.revision <= self._revision or BROKEN_IGNORE_LIVE in self._broken:
+            return
+        self._apply_to(self._items, ch)
         self._revision = ch.revision
         self._notify()
 
     def _install(self, r: _Boot) -> None:
+        if BROKEN_MERGE_VIEWS in self._broken:
+            r.items = {**self._items, **r.items}
         self._items, self._epoch, self._revision = r.items, r.epoch, r.revision
         self._ready, self._error = True, None
         self._stats = replace(self._stats, bootstraps=self._stats.bootstraps + 1)
@@ -443,6 +482,15 @@ def _apply_change(items: dict[str, Item], ch: Change) -> None:
         items[ch.route] = ch.item
     else:
         items.pop(ch.route, None)
+
+
+async def _uncancellable(coro: Coroutine[Any, Any, T]) -> T:
+    """Awaits coro ignoring cancellation (BROKEN_UNCANCELLABLE_PAGES only)."""
+    inner = asyncio.ensure_future(coro)
+    while not inner.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(inner)
+    return inner.result()
 
 
 def _wrap(e: BaseException) -> MusterException:
