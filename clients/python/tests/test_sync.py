@@ -70,5 +70,10 @@ def test_sync_close_with_a_session_left_open(broker: Broker) -> None:
     c = muster.sync.Client(broker.url, token=TOKENS["a"][0])
     s = c.new_session("forgotten", ttl=5)
     s.acquire("lease://acme/renderers/doc-1", ttl=5)
+    pages = c.list("lease://acme/**", limit=1)
+    assert next(pages).route == "lease://acme/renderers/doc-1"
     c.close()  # the keepalive is cancelled with the loop; the broker ends the session at its TTL
     assert threading.active_count() == before
+    del pages  # an iterator outliving its client closes without hanging
+    with pytest.raises(RuntimeError, match="closed"):
+        s.acquire("lease://acme/renderers/doc-2", ttl=5)

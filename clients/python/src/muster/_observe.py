@@ -207,7 +207,10 @@ class Observer:
             await self._changed.wait()
 
     async def changed(self) -> None:
-        """Waits for the next change of the view, of its readiness or of its error."""
+        """Waits for the next change of the view, of its readiness or of its
+        error; returns at once when the observer has stopped."""
+        if self._closed:
+            return
         await self._changed.wait()
 
     def on_change(self, callback: Callable[[Observer], None]) -> Callable[[], None]:
@@ -335,7 +338,8 @@ class Observer:
                     if value is not pending or pending is None:
                         continue
                     task, pending = pending, None
-                    if task.cancelled():
+                    if task.cancelled():  # not by this loop (it cancels only when stopping): retry
+                        self._schedule(timers, "retry", bo.next())
                         continue
                     exc = task.exception()
                     if exc is not None:

@@ -43,6 +43,9 @@ class _Loop:
         if threading.current_thread() is self.thread:
             coro.close()
             raise RuntimeError("muster.sync: called from its own event loop thread")
+        if self.loop.is_closed() or not self.loop.is_running():
+            coro.close()
+            raise RuntimeError("muster.sync: the client is closed")
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def iterate(self, agen: AsyncIterator[T]) -> Iterator[T]:
@@ -55,7 +58,8 @@ class _Loop:
         finally:
             aclose = getattr(agen, "aclose", None)
             if aclose is not None:
-                self.run(aclose())
+                with contextlib.suppress(RuntimeError):  # a client closed before the iterator
+                    self.run(aclose())
 
     def stop(self) -> None:
         """Cancels what still runs on the loop (the keepalive of a session
