@@ -75,6 +75,14 @@ async def test_local_refusals_send_nothing(client: muster.Client) -> None:
         assert not (await client.get(R)).held
 
 
+async def test_session_block(client: muster.Client) -> None:
+    async with client.session("w1", 10) as s:
+        lease = await s.acquire(R, 5)
+        assert (await client.get(R)).held
+    assert isinstance(s.error, muster.ClosedError) and isinstance(lease.error, muster.LeaseLostError)
+    assert not (await client.get(R)).held
+
+
 async def test_session_close_loses_leases(client: muster.Client) -> None:
     s = await client.new_session("w1", 10)
     lease = await s.acquire(R, 5)

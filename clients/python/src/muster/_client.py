@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -187,6 +188,11 @@ class Client:
 
         return await Session._create(self, owner_id, ttl)
 
+    def session(self, owner_id: str, ttl: float) -> AbstractAsyncContextManager[Session]:
+        """``async with client.session(owner_id, ttl) as s:`` creates a session
+        (see :meth:`new_session`) and closes it at the end of the block."""
+        return _SessionBlock(self, owner_id, ttl)
+
     async def watch(self, *selectors: str) -> Subscription:
         """Opens a watch stream over ``selectors`` (at most 32), as its own
         read-only session, and returns once the marker has arrived."""
@@ -222,6 +228,20 @@ class Client:
             reconcile_jitter=reconcile_jitter,
             page_size=page_size,
         )
+
+
+class _SessionBlock:
+    def __init__(self, c: Client, owner_id: str, ttl: float) -> None:
+        self._c, self._owner_id, self._ttl = c, owner_id, ttl
+        self._s: Session | None = None
+
+    async def __aenter__(self) -> Session:
+        self._s = await self._c.new_session(self._owner_id, self._ttl)
+        return self._s
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._s is not None:
+            await self._s.close()
 
 
 _ZERO_TIME = datetime.min.replace(tzinfo=UTC)
