@@ -137,6 +137,10 @@ class Runner:
             await closing
         for o in self.obs.values():
             await o.client.aclose()
+        if not self.broken:  # broken runs share the loop with each other
+            left = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("muster")]
+            if left:
+                raise StepFailed(f"tasks left after closing every observer: {left}")
 
     def observer(self, name: str) -> _Obs:
         o = self.obs.get(name)
