@@ -49,8 +49,9 @@ def broker_bin() -> Iterator[Path]:
 class Broker:
     """One `muster serve` process with a fresh data dir and the test tokens."""
 
-    def __init__(self, binary: Path) -> None:
+    def __init__(self, binary: Path, *, dev: bool = False) -> None:
         self.binary = binary
+        self.dev = dev  # dev mode: no tokens, every request allowed
         self.dir = Path(tempfile.mkdtemp(prefix="muster-py-broker-"))
         self.config = self.dir / "muster.yaml"
         lines = ["tokens:"]
@@ -72,17 +73,11 @@ class Broker:
         return "http://" + self.addr
 
     def start(self, addr: str) -> None:
+        args = [str(self.binary), "serve", "--addr", addr, "--data-dir", str(self.dir / "data")]
+        if not self.dev:
+            args += ["--config", str(self.config)]
         proc = subprocess.Popen(
-            [
-                str(self.binary),
-                "serve",
-                "--addr",
-                addr,
-                "--data-dir",
-                str(self.dir / "data"),
-                "--config",
-                str(self.config),
-            ],
+            args,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
