@@ -33,3 +33,4 @@ bash tests/contract/generated-clients.sh
 bash clients/ts/test.sh # the TypeScript SDK's whole check sequence
 # The concurrent packages once more under the race detector.
 go test -count=1 -race -timeout 8m ./core ./sse ./handlers/...
+bash clients/python/test.sh

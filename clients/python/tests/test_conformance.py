@@ -1,0 +1,116 @@
+"""The shared conformance scenarios through the harness, against the real
+broker; and the proof that they can fail: each scenario FAILS with the
+deliberately broken observer meant for it (the same table as the Go SDK's
+clients/go/conformance_test.go)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from muster import _observe as ob
+
+from .conformance import SCENARIOS, Harness, Runner, StepFailed
+
+pytestmark = pytest.mark.anyio
+
+NAMES = {p: json.loads(p.read_text())["name"] for p in SCENARIOS}
+
+#: Per scenario, the broken observer it must catch.
+BROKEN_VARIANTS: dict[str, frozenset[str]] = {
+    "bootstrap-changes-before-stream": frozenset({ob.BROKEN_IGNORE_SNAPSHOT}),
+    "bootstrap-changes-during-paging": frozenset({ob.BROKEN_DROP_BUFFERED}),
+    "bootstrap-changes-right-after-ready": frozenset({ob.BROKEN_IGNORE_LIVE}),
+    "steady-state-updates": frozenset({ob.BROKEN_IGNORE_EXPIRED}),
+    "overflow-recovery": frozenset({ob.BROKEN_STAY_READY}),
+    "broker-restart-fresh-bootstrap": frozenset({ob.BROKEN_MERGE_VIEWS}),
+    "holder-session-ends": frozenset({ob.BROKEN_IGNORE_SESSION_CLOSED}),
+    "periodic-reconciliation": frozenset({ob.BROKEN_NO_RECONCILE}),
+    "close-while-page-hangs": frozenset({ob.BROKEN_UNCANCELLABLE_PAGES}),
+    "overlapping-observers-converge": frozenset({ob.BROKEN_DROP_BUFFERED, ob.BROKEN_IGNORE_LIVE}),
+    "family-isolation": frozenset({ob.BROKEN_RETRY_FATAL}),
+    "observation-grants-nothing": frozenset({ob.BROKEN_IGNORE_SNAPSHOT}),
+    "waiter-granted-after-release": frozenset({ob.BROKEN_IGNORE_LIVE}),
+    "expired-lease-leaves-view": frozenset({ob.BROKEN_IGNORE_EXPIRED}),
+    "superseded-same-session-same-selector": frozenset({ob.BROKEN_IGNORE_LIVE}),
+    "wildcard-registration-limit": frozenset({ob.BROKEN_IGNORE_LIVE}),
+    "forbidden-selector-stops-observer": frozenset({ob.BROKEN_RETRY_FATAL}),
+}
+
+
+@pytest.fixture(scope="session")
+def harness() -> Iterator[Harness]:
+    h = Harness()
+    yield h
+    h.close()
+
+
+@pytest.fixture
+async def runner(harness: Harness) -> AsyncIterator[Runner]:
+    r = Runner(harness)
+    yield r
+    await r.aclose()
+
+
+def test_there_are_scenarios_each_with_a_broken_variant() -> None:
+    assert len(SCENARIOS) >= 17
+    assert set(NAMES.values()) == set(BROKEN_VARIANTS)
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+async def test_scenario(runner: Runner, path: Path) -> None:
+    await runner.run(path)
+
+
+async def run_broken(h: Harness, path: Path, broken: frozenset[str]) -> str:
+    """The failure of path with a broken observer, "" when it passed."""
+    r = Runner(h, broken=broken)
+    try:
+        await r.run(path)
+    except StepFailed as e:
+        return str(e)
+    finally:
+        await r.aclose()
+    return ""
+
+
+async def test_control_without_reconciliation(harness: Harness) -> None:
+    """Every broken variant below also skips the periodic reconciliation
+    (which would repair most faults within its interval and let a slow
+    scenario pass by luck); skipping it alone fails only the scenario about
+    reconciliation. Runs alone: it needs the scenarios' timing to hold."""
+    for path in SCENARIOS:
+        failure = await run_broken(harness, path, frozenset({ob.BROKEN_NO_RECONCILE}))
+        want_failure = NAMES[path] == "periodic-reconciliation"
+        assert bool(failure) == want_failure, f"{NAMES[path]}: {failure or 'passed'}"
+
+
+async def test_every_scenario_catches_its_broken_observer(harness: Harness) -> None:
+    """The broken runs are mostly waits running out: they run 4 at a time,
+    each on a harness of its own."""
+    extra = await asyncio.gather(*(asyncio.to_thread(Harness) for _ in range(3)))
+    pool: asyncio.Queue[Harness] = asyncio.Queue()
+    for h in (harness, *extra):
+        pool.put_nowait(h)
+
+    async def one(path: Path) -> tuple[str, str]:
+        h = await pool.get()
+        try:
+            broken = BROKEN_VARIANTS[NAMES[path]] | {ob.BROKEN_NO_RECONCILE}
+            return NAMES[path], await run_broken(h, path, broken)
+        finally:
+            pool.put_nowait(h)
+
+    try:
+        results = await asyncio.gather(*(one(p) for p in SCENARIOS))
+    finally:
+        for h in extra:
+            await asyncio.to_thread(h.close)
+    for name, failure in results:
+        print(f"{name}: caught at {failure}")  # shown with -s, or on a failure
+    passed = [name for name, failure in results if not failure]
+    assert not passed, f"scenarios that passed with a broken observer: {passed}"
