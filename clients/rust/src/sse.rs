@@ -146,16 +146,12 @@ impl Parser {
                 self.has_data = true;
             }
             b"event" => self.name = String::from_utf8_lossy(value).into_owned(),
-            b"id" => {
-                if !value.contains(&0) {
-                    self.last_id = String::from_utf8_lossy(value).into_owned();
-                }
+            b"id" if !value.contains(&0) => {
+                self.last_id = String::from_utf8_lossy(value).into_owned();
             }
-            b"retry" => {
-                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
-                    if let Ok(ms) = std::str::from_utf8(value).unwrap_or("").parse::<u64>() {
-                        self.retry = Some(Duration::from_millis(ms));
-                    }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                if let Ok(ms) = std::str::from_utf8(value).unwrap_or("").parse::<u64>() {
+                    self.retry = Some(Duration::from_millis(ms));
                 }
             }
             _ => {}

@@ -1,0 +1,67 @@
+//! Starts the shared conformance harness (clients/conformance/run-harness.sh:
+//! the real broker binary, a test proxy and the control API) once per test
+//! binary. It stops when its stdin closes, i.e. when this process exits.
+
+#![allow(dead_code)]
+
+use serde::Deserialize;
+use std::io::BufRead;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+/// The URLs of a running harness.
+#[derive(Debug, Deserialize)]
+pub struct Harness {
+    pub control: String,
+    pub broker: String,
+    pub proxy: String,
+}
+
+struct Running {
+    urls: &'static Harness,
+    _child: Mutex<(Child, ChildStdin)>,
+}
+
+static HARNESS: OnceLock<Running> = OnceLock::new();
+
+/// The harness of this test binary, started at the first call.
+pub fn harness() -> &'static Harness {
+    HARNESS.get_or_init(start).urls
+}
+
+fn start() -> Running {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance/run-harness.sh");
+    let mut child = Command::new("bash")
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(if std::env::var_os("MUSTER_HARNESS_LOG").is_some() {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        })
+        .spawn()
+        .expect("starting run-harness.sh");
+    let stdin = child.stdin.take().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("reading the harness's first line");
+    let h: Harness = serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("the harness printed {line:?}: {e} (set MUSTER_HARNESS_LOG=1)"));
+    Running {
+        urls: Box::leak(Box::new(h)),
+        _child: Mutex::new((child, stdin)),
+    }
+}
+
+/// The bearer secret of each token name (`GET /tokens`).
+pub async fn tokens(h: &Harness) -> std::collections::HashMap<String, String> {
+    reqwest::get(format!("{}/tokens", h.control))
+        .await
+        .expect("GET /tokens")
+        .json()
+        .await
+        .expect("GET /tokens")
+}
