@@ -490,3 +490,54 @@ async fn observer_close_is_prompt_while_a_request_hangs() {
         "the observer's connection is still open after close"
     );
 }
+
+/// The README's five-minute example is examples/five_minutes.rs, verbatim,
+/// and it runs against the real broker.
+#[tokio::test]
+async fn the_readme_example_runs() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let example = std::fs::read_to_string(dir.join("examples/five_minutes.rs")).unwrap();
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let body = example.split_once("\n\n").unwrap().1; // without its header comment
+    assert!(
+        readme.contains(body),
+        "README.md does not show examples/five_minutes.rs"
+    );
+    // cargo test builds the examples next to the test binaries' deps/ folder.
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/five_minutes");
+    let h = harness();
+    let out = tokio::process::Command::new(&bin)
+        .env("MUSTER_URL", &h.broker)
+        .env("MUSTER_TOKEN", &tokens(h).await["a"])
+        .output()
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (a whole `cargo test` builds the examples; or `cargo build --examples`)",
+                bin.display()
+            )
+        });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "rendering doc-123 under fencing token ",
+        "lease://acme/renderers/doc-456 held by worker-1 (",
+        "listed lease://acme/renderers/doc-456",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    assert!(
+        !stdout.contains("listed lease://acme/renderers/doc-123"),
+        "released after the work"
+    );
+}
