@@ -667,6 +667,72 @@ mod tests {
         assert!(ObserveOptions::default().page_size(500).validate().is_ok());
     }
 
+    /// A server that answers every request 503 with a problem body: the
+    /// only stand-in for a broker in these tests (the real broker cannot be
+    /// made to fail every request); it counts the requests.
+    async fn always_unavailable() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let ln = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", ln.local_addr().unwrap());
+        let n = Arc::new(AtomicUsize::new(0));
+        let count = n.clone();
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = ln.accept().await {
+                let count = count.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match conn.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(k) => head.extend_from_slice(&buf[..k]),
+                        }
+                    }
+                    count.fetch_add(1, Ordering::SeqCst);
+                    let body = r#"{"type":"about:blank","title":"Service Unavailable","status":503,"code":"unavailable","detail":"down"}"#;
+                    let resp = format!(
+                        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = conn.write_all(resp.as_bytes()).await;
+                });
+            }
+        });
+        (url, n)
+    }
+
+    /// Failed bootstraps back off from 50 ms doubling to 2 s, jittered into
+    /// [d/2, d], one at a time: in 1.2 s that is 5 or 6 attempts (4 on a
+    /// loaded machine), never a burst. The error is kept, the observer goes
+    /// on (unavailable is not fatal).
+    #[tokio::test]
+    async fn failed_bootstraps_back_off() {
+        use std::sync::atomic::Ordering;
+        let (url, n) = always_unavailable().await;
+        let o = Client::new(&url)
+            .unwrap()
+            .observe("lease://a/b/*", ObserveOptions::default())
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let requests = n.load(Ordering::SeqCst);
+        let st = o.stats();
+        assert!((4..=6).contains(&requests), "{requests} requests in 1.2 s");
+        assert_eq!(st.attempts as usize, requests, "{st:?}");
+        assert_eq!(st.bootstraps, 0);
+        assert!(!o.is_ready());
+        assert!(
+            matches!(o.error(), Some(Error::Unavailable(_))),
+            "{:?}",
+            o.error()
+        );
+        o.close().await;
+        assert!(matches!(o.error(), Some(Error::Closed)));
+        let after = n.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(n.load(Ordering::SeqCst), after, "requests after close");
+    }
+
     #[tokio::test]
     async fn invalid_options_start_nothing() {
         let c = Client::new("http://127.0.0.1:9").unwrap();

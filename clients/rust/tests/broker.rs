@@ -142,6 +142,41 @@ async fn a_lease_is_lost_at_its_local_deadline_without_extension() {
     s.close().await.unwrap();
 }
 
+/// A session the broker no longer knows is lost at its next keepalive, and
+/// its leases with it.
+#[tokio::test]
+async fn a_session_ended_elsewhere_is_lost_with_its_leases() {
+    let c = client("a").await;
+    let s = c.new_session("w", Duration::from_secs(1)).await.unwrap();
+    let l = s
+        .acquire("lease://lost/r/x", Duration::from_secs(10), no_wait())
+        .await
+        .unwrap();
+    let h = harness();
+    let del = reqwest::Client::new()
+        .delete(format!("{}/v1/sessions/{}", h.broker, s.id()))
+        .bearer_auth(&tokens(h).await["a"])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(del.status().as_u16(), 204);
+    tokio::time::timeout(Duration::from_secs(2), s.ended().cancelled())
+        .await
+        .expect("lost at the next keepalive");
+    match s.error() {
+        Some(Error::SessionLost(cause)) => assert!(matches!(*cause, Error::SessionNotFound(_))),
+        e => panic!("{e:?}"),
+    }
+    assert!(l.lost().is_cancelled());
+    assert!(matches!(
+        l.error().unwrap().cause(),
+        Error::SessionNotFound(_)
+    ));
+    assert_eq!(s.error().unwrap().advice(), muster_client::Retry::Restart);
+    l.release().await.unwrap(); // known not held: nothing to do
+    s.close().await.unwrap();
+}
+
 #[tokio::test]
 async fn keepalives_keep_a_short_session_alive() {
     let c = client("a").await;
