@@ -134,7 +134,10 @@ async fn a_lease_is_lost_at_its_local_deadline_without_extension() {
     tokio::time::timeout(Duration::from_secs(2), l.lost().cancelled())
         .await
         .expect("lost at its deadline");
-    assert!(t0.elapsed() <= MS(350), "{:?}", t0.elapsed());
+    // The deadline is 300 ms after the request was sent: not before
+    // (minus the answer's trip), and not much later (a loaded machine).
+    let at = t0.elapsed();
+    assert!(at >= MS(200) && at <= MS(800), "lost after {at:?}");
     assert!(matches!(l.error().unwrap().cause(), Error::LeaseExpired(_)));
     // Once lost, an extension is refused.
     let e = l.extend(MS(300)).await.unwrap_err();
@@ -511,7 +514,7 @@ async fn observer_close_is_prompt_while_a_request_hangs() {
     assert!(!o.is_ready());
     let t0 = Instant::now();
     o.close().await;
-    assert!(t0.elapsed() < MS(200), "close took {:?}", t0.elapsed());
+    assert!(t0.elapsed() < MS(500), "close took {:?}", t0.elapsed());
     let eof = tokio::time::timeout(Duration::from_secs(2), async {
         loop {
             if conn.read(&mut buf).await.unwrap_or(0) == 0 {

@@ -406,25 +406,37 @@ async fn every_scenario_passes() {
 /// A deliberately broken observer (install the snapshot without the
 /// buffered changes; keep the view ready when the stream ends) must fail the
 /// scenarios written to catch exactly that: a scenario that cannot fail
-/// proves nothing.
+/// proves nothing. Each defect alone is caught by its own scenario too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_observer_fails_paging_and_overflow() {
     let _serial = SERIAL.lock().await;
-    let broken = Faults {
+    let skip_buffered = Faults {
+        skip_buffered: true,
+        ..Faults::default()
+    };
+    let ignore_stream_end = Faults {
+        ignore_stream_end: true,
+        ..Faults::default()
+    };
+    let both = Faults {
         skip_buffered: true,
         ignore_stream_end: true,
     };
-    for name in [
-        "02_bootstrap_during_paging.json",
-        "05_overflow_recovery.json",
+    let paging = "02_bootstrap_during_paging.json";
+    let overflow = "05_overflow_recovery.json";
+    for (name, faults) in [
+        (paging, both),
+        (overflow, both),
+        (paging, skip_buffered),
+        (overflow, ignore_stream_end),
     ] {
         let f = scenarios()
             .into_iter()
             .find(|p| p.ends_with(name))
             .unwrap_or_else(|| panic!("no scenario {name}"));
-        match run_scenario(&f, broken).await {
-            Ok(()) => panic!("{name} passed with a broken observer"),
-            Err(e) => eprintln!("{name} caught the broken observer: {e}"),
+        match run_scenario(&f, faults).await {
+            Ok(()) => panic!("{name} passed with a broken observer ({faults:?})"),
+            Err(e) => eprintln!("{name} caught the broken observer ({faults:?}): {e}"),
         }
     }
 }
