@@ -13,7 +13,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 key="$(printf '%s' "$root" | cksum | cut -d' ' -f1)"
-cache="${MUSTER_HARNESS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/muster-conformance/$key}"
+base="${XDG_CACHE_HOME:-${HOME:+$HOME/.cache}}"
+cache="${MUSTER_HARNESS_CACHE:-${base:-${TMPDIR:-/tmp}}/muster-conformance/$key}"
 mkdir -p "$cache"
 # Build into temp names and rename, so concurrent runners never exec a
 # half-written binary.
