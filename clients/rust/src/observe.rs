@@ -50,16 +50,43 @@ impl Default for ObserveOptions {
     }
 }
 
-/// Deliberate defects, for the conformance tests that prove the scenarios
-/// can fail. Never use them otherwise.
+/// Deliberate defects, for the conformance tests that prove each scenario
+/// able to fail (the Go SDK's `brokenMode`, one flag per mode). All false in
+/// every observer built without [`ObserveOptions::faults`]. Never use them
+/// otherwise.
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Faults {
-    /// Install the snapshot without applying the changes buffered while
+    /// Installs an empty snapshot: the marker's page and the LIST pages are
+    /// read but dropped.
+    pub ignore_snapshot: bool,
+    /// Installs the snapshot without applying the changes buffered while
     /// paging it.
-    pub skip_buffered: bool,
-    /// Keep the view ready when the stream ends, and do not recover.
-    pub ignore_stream_end: bool,
+    pub drop_buffered: bool,
+    /// Applies no change once the view is ready.
+    pub ignore_live: bool,
+    /// Keeps the view ready when its stream ends and starts no bootstrap.
+    pub stay_ready: bool,
+    /// Merges a new bootstrap into the old view instead of replacing it.
+    pub merge_views: bool,
+    /// Drops changes of kind `expired`.
+    pub ignore_expired: bool,
+    /// Drops changes of kind `session_closed`.
+    pub ignore_session_closed: bool,
+    /// Never starts a periodic reconciliation.
+    pub no_reconcile: bool,
+    /// Close lets a bootstrap in flight (its LIST pages) finish instead of
+    /// dropping it.
+    pub uncancellable_pages: bool,
+    /// Retries errors no retry fixes (forbidden, …) instead of stopping.
+    pub retry_fatal: bool,
+}
+
+impl Faults {
+    fn ignores(&self, k: ChangeKind) -> bool {
+        (k == ChangeKind::Expired && self.ignore_expired)
+            || (k == ChangeKind::SessionClosed && self.ignore_session_closed)
+    }
 }
 
 impl ObserveOptions {
@@ -403,7 +430,10 @@ async fn finish(p: &mut Option<Pending>) -> Result<Boot> {
     }
 }
 
-fn apply_change(items: &mut BTreeMap<String, Item>, ch: Change) {
+fn apply_change(items: &mut BTreeMap<String, Item>, ch: Change, faults: &Faults) {
+    if faults.ignores(ch.kind) {
+        return;
+    }
     match (ch.kind, ch.item) {
         (ChangeKind::Acquired, Some(item)) => {
             items.insert(ch.route, item);
@@ -449,7 +479,7 @@ impl Run {
                         None => Error::StreamEnded { reason: None, revision: None, detail: "the stream ended".into() },
                     };
                     cur = None;
-                    if self.faults.ignore_stream_end {
+                    if self.faults.stay_ready {
                         continue;
                     }
                     reconcile_at = None;
@@ -466,7 +496,7 @@ impl Run {
                 r = finish(&mut pending) => {
                     pending = None;
                     match r {
-                        Err(e) if fatal(&e) => {
+                        Err(e) if fatal(&e) && !self.faults.retry_fatal => {
                             let mut st = self.sh.st.lock().unwrap();
                             if st.stop_err.is_none() {
                                 st.stop_err = Some(e);
@@ -481,8 +511,15 @@ impl Run {
                         }
                         Ok(b) => {
                             cur = Some(b.sub); // the old stream, if any, is closed here
+                            let merge = self.faults.merge_views;
                             self.sh.update(|st| {
-                                st.items = b.items;
+                                if merge {
+                                    let mut items = std::mem::take(&mut st.items);
+                                    items.extend(b.items);
+                                    st.items = items;
+                                } else {
+                                    st.items = b.items;
+                                }
                                 st.epoch = b.epoch;
                                 st.revision = b.revision;
                                 st.ready = true;
@@ -490,11 +527,16 @@ impl Run {
                                 st.stats.bootstraps += 1;
                             });
                             ready_at = Instant::now();
-                            reconcile_at = Some(Instant::now() + jittered(self.interval, self.jitter));
+                            if !self.faults.no_reconcile {
+                                reconcile_at = Some(Instant::now() + jittered(self.interval, self.jitter));
+                            }
                         }
                     }
                 }
             }
+        }
+        if let (true, Some(p)) = (self.faults.uncancellable_pages, pending.take()) {
+            let _ = p.await; // the defect: close waits for the pages
         }
         drop(pending);
         drop(cur);
@@ -520,11 +562,11 @@ impl Run {
 
     fn apply(&self, ch: Change) {
         let mut st = self.sh.st.lock().unwrap();
-        if ch.revision <= st.revision {
+        if ch.revision <= st.revision || self.faults.ignore_live {
             return;
         }
         st.revision = ch.revision;
-        apply_change(&mut st.items, ch);
+        apply_change(&mut st.items, ch, &self.faults);
         drop(st);
         self.sh.notify();
     }
@@ -580,13 +622,17 @@ async fn bootstrap(c: Client, selector: String, page_size: usize, faults: Faults
                 for it in paged? {
                     items.insert(it.route.clone(), it);
                 }
+                if faults.ignore_snapshot {
+                    items.clear();
+                }
+                if faults.drop_buffered {
+                    buf.clear();
+                }
                 let mut revision = m.revision;
-                if !faults.skip_buffered {
-                    for ch in buf {
-                        if ch.revision > m.revision {
-                            revision = revision.max(ch.revision);
-                            apply_change(&mut items, ch);
-                        }
+                for ch in buf {
+                    if ch.revision > m.revision {
+                        revision = revision.max(ch.revision);
+                        apply_change(&mut items, ch, &faults);
                     }
                 }
                 return Ok(Boot { sub, items, epoch: m.epoch.clone(), revision });

@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use std::io::BufRead;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 /// The URLs of a running harness.
 #[derive(Debug, Deserialize)]
@@ -18,15 +18,24 @@ pub struct Harness {
 }
 
 struct Running {
-    urls: &'static Harness,
+    urls: Harness,
     _child: Mutex<(Child, ChildStdin)>,
 }
 
-static HARNESS: OnceLock<Running> = OnceLock::new();
+static POOL: Mutex<Vec<&'static Running>> = Mutex::new(Vec::new());
 
-/// The harness of this test binary, started at the first call.
+/// The first harness of this test binary, started at the first call.
 pub fn harness() -> &'static Harness {
-    HARNESS.get_or_init(start).urls
+    harnesses(1)[0]
+}
+
+/// `n` harnesses (each its own broker and proxy), started as needed.
+pub fn harnesses(n: usize) -> Vec<&'static Harness> {
+    let mut pool = POOL.lock().unwrap();
+    while pool.len() < n {
+        pool.push(Box::leak(Box::new(start())));
+    }
+    pool[..n].iter().map(|r| &r.urls).collect()
 }
 
 fn start() -> Running {
@@ -51,7 +60,7 @@ fn start() -> Running {
     let h: Harness = serde_json::from_str(&line)
         .unwrap_or_else(|e| panic!("the harness printed {line:?}: {e} (set MUSTER_HARNESS_LOG=1)"));
     Running {
-        urls: Box::leak(Box::new(h)),
+        urls: h,
         _child: Mutex::new((child, stdin)),
     }
 }
