@@ -243,6 +243,22 @@ mod tests {
         }
     }
 
+    /// A transport error never shows the URL, whose path may hold a
+    /// session id (a secret).
+    #[tokio::test]
+    async fn transport_errors_hide_the_url() {
+        let ln = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = ln.local_addr().unwrap();
+        drop(ln); // nothing listens there now
+        let c = Client::new(&format!("http://{addr}")).unwrap();
+        let secret = "0123456789abcdef0123456789abcdef";
+        let url = c.url(&["v1", "sessions", secret, "keepalive"]);
+        let e = c.send(c.request(Method::POST, url), 200).await.unwrap_err();
+        assert!(matches!(e, Error::Transport(_)), "{e:?}");
+        assert!(e.is_retryable());
+        assert!(!format!("{e} {e:?}").contains(secret), "{e:?}");
+    }
+
     #[test]
     fn base_urls_are_checked_and_segments_escaped() {
         for bad in ["", "ftp://x", "127.0.0.1:7420", "http://"] {

@@ -298,9 +298,11 @@ impl std::error::Error for Error {
     }
 }
 
+/// The URL is dropped: paths of session operations carry the session id,
+/// a secret that must not reach logs through an error message.
 impl From<reqwest::Error> for Error {
     fn from(e: reqwest::Error) -> Error {
-        Error::Transport(Arc::new(e))
+        Error::Transport(Arc::new(e.without_url()))
     }
 }
 

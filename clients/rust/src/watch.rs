@@ -78,7 +78,10 @@ impl Events {
                     .parser
                     .push(&chunk, &mut self.queue)
                     .map_err(|e| ended(None, None, e.to_string()))?,
-                Some(Err(e)) => return Err(ended(None, None, format!("transport: {e}"))),
+                Some(Err(e)) => {
+                    let e = e.without_url();
+                    return Err(ended(None, None, format!("transport: {e}")));
+                }
                 None => return Err(ended(None, None, "the connection closed".into())),
             }
         }
