@@ -8,7 +8,8 @@
 # The harness prints ONE JSON line on stdout ({"control":…,"broker":…,
 # "proxy":…}), logs on stderr, and stops everything it started on
 # SIGTERM/SIGINT or when its stdin closes. MUSTER_HARNESS_CACHE overrides
-# the cache directory (default: one per checkout, under ~/.cache).
+# the cache directory (default: one per checkout, under ~/.cache);
+# MUSTER_HARNESS_RACE=1 builds the harness with the race detector.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -21,7 +22,9 @@ mkdir -p "$cache"
 tmp="$(mktemp -d "$cache/build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 (cd "$root" && go build -o "$tmp/muster" ./cmd/muster) >&2
-(cd "$here/harness" && go build -o "$tmp/harness" .) >&2
+race=()
+[[ "${MUSTER_HARNESS_RACE:-}" == 1 ]] && race=(-race)
+(cd "$here/harness" && go build "${race[@]}" -o "$tmp/harness" .) >&2
 mv -f "$tmp/muster" "$cache/muster"
 mv -f "$tmp/harness" "$cache/harness"
 rm -rf "$tmp"

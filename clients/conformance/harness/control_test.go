@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +45,7 @@ func TestControlAPI(t *testing.T) {
 			`{"name": "x", "proves": "", "actors": [], "steps": []}`,
 			`{"name": "x", "proves": "p", "actors": [{"name": "a", "token": "nope"}], "steps": []}`,
 			`{"name": "x", "proves": "p", "actors": [], "steps": [{"op": "acquire", "rout": "x"}]}`,
+			`{"name": "x", "proves": "p", "actors": [], "steps": [{"op": "aquire"}]}`,
 		} {
 			if out := p.mustCall(t, http.StatusBadRequest, "POST", "/scenario", body); out["code"] != "invalid_scenario" {
 				t.Errorf("%s: %v", body, out)
@@ -50,7 +53,33 @@ func TestControlAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("EveryScenarioFileLoads", func(t *testing.T) {
+		files, err := filepath.Glob("../*.json")
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no scenario files: %v", err)
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.mustCall(t, http.StatusNoContent, "POST", "/scenario", string(data))
+		}
+	})
+
 	p.mustCall(t, http.StatusNoContent, "POST", "/scenario", twoActors)
+
+	t.Run("EveryHarnessOpRuns", func(t *testing.T) {
+		for op := range harnessOps {
+			if op == "restart_broker" || op == "end_session" || op == "abandon_session" || op == "new_session" {
+				continue // they change the actors the next subtests use; RestartKeepsAddress runs one
+			}
+			if got, out := p.call(t, "POST", "/step", `{"op": "`+op+`", "timeout_ms": 0}`); got == http.StatusBadRequest {
+				t.Errorf("%s: %v", op, out)
+			}
+		}
+		p.mustCall(t, http.StatusOK, "POST", "/step", `{"op": "unhold", "gate": "list_page"}`)
+	})
 
 	t.Run("UnknownOps", func(t *testing.T) {
 		for _, op := range []string{"observe", "expect_view", "close_observer", "no_such_op"} {

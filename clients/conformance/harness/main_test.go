@@ -30,8 +30,16 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	for _, b := range []struct{ dir, pkg, out string }{{"../../..", "./cmd/muster", "muster"}, {".", ".", "harness"}} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
+	// The harness is built with the race detector: a race makes it exit
+	// non-zero, which every test checks.
+	for _, b := range []struct{ dir, pkg, out, flag string }{
+		{"../../..", "./cmd/muster", "muster", ""}, {".", ".", "harness", "-race"},
+	} {
+		args := []string{"build", "-o", filepath.Join(dir, b.out)}
+		if b.flag != "" {
+			args = append(args, b.flag)
+		}
+		cmd := exec.Command("go", append(args, b.pkg)...)
 		cmd.Dir = b.dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", b.pkg, err, out)
@@ -45,9 +53,10 @@ func TestMain(m *testing.M) {
 
 // proc is a running harness process.
 type proc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	line  startLine
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	line   startLine
+	waited bool // the test waited for the exit itself
 }
 
 // mustStartHarness runs the built harness and reads its one line; it is
@@ -68,7 +77,12 @@ func mustStartHarness(tb testing.TB) *proc {
 		tb.Fatal(err)
 	}
 	p := &proc{cmd: cmd, stdin: stdin}
-	tb.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	tb.Cleanup(func() {
+		_ = stdin.Close()
+		if err := cmd.Wait(); err != nil && !p.waited {
+			tb.Errorf("the harness exited with %v (a data race exits 66)", err)
+		}
+	})
 	rd := bufio.NewReader(stdout)
 	line, err := rd.ReadBytes('\n')
 	if err != nil {
@@ -139,6 +153,7 @@ func TestKilledHarnessLeavesNoBroker(t *testing.T) {
 	p := mustStartHarness(t)
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	_ = p.cmd.Wait()
+	p.waited = true
 	deadline := time.Now().Add(5 * time.Second)
 	for listening(p.line.Broker) {
 		if time.Now().After(deadline) {
@@ -166,6 +181,7 @@ func TestStopsOnStdinEOFAndSignal(t *testing.T) {
 				_ = p.cmd.Process.Signal(syscall.SIGINT)
 			}
 			done := make(chan error, 1)
+			p.waited = true
 			go func() { done <- p.cmd.Wait() }()
 			select {
 			case err := <-done:
