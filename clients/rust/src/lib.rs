@@ -5,7 +5,10 @@
 //!
 //! Everything is async on tokio; calls that start background work
 //! ([`Client::new_session`], [`Session::acquire`], [`Client::observe`]) must
-//! run inside a tokio runtime.
+//! run inside a tokio runtime (they panic outside one, as `tokio::spawn`
+//! does). `Client`, `Session`, `Lease`, `Observer` and `Fleet` are `Send +
+//! Sync` (a `Subscription` is `Send`): share a `Session`, `Lease` or
+//! `Observer` between tasks by reference or in an `Arc`.
 //!
 //! ```no_run
 //! use muster_client::{AcquireOptions, Client, ObserveOptions};
@@ -55,3 +58,18 @@ pub use session::Session;
 pub use tokio_util::sync::CancellationToken;
 pub use watch::{Change, Marker, MarkerPage, Subscription};
 pub use wire::{ChangeKind, Item, LeaseStatus, Spec};
+
+#[cfg(test)]
+mod tests {
+    fn send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn handles_are_send_and_sync() {
+        send_sync::<crate::Client>();
+        send_sync::<crate::Session>();
+        send_sync::<crate::Lease>();
+        send_sync::<crate::Observer>();
+        send_sync::<crate::Fleet>();
+        send_sync::<crate::Error>();
+    }
+}
