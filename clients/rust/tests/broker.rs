@@ -180,6 +180,31 @@ async fn a_session_ended_elsewhere_is_lost_with_its_leases() {
     s.close().await.unwrap();
 }
 
+/// Dropping a session stops its keepalive and loses its leases locally at
+/// once; the broker ends it (and releases the leases) at its TTL.
+#[tokio::test]
+async fn dropping_a_session_ends_it_at_its_ttl() {
+    let c = client("a").await;
+    let s = c.new_session("w", Duration::from_secs(1)).await.unwrap();
+    let route = "lease://dropped/r/x";
+    let l = s
+        .acquire(route, Duration::from_secs(30), no_wait())
+        .await
+        .unwrap();
+    drop(s);
+    assert!(l.lost().is_cancelled());
+    assert!(matches!(l.error().unwrap().cause(), Error::Closed));
+    assert!(c.get(route).await.unwrap().held, "no DELETE was sent");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while c.get(route).await.unwrap().held {
+        assert!(
+            Instant::now() < deadline,
+            "the broker never ended the dropped session"
+        );
+        tokio::time::sleep(MS(100)).await;
+    }
+}
+
 #[tokio::test]
 async fn keepalives_keep_a_short_session_alive() {
     let c = client("a").await;
