@@ -619,26 +619,37 @@ async fn bootstrap(c: Client, selector: String, page_size: usize, faults: Faults
                 None => return Err(Error::StreamEnded { reason: None, revision: None, detail: "the stream ended".into() }),
             },
             paged = &mut pager => {
-                for it in paged? {
-                    items.insert(it.route.clone(), it);
-                }
-                if faults.ignore_snapshot {
-                    items.clear();
-                }
-                if faults.drop_buffered {
-                    buf.clear();
-                }
-                let mut revision = m.revision;
-                for ch in buf {
-                    if ch.revision > m.revision {
-                        revision = revision.max(ch.revision);
-                        apply_change(&mut items, ch, &faults);
-                    }
-                }
+                items.extend(paged?.into_iter().map(|it| (it.route.clone(), it)));
+                let (items, revision) = install(items, buf, m.revision, &faults);
                 return Ok(Boot { sub, items, epoch: m.epoch.clone(), revision });
             }
         }
     }
+}
+
+/// Step 4 of the bootstrap: the snapshot's items (marker page and LIST
+/// pages, keyed by route) with the buffered changes whose revision is above
+/// the marker's applied in order; returns the view and its revision.
+fn install(
+    mut items: BTreeMap<String, Item>,
+    mut buf: Vec<Change>,
+    marker_revision: i64,
+    faults: &Faults,
+) -> (BTreeMap<String, Item>, i64) {
+    if faults.ignore_snapshot {
+        items.clear();
+    }
+    if faults.drop_buffered {
+        buf.clear();
+    }
+    let mut revision = marker_revision;
+    for ch in buf {
+        if ch.revision > marker_revision {
+            revision = revision.max(ch.revision);
+            apply_change(&mut items, ch, faults);
+        }
+    }
+    (items, revision)
 }
 
 /// Reads the rest of the marker's snapshot; every page must be of `epoch`.
@@ -777,6 +788,56 @@ mod tests {
         let after = n.load(Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(n.load(Ordering::SeqCst), after, "requests after close");
+    }
+
+    fn item(route: &str, owner: u8) -> Item {
+        Item {
+            route: route.to_string(),
+            owner_id: format!("w{owner}"),
+            holder_incarnation: format!("h{owner}"),
+            acquired_at: time::OffsetDateTime::UNIX_EPOCH,
+            expires_at: time::OffsetDateTime::UNIX_EPOCH,
+            remaining_ms: 0,
+            renewals: 0,
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the history of changes and wherever the marker falls in
+        /// it, the snapshot at the marker plus the buffered changes after it
+        /// install as the held set after the whole history, at its last
+        /// revision.
+        #[test]
+        fn install_is_the_state_after_the_whole_history(
+            history in proptest::collection::vec((0u8..6, proptest::option::of(0u8..4)), 0..60),
+            marker in proptest::prelude::any::<proptest::sample::Index>(),
+        ) {
+            // Change i has revision i+1: route r{n} acquired by w{o}, or released.
+            let changes: Vec<Change> = history.iter().enumerate().map(|(i, (n, owner))| {
+                let route = format!("lease://a/b/r{n}");
+                Change {
+                    selector: "lease://a/b/*".into(),
+                    kind: if owner.is_some() { ChangeKind::Acquired } else { ChangeKind::Released },
+                    item: owner.map(|o| item(&route, o)),
+                    route,
+                    revision: i as i64 + 1,
+                }
+            }).collect();
+            let cut = marker.index(changes.len() + 1);
+            let none = Faults::default();
+            let mut snapshot = BTreeMap::new();
+            for ch in &changes[..cut] {
+                apply_change(&mut snapshot, ch.clone(), &none);
+            }
+            let mut want = snapshot.clone();
+            for ch in &changes[cut..] {
+                apply_change(&mut want, ch.clone(), &none);
+            }
+            let buf = changes[cut..].to_vec();
+            let (got, rev) = install(snapshot, buf, cut as i64, &none);
+            proptest::prop_assert_eq!(got, want);
+            proptest::prop_assert_eq!(rev, changes.len() as i64);
+        }
     }
 
     #[tokio::test]
