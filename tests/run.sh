@@ -34,3 +34,5 @@ bash clients/ts/test.sh # the TypeScript SDK's whole check sequence
 # The concurrent packages once more under the race detector.
 go test -count=1 -race -timeout 8m ./core ./sse ./handlers/...
 bash clients/python/test.sh
+# The Rust SDK: fmt, clippy, rustdoc and its tests (conformance included).
+bash clients/rust/test.sh

@@ -1,0 +1,472 @@
+//! The error type of the SDK: one variant per contract `code`, an
+//! [`Error::Other`] for a code this SDK does not know yet, and the SDK's own
+//! errors (a closed handle, a lost lease, an ended stream, a transport
+//! failure).
+
+use std::fmt;
+use std::sync::Arc;
+
+/// What the broker said about a failed request: the RFC 9457 problem body.
+///
+/// `status` is the HTTP status, 0 for a request the SDK refused locally with
+/// the code the broker would have used. `detail` never contains a secret.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Problem {
+    /// The HTTP status; 0 for a local refusal.
+    pub status: u16,
+    /// The problem's title, e.g. `Conflict`.
+    pub title: String,
+    /// A human-readable explanation (never branch on it).
+    pub detail: String,
+}
+
+impl Problem {
+    /// A problem refused locally (status 0) with this detail.
+    pub fn local(detail: impl Into<String>) -> Problem {
+        Problem {
+            status: 0,
+            title: String::new(),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// The SDK's advice for what to do after an error; see [`Error::advice`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// The same request fails again: fix the input, the configuration or the
+    /// grants.
+    No,
+    /// The same request may succeed later: retry with exponential backoff and
+    /// jitter.
+    Backoff,
+    /// The state the request relied on is gone (a lease, a session, a
+    /// cursor's snapshot, a broker lifetime): start over from fresh state.
+    Restart,
+}
+
+impl fmt::Display for Retry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Retry::No => "retry-no",
+            Retry::Backoff => "retry-backoff",
+            Retry::Restart => "retry-restart",
+        })
+    }
+}
+
+macro_rules! codes {
+    ($( $(#[$doc:meta])* $variant:ident = $code:literal => $advice:ident, )*) => {
+        /// An error of the SDK.
+        ///
+        /// Every contract `code` has its own variant carrying the [`Problem`];
+        /// an unknown code (from a broker newer than this SDK) is kept in
+        /// [`Error::Other`], never a panic. Branch on the variant (or
+        /// [`Error::code`]), never on the detail.
+        #[derive(Debug, Clone)]
+        #[non_exhaustive]
+        pub enum Error {
+            $( $(#[$doc])* $variant(Problem), )*
+            /// A code this SDK does not know. Advised by its status: 5xx and
+            /// 429 back off, anything else does not retry.
+            Other {
+                /// The code as the broker sent it.
+                code: String,
+                /// The rest of the problem body.
+                problem: Problem,
+            },
+            /// The session, lease handle, subscription or observer was closed
+            /// by its owner.
+            Closed,
+            /// A session ended other than by its own `close`: the broker
+            /// answered `session_not_found`, or no keepalive got through within
+            /// the TTL. The cause is inside.
+            SessionLost(Box<Error>),
+            /// A lease stopped being held other than by its own `release`: the
+            /// cause (`NotOwner`, `Fenced`, `LeaseExpired`, `SessionNotFound`,
+            /// the session's end, …) is inside.
+            LeaseLost(Box<Error>),
+            /// The lease was released by its own `release`.
+            Released,
+            /// A watch stream ended. `reason` is the terminal event
+            /// (`overflow`, `superseded`, `unsubscribed`, `session_closed`,
+            /// `shutdown`) with the revision the broker sent, or `None` when
+            /// the stream ended without one (a dropped connection); `detail`
+            /// says more.
+            StreamEnded {
+                /// The terminal event's name, `None` without one.
+                reason: Option<String>,
+                /// The revision at which the broker ended the stream, when sent.
+                revision: Option<i64>,
+                /// What happened, for people.
+                detail: String,
+            },
+            /// The request did not get an answer (connection refused or reset,
+            /// a timeout, …).
+            Transport(Arc<reqwest::Error>),
+            /// An answer the SDK could not understand (not the contract's shape).
+            Protocol(String),
+        }
+
+        /// Every contract code this SDK knows, in the contract's order.
+        pub const CODES: &[&str] = &[$($code,)*];
+
+        impl Error {
+            /// The error for a contract code (unknown codes become
+            /// [`Error::Other`]).
+            pub fn from_code(code: &str, problem: Problem) -> Error {
+                match code {
+                    $( $code => Error::$variant(problem), )*
+                    _ => Error::Other { code: code.to_string(), problem },
+                }
+            }
+
+            /// The contract code of a broker error (or of a local refusal),
+            /// `None` for the SDK's own errors.
+            pub fn code(&self) -> Option<&str> {
+                match self {
+                    $( Error::$variant(_) => Some($code), )*
+                    Error::Other { code, .. } => Some(code),
+                    _ => None,
+                }
+            }
+
+            /// The problem body of a broker error, `None` for the SDK's own
+            /// errors.
+            pub fn problem(&self) -> Option<&Problem> {
+                match self {
+                    $( Error::$variant(p) => Some(p), )*
+                    Error::Other { problem, .. } => Some(problem),
+                    _ => None,
+                }
+            }
+
+            /// What to do after this error, as the Go SDK's `Advice`: a broker
+            /// error by its code (an unknown code by its status); a lost lease
+            /// or session and an ended stream: restart; a closed handle: no
+            /// retry; a transport or protocol failure: backoff.
+            pub fn advice(&self) -> Retry {
+                match self {
+                    $( Error::$variant(_) => Retry::$advice, )*
+                    Error::Other { problem, .. } => {
+                        if problem.status >= 500 || problem.status == 429 {
+                            Retry::Backoff
+                        } else {
+                            Retry::No
+                        }
+                    }
+                    Error::SessionLost(_) | Error::LeaseLost(_) | Error::StreamEnded { .. } => {
+                        Retry::Restart
+                    }
+                    Error::Closed | Error::Released => Retry::No,
+                    Error::Transport(_) | Error::Protocol(_) => Retry::Backoff,
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    /// `invalid_route` (400): a route is not `lease://{realm}/{area}/{resource}`,
+    /// or has a `*`. Retry: no.
+    InvalidRoute = "invalid_route" => No,
+    /// `invalid_selector` (400): a selector breaks the grammar. Retry: no.
+    InvalidSelector = "invalid_selector" => No,
+    /// `invalid_request` (400): a malformed request (body, parameter, TTL out
+    /// of range), or options the SDK refused locally. Retry: no.
+    InvalidRequest = "invalid_request" => No,
+    /// `unauthenticated` (401): no token, or one the broker does not know.
+    /// Retry: no (fix the token).
+    Unauthenticated = "unauthenticated" => No,
+    /// `forbidden` (403): no single grant covers the route, selector or root.
+    /// Retry: no (get a grant).
+    Forbidden = "forbidden" => No,
+    /// `session_not_found` (404): the session ended (DELETE, expiry, restart).
+    /// Retry: restart with a new session and acquire again.
+    SessionNotFound = "session_not_found" => Restart,
+    /// `lease_held` (409): another session holds the lease and the
+    /// acquisition did not wait. Retry: backoff, or acquire with a wait.
+    LeaseHeld = "lease_held" => Backoff,
+    /// `already_queued` (409): this session already waits for this route.
+    /// Retry: no (the waiting request will answer).
+    AlreadyQueued = "already_queued" => No,
+    /// `wait_timeout` (409): the wait ended before a grant. Retry: backoff.
+    WaitTimeout = "wait_timeout" => Backoff,
+    /// `queue_full` (429): the route has its maximum of waiters. Retry: backoff.
+    QueueFull = "queue_full" => Backoff,
+    /// `not_owner` (409): another session holds the route; your lease is gone.
+    /// Retry: restart (stop the work, acquire again).
+    NotOwner = "not_owner" => Restart,
+    /// `fenced` (409): your session holds the route, but not with this token.
+    /// Retry: restart.
+    Fenced = "fenced" => Restart,
+    /// `lease_expired` (409): the lease is no longer held (also reported
+    /// locally when a lease's deadline passed). Retry: restart.
+    LeaseExpired = "lease_expired" => Restart,
+    /// `invalid_cursor` (400): a malformed or forged cursor, or one of another
+    /// selector or family. Retry: no (list from the first page).
+    InvalidCursor = "invalid_cursor" => No,
+    /// `cursor_expired` (410): the snapshot behind the cursor is gone. Retry:
+    /// restart from the first page.
+    CursorExpired = "cursor_expired" => Restart,
+    /// `epoch_changed` (410): the cursor belongs to an earlier broker
+    /// lifetime. Retry: restart (sessions, leases, views).
+    EpochChanged = "epoch_changed" => Restart,
+    /// `subscription_limit` (429): the session's registrations are used up.
+    /// Retry: no (unsubscribe first).
+    SubscriptionLimit = "subscription_limit" => No,
+    /// `inventory_unavailable` (503): no snapshot could be taken. Retry:
+    /// backoff; never an empty result in disguise.
+    InventoryUnavailable = "inventory_unavailable" => Backoff,
+    /// `invalid_name` (400): an illegal fleet root, kind or spec name. Retry: no.
+    InvalidName = "invalid_name" => No,
+    /// `spec_not_found` (404): the fleet has no spec of that name. Retry: no.
+    SpecNotFound = "spec_not_found" => No,
+    /// `payload_too_large` (413): the body is above the operation's limit.
+    /// Retry: no (send less).
+    PayloadTooLarge = "payload_too_large" => No,
+    /// `internal` (500): a broker bug. Retry: backoff; report it.
+    Internal = "internal" => Backoff,
+    /// `not_found` (404): no such path (wrong base URL?). Retry: no.
+    NotFound = "not_found" => No,
+    /// `method_not_allowed` (405): wrong method for the path. Retry: no.
+    MethodNotAllowed = "method_not_allowed" => No,
+    /// `not_implemented` (501): reserved. Retry: no.
+    NotImplemented = "not_implemented" => No,
+    /// `unavailable` (503): the broker is shutting down or a gateway answered
+    /// 502/503/504 without a problem body. Retry: backoff.
+    Unavailable = "unavailable" => Backoff,
+    /// `session_limit` (429): the broker holds its maximum of sessions.
+    /// Retry: backoff.
+    SessionLimit = "session_limit" => Backoff,
+}
+
+impl Error {
+    /// True when the same request may succeed if retried with backoff
+    /// ([`Retry::Backoff`]). A [`Retry::Restart`] error is not retryable as
+    /// such: the state it relied on must be rebuilt first.
+    pub fn is_retryable(&self) -> bool {
+        self.advice() == Retry::Backoff
+    }
+
+    /// A local refusal with the `invalid_request` code.
+    pub(crate) fn invalid_request(detail: impl Into<String>) -> Error {
+        Error::InvalidRequest(Problem::local(detail))
+    }
+
+    /// The innermost cause of a lost lease or session (itself otherwise).
+    pub fn cause(&self) -> &Error {
+        match self {
+            Error::LeaseLost(e) | Error::SessionLost(e) => e.cause(),
+            e => e,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let (Some(code), Some(p)) = (self.code(), self.problem()) {
+            return if p.detail.is_empty() {
+                write!(f, "muster: {code}")
+            } else {
+                write!(f, "muster: {code}: {}", p.detail)
+            };
+        }
+        match self {
+            Error::Closed => f.write_str("muster: closed"),
+            Error::SessionLost(e) => write!(f, "muster: session lost: {e}"),
+            Error::LeaseLost(e) => write!(f, "muster: lease lost: {e}"),
+            Error::Released => f.write_str("muster: lease released"),
+            Error::StreamEnded {
+                reason: Some(r), ..
+            } => write!(f, "muster: watch stream ended: {r}"),
+            Error::StreamEnded { detail, .. } => write!(f, "muster: watch stream ended: {detail}"),
+            Error::Transport(e) => write!(f, "muster: transport: {e}"),
+            Error::Protocol(m) => write!(f, "muster: {m}"),
+            _ => f.write_str("muster: error"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::SessionLost(e) | Error::LeaseLost(e) => Some(e.as_ref()),
+            Error::Transport(e) => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+}
+
+/// The URL is dropped: paths of session operations carry the session id,
+/// a secret that must not reach logs through an error message.
+impl From<reqwest::Error> for Error {
+    fn from(e: reqwest::Error) -> Error {
+        Error::Transport(Arc::new(e.without_url()))
+    }
+}
+
+/// The SDK's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The error for a non-success answer: the problem body's code when there is
+/// one; otherwise a code derived from the status, so that a gateway's 502 is
+/// still advised as retryable (as the Go SDK's `problemError`).
+pub(crate) fn problem_error(status: u16, content_type: &str, body: &[u8]) -> Error {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        #[serde(default)]
+        title: String,
+        #[serde(default)]
+        detail: String,
+        #[serde(default)]
+        code: String,
+    }
+    let mt = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let title = reqwest::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("")
+        .to_string();
+    if mt == "application/problem+json" || mt == "application/json" {
+        if let Ok(b) = serde_json::from_slice::<Body>(body) {
+            if !b.code.is_empty() {
+                let title = if b.title.is_empty() { title } else { b.title };
+                return Error::from_code(
+                    &b.code,
+                    Problem {
+                        status,
+                        title,
+                        detail: b.detail,
+                    },
+                );
+            }
+        }
+    }
+    let code = match status {
+        502..=504 => "unavailable",
+        404 => "not_found",
+        401 => "unauthenticated",
+        403 => "forbidden",
+        413 => "payload_too_large",
+        _ => "internal",
+    };
+    let shown = String::from_utf8_lossy(&body[..body.len().min(200)]);
+    Error::from_code(
+        code,
+        Problem {
+            status,
+            title,
+            detail: format!("HTTP {status} without a problem body: {}", shown.trim()),
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_maps_to_its_variant_and_back() {
+        for code in CODES {
+            let e = Error::from_code(code, Problem::default());
+            assert_eq!(e.code(), Some(*code));
+            assert!(!matches!(e, Error::Other { .. }), "{code}");
+        }
+    }
+
+    #[test]
+    fn advice_matches_the_go_table() {
+        let cases = [
+            ("invalid_route", Retry::No),
+            ("session_not_found", Retry::Restart),
+            ("lease_held", Retry::Backoff),
+            ("already_queued", Retry::No),
+            ("wait_timeout", Retry::Backoff),
+            ("queue_full", Retry::Backoff),
+            ("not_owner", Retry::Restart),
+            ("fenced", Retry::Restart),
+            ("lease_expired", Retry::Restart),
+            ("invalid_cursor", Retry::No),
+            ("cursor_expired", Retry::Restart),
+            ("epoch_changed", Retry::Restart),
+            ("subscription_limit", Retry::No),
+            ("inventory_unavailable", Retry::Backoff),
+            ("internal", Retry::Backoff),
+            ("unavailable", Retry::Backoff),
+            ("session_limit", Retry::Backoff),
+            ("not_implemented", Retry::No),
+        ];
+        for (code, want) in cases {
+            let e = Error::from_code(code, Problem::default());
+            assert_eq!(e.advice(), want, "{code}");
+            assert_eq!(e.is_retryable(), want == Retry::Backoff, "{code}");
+        }
+    }
+
+    #[test]
+    fn unknown_code_is_kept_and_advised_by_status() {
+        for (status, want) in [
+            (503, Retry::Backoff),
+            (429, Retry::Backoff),
+            (409, Retry::No),
+        ] {
+            let e = problem_error(
+                status,
+                "application/problem+json",
+                br#"{"type":"about:blank","title":"X","status":0,"code":"brand_new","detail":"d"}"#,
+            );
+            match &e {
+                Error::Other { code, problem } => {
+                    assert_eq!(code, "brand_new");
+                    assert_eq!(problem.status, status);
+                    assert_eq!(problem.detail, "d");
+                }
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(e.advice(), want);
+            assert_eq!(e.to_string(), "muster: brand_new: d");
+        }
+    }
+
+    #[test]
+    fn answers_without_a_problem_body_get_a_code_from_the_status() {
+        let cases = [
+            (502, "unavailable"),
+            (503, "unavailable"),
+            (504, "unavailable"),
+            (404, "not_found"),
+            (401, "unauthenticated"),
+            (403, "forbidden"),
+            (413, "payload_too_large"),
+            (500, "internal"),
+            (418, "internal"),
+        ];
+        for (status, code) in cases {
+            let e = problem_error(status, "text/html", b"<html>bad gateway</html>");
+            assert_eq!(e.code(), Some(code), "{status}");
+            assert!(e
+                .problem()
+                .unwrap()
+                .detail
+                .starts_with(&format!("HTTP {status} without a problem body")));
+        }
+        // A JSON body without a code is no problem body either.
+        let e = problem_error(503, "application/json", b"{}");
+        assert!(matches!(e, Error::Unavailable(_)));
+    }
+
+    #[test]
+    fn lost_errors_advise_restart_and_expose_their_cause() {
+        let e = Error::LeaseLost(Box::new(Error::from_code("fenced", Problem::default())));
+        assert_eq!(e.advice(), Retry::Restart);
+        assert!(matches!(e.cause(), Error::Fenced(_)));
+        assert_eq!(Error::Closed.advice(), Retry::No);
+        assert_eq!(Error::Protocol("x".into()).advice(), Retry::Backoff);
+    }
+}

@@ -1,0 +1,346 @@
+//! [`Lease`]: the only ownership handle of this crate, made only by
+//! [`Session::acquire`]; and [`Session::with_lease`].
+
+use crate::client::Route;
+use crate::error::{Error, Problem, Result};
+use crate::session::{Session, SessionInner};
+use crate::wire::{AcquireRequest, ExtendRequest, LeaseGrant, Outcome, ReleaseRequest};
+use reqwest::Method;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use time::OffsetDateTime;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Tunes [`Session::acquire`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AcquireOptions {
+    /// Wait up to this long (at most 30 s) in the route's FIFO queue when
+    /// another session holds the lease, instead of failing at once with
+    /// `LeaseHeld`; when the wait ends without a grant the acquisition fails
+    /// with `WaitTimeout`. Dropping the acquiring future leaves the queue.
+    pub wait: Option<Duration>,
+}
+
+impl AcquireOptions {
+    /// Waits up to `d` in the route's queue (Go: `Wait(d)`).
+    pub fn wait(mut self, d: Duration) -> Self {
+        self.wait = Some(d);
+        self
+    }
+}
+
+/// A lease held by a [`Session`]: the only ownership handle of this crate.
+/// Cheap to clone (clones are the same handle); safe to use from many tasks.
+///
+/// [`Lease::lost`] is cancelled when the lease is no longer held, and
+/// [`Lease::error`] says why: [`Error::Released`] after its own
+/// [`Lease::release`]; otherwise [`Error::LeaseLost`] with the cause inside:
+/// `NotOwner`, `Fenced` or `LeaseExpired` from the broker, `LeaseExpired`
+/// when the local deadline passed without a successful extension (measured
+/// from the moment the request was sent, so it never lies after the
+/// broker's), or the session's end.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    inner: Arc<LeaseInner>,
+}
+
+#[derive(Debug)]
+struct LeaseInner {
+    session: Arc<SessionInner>,
+    route: Route,
+    route_str: String,
+    token: i64,
+    state: Mutex<State>,
+    lost: CancellationToken,
+    deadline_moved: Notify,
+}
+
+#[derive(Debug)]
+struct State {
+    acquired_at: OffsetDateTime,
+    expires_at: OffsetDateTime,
+    renewals: i64,
+    deadline: Instant,
+    err: Option<Error>,
+}
+
+/// Answers that mean the lease is not this session's any more.
+fn ownership_gone(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::NotOwner(_) | Error::Fenced(_) | Error::LeaseExpired(_) | Error::SessionNotFound(_)
+    )
+}
+
+impl Session {
+    /// Acquires the exact route (`lease://realm/area/resource`) for `ttl`
+    /// (100 ms .. 10 min). When this session already holds it, returns the
+    /// same handle (a new one if the first was dropped) without resetting its
+    /// TTL.
+    pub async fn acquire(&self, route: &str, ttl: Duration, opts: AcquireOptions) -> Result<Lease> {
+        let r = Route::parse(route)?;
+        let s = &self.inner;
+        if let Some(e) = s.error() {
+            return Err(e);
+        }
+        let body = AcquireRequest {
+            session_id: s.id.clone(),
+            ttl_ms: ttl.as_millis() as i64,
+            wait_ms: opts
+                .wait
+                .filter(|w| !w.is_zero())
+                .map(|w| w.as_millis() as i64),
+        };
+        let c = &s.client;
+        let t0 = Instant::now();
+        let rb = c
+            .request(Method::POST, r.url(c, Some("acquire")))
+            .json(&body);
+        let out: LeaseGrant = c.call(rb, 200).await?;
+        let mut deadline = t0 + ttl;
+        if out.outcome == Some(Outcome::AlreadyHeld) {
+            if let Some(l) = s.handle(&r.to_string()) {
+                if l.inner.token == out.fencing_token {
+                    return Ok(l);
+                }
+            }
+            // The TTL was not reset: never trust more than what remains.
+            let rem = out.expires_at - OffsetDateTime::now_utc();
+            let rem = Duration::try_from(rem).unwrap_or(Duration::ZERO);
+            if rem < ttl {
+                deadline = Instant::now() + rem;
+            }
+        }
+        let l = Lease {
+            inner: Arc::new(LeaseInner {
+                session: s.clone(),
+                route_str: r.to_string(),
+                route: r,
+                token: out.fencing_token,
+                state: Mutex::new(State {
+                    acquired_at: out.acquired_at,
+                    expires_at: out.expires_at,
+                    renewals: out.renewals,
+                    deadline,
+                    err: None,
+                }),
+                lost: CancellationToken::new(),
+                deadline_moved: Notify::new(),
+            }),
+        };
+        tokio::spawn(deadline_timer(l.clone()));
+        if !s.track(&l) {
+            let cause = s.error().unwrap_or(Error::Closed);
+            l.end(Error::LeaseLost(Box::new(cause)));
+        }
+        Ok(l)
+    }
+
+    /// Acquires `route` for `ttl`, runs `work` while holding it and releases
+    /// it when `work` returns. The lease is extended every `ttl/3`; when it is
+    /// lost, [`Lease::lost`] of the handle given to `work` is cancelled and
+    /// `work` should stop (it is not aborted). Returns `work`'s error; when
+    /// `work` succeeded but the lease was lost while it ran, the loss
+    /// ([`Error::LeaseLost`]): work done without the lease must not be taken
+    /// as done.
+    pub async fn with_lease<T, E, F, Fut>(
+        &self,
+        route: &str,
+        ttl: Duration,
+        opts: AcquireOptions,
+        work: F,
+    ) -> std::result::Result<T, E>
+    where
+        F: FnOnce(Lease) -> Fut,
+        Fut: Future<Output = std::result::Result<T, E>>,
+        E: From<Error>,
+    {
+        let l = self.acquire(route, ttl, opts).await?;
+        let work = work(l.clone());
+        tokio::pin!(work);
+        let renew = l.renew(ttl);
+        tokio::pin!(renew);
+        let mut renewing = true;
+        let res = loop {
+            tokio::select! {
+                r = &mut work => break r,
+                _ = &mut renew, if renewing => renewing = false,
+            }
+        };
+        let lost = l.error();
+        let _ = tokio::time::timeout(Duration::from_secs(5), l.release()).await;
+        match (res, lost) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Some(lost)) => Err(E::from(lost)),
+            (Ok(v), None) => Ok(v),
+        }
+    }
+}
+
+impl Lease {
+    /// The lease's exact route.
+    pub fn route(&self) -> &str {
+        &self.inner.route_str
+    }
+
+    /// The broker revision at which the lease was granted: strictly
+    /// increasing per route, stable across renewals. Pass it to the resource
+    /// the lease guards, which must refuse a token lower than the highest it
+    /// has seen. It means nothing across routes or broker lifetimes.
+    pub fn fencing_token(&self) -> i64 {
+        self.inner.token
+    }
+
+    /// When the lease was granted.
+    pub fn acquired_at(&self) -> OffsetDateTime {
+        self.inner.state.lock().unwrap().acquired_at
+    }
+
+    /// The broker's expiry as of the last grant or extension.
+    pub fn expires_at(&self) -> OffsetDateTime {
+        self.inner.state.lock().unwrap().expires_at
+    }
+
+    /// The successful extensions, as the broker reports them.
+    pub fn renewals(&self) -> i64 {
+        self.inner.state.lock().unwrap().renewals
+    }
+
+    /// Cancelled when the lease is no longer held (or was released):
+    /// `lease.lost().cancelled().await`.
+    pub fn lost(&self) -> CancellationToken {
+        self.inner.lost.clone()
+    }
+
+    /// `None` while the lease is held, then why it is not.
+    pub fn error(&self) -> Option<Error> {
+        self.inner.state.lock().unwrap().err.clone()
+    }
+
+    pub(crate) fn same(&self, other: &Lease) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Extends the lease to now + `ttl`. When the broker answers that the
+    /// lease is no longer this session's (`NotOwner`, `Fenced`,
+    /// `LeaseExpired`, `SessionNotFound`) the lease is lost and this returns
+    /// its error. Any other failure (a transport error, `Unavailable`) leaves
+    /// the lease as it was: retry before the deadline.
+    pub async fn extend(&self, ttl: Duration) -> Result<()> {
+        if let Some(e) = self.error() {
+            return Err(e);
+        }
+        let s = &self.inner.session;
+        let c = &s.client;
+        let body = ExtendRequest {
+            session_id: s.id.clone(),
+            fencing_token: self.inner.token,
+            ttl_ms: ttl.as_millis() as i64,
+        };
+        let t0 = Instant::now();
+        let rb = c
+            .request(Method::POST, self.inner.route.url(c, Some("extend")))
+            .json(&body);
+        let out: LeaseGrant = match c.call(rb, 200).await {
+            Ok(out) => out,
+            Err(e) if ownership_gone(&e) => {
+                self.end(Error::LeaseLost(Box::new(e)));
+                return Err(self.error().unwrap_or(Error::Closed));
+            }
+            Err(e) => return Err(e),
+        };
+        let mut st = self.inner.state.lock().unwrap();
+        if let Some(e) = &st.err {
+            return Err(e.clone());
+        }
+        st.expires_at = out.expires_at;
+        st.renewals = out.renewals;
+        st.deadline = t0 + ttl;
+        self.inner.deadline_moved.notify_one();
+        Ok(())
+    }
+
+    /// Releases the lease; the next FIFO waiter (if any) is granted. Returns
+    /// `Ok` once the lease is known not to be held by this session any more,
+    /// including when it was already lost; an error only when that is unknown
+    /// (a transport failure): the lease then ends at its TTL at the latest.
+    pub async fn release(&self) -> Result<()> {
+        if matches!(self.error(), Some(Error::Released)) {
+            return Ok(());
+        }
+        let s = &self.inner.session;
+        if let Some(serr) = s.error() {
+            // The broker released it when the session ended.
+            self.end(Error::LeaseLost(Box::new(serr)));
+            return Ok(());
+        }
+        let c = &s.client;
+        let body = ReleaseRequest {
+            session_id: s.id.clone(),
+            fencing_token: self.inner.token,
+        };
+        let rb = c
+            .request(Method::POST, self.inner.route.url(c, Some("release")))
+            .json(&body);
+        match c.send(rb, 204).await {
+            Ok(_) => {
+                self.end(Error::Released);
+                Ok(())
+            }
+            Err(e) if ownership_gone(&e) => {
+                self.end(Error::LeaseLost(Box::new(e)));
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Records why the lease is not held, once.
+    pub(crate) fn end(&self, cause: Error) {
+        {
+            let mut st = self.inner.state.lock().unwrap();
+            if st.err.is_some() {
+                return;
+            }
+            st.err = Some(cause);
+        }
+        self.inner.lost.cancel();
+        self.inner.session.untrack(self);
+    }
+
+    /// Extends every `ttl/3` until the lease is lost; a failed extension is
+    /// retried at the next tick (the local deadline decides the loss).
+    async fn renew(&self, ttl: Duration) {
+        let mut tick = tokio::time::interval_at(Instant::now() + ttl / 3, ttl / 3);
+        loop {
+            tokio::select! {
+                _ = self.inner.lost.cancelled() => return,
+                _ = tick.tick() => {
+                    let _ = tokio::time::timeout(ttl / 3, self.extend(ttl)).await;
+                }
+            }
+        }
+    }
+}
+
+/// Loses the lease when its local deadline passes; ends when it is lost.
+async fn deadline_timer(l: Lease) {
+    loop {
+        let deadline = l.inner.state.lock().unwrap().deadline;
+        tokio::select! {
+            _ = l.inner.lost.cancelled() => return,
+            _ = l.inner.deadline_moved.notified() => continue,
+            _ = tokio::time::sleep_until(deadline) => {
+                if Instant::now() >= l.inner.state.lock().unwrap().deadline {
+                    l.end(Error::LeaseLost(Box::new(Error::LeaseExpired(Problem::local(
+                        "the local deadline passed without a successful extension",
+                    )))));
+                    return;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! [`Session`]: a worker's liveness on one broker, kept alive by a
+//! background task until closed or lost.
+
+use crate::backoff::Backoff;
+use crate::client::Client;
+use crate::error::{Error, Problem, Result};
+use crate::lease::Lease;
+use crate::watch::Subscription;
+use crate::wire::{CreateSessionRequest, Keepalive, SessionInfo};
+use reqwest::Method;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// A worker's liveness on one broker: it keeps itself alive in the background
+/// (a keepalive every TTL/3) until [`Session::close`], or until it is lost.
+/// Every lease is acquired through a session and is lost with it.
+///
+/// [`Session::ended`] is cancelled when the session ends, and
+/// [`Session::error`] says why: [`Error::Closed`] after `close`,
+/// [`Error::SessionLost`] otherwise (the broker answered `session_not_found`,
+/// or no keepalive got through within the TTL). A lost session is never
+/// revived: create a new one and acquire again.
+///
+/// **Drop**: dropping a `Session` without `close` stops its keepalive task at
+/// once and ends it locally (its leases report [`Error::LeaseLost`] with
+/// [`Error::Closed`] inside), but sends no DELETE (a destructor cannot wait
+/// for the network): the broker ends the session when its TTL passes, and
+/// releases its leases then. Call `close().await` to end it at once.
+#[derive(Debug)]
+pub struct Session {
+    pub(crate) inner: Arc<SessionInner>,
+    stop: CancellationToken,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+#[derive(Debug)]
+pub(crate) struct SessionInner {
+    pub client: Client,
+    pub id: String,
+    owner_id: String,
+    incarnation: String,
+    epoch: String,
+    ttl: Duration,
+    state: Mutex<State>,
+    done: CancellationToken,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    err: Option<Error>,
+    leases: HashMap<String, Lease>,
+}
+
+impl Client {
+    /// Creates a session for `owner_id` (the application's logical owner,
+    /// shown in inventory items) with the given TTL (1 s .. 10 min), and
+    /// starts its keepalive task (on the current tokio runtime).
+    pub async fn new_session(&self, owner_id: &str, ttl: Duration) -> Result<Session> {
+        let t0 = Instant::now();
+        let body = CreateSessionRequest {
+            owner_id: owner_id.to_string(),
+            ttl_ms: ttl.as_millis() as i64,
+        };
+        let rb = self
+            .request(Method::POST, self.url(&["v1", "sessions"]))
+            .json(&body);
+        let out: SessionInfo = self.call(rb, 201).await?;
+        let ttl = Duration::from_millis(out.ttl_ms.max(0) as u64);
+        let inner = Arc::new(SessionInner {
+            client: self.clone(),
+            id: out.session_id,
+            owner_id: out.owner_id,
+            incarnation: out.holder_incarnation,
+            epoch: out.epoch,
+            ttl,
+            state: Mutex::new(State::default()),
+            done: CancellationToken::new(),
+        });
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(keepalive(inner.clone(), stop.clone(), t0 + ttl));
+        Ok(Session {
+            inner,
+            stop,
+            task: Mutex::new(Some(task)),
+        })
+    }
+}
+
+impl Session {
+    /// The session id. It is a secret: whoever has it can release this
+    /// session's leases. Exposed for raw calls only.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// The logical owner the session was created for.
+    pub fn owner_id(&self) -> &str {
+        &self.inner.owner_id
+    }
+
+    /// The public, opaque id of this session, as shown in inventory items.
+    pub fn holder_incarnation(&self) -> &str {
+        &self.inner.incarnation
+    }
+
+    /// The broker lifetime the session belongs to.
+    pub fn epoch(&self) -> &str {
+        &self.inner.epoch
+    }
+
+    /// The session's TTL.
+    pub fn ttl(&self) -> Duration {
+        self.inner.ttl
+    }
+
+    /// The client the session was created with.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// Cancelled when the session has ended (`ended().cancelled().await`).
+    pub fn ended(&self) -> CancellationToken {
+        self.inner.done.clone()
+    }
+
+    /// `None` while the session lives, then why it ended.
+    pub fn error(&self) -> Option<Error> {
+        self.inner.error()
+    }
+
+    /// Ends the session at the broker (its leases are released there, each
+    /// with a `session_closed` change) and locally (every [`Lease`] is lost
+    /// with [`Error::Closed`] inside). Closing a session that already ended
+    /// only stops its keepalive. The keepalive task has stopped when this
+    /// returns.
+    pub async fn close(&self) -> Result<()> {
+        self.stop.cancel();
+        let task = self.task.lock().unwrap().take();
+        if let Some(t) = task {
+            let _ = t.await;
+        }
+        if self.inner.error().is_some() {
+            self.inner.end(Error::Closed);
+            return Ok(());
+        }
+        self.inner.end(Error::Closed);
+        let c = &self.inner.client;
+        let rb = c.request(Method::DELETE, c.url(&["v1", "sessions", &self.inner.id]));
+        match c.send(rb, 204).await {
+            Ok(_) | Err(Error::SessionNotFound(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Opens a watch stream whose registrations belong to this session: they
+    /// end with it, a duplicate open of the same selector supersedes the
+    /// older stream, and [`Subscription::unsubscribe`] can remove one.
+    pub async fn watch(&self, selectors: &[&str]) -> Result<Subscription> {
+        self.inner
+            .client
+            .open_watch(selectors, Some(&self.inner.id))
+            .await
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        self.inner.end(Error::Closed);
+    }
+}
+
+impl SessionInner {
+    pub fn error(&self) -> Option<Error> {
+        self.state.lock().unwrap().err.clone()
+    }
+
+    /// Records why the session ended, once, and loses its leases.
+    pub fn end(&self, cause: Error) {
+        let leases = {
+            let mut st = self.state.lock().unwrap();
+            if st.err.is_some() {
+                return;
+            }
+            st.err = Some(cause.clone());
+            std::mem::take(&mut st.leases)
+        };
+        self.done.cancel();
+        for l in leases.into_values() {
+            l.end(Error::LeaseLost(Box::new(cause.clone())));
+        }
+    }
+
+    /// Registers `l`; false when the session has ended.
+    pub fn track(&self, l: &Lease) -> bool {
+        let mut st = self.state.lock().unwrap();
+        if st.err.is_some() {
+            return false;
+        }
+        st.leases.insert(l.route().to_string(), l.clone());
+        true
+    }
+
+    pub fn untrack(&self, l: &Lease) {
+        let mut st = self.state.lock().unwrap();
+        if st.leases.get(l.route()).is_some_and(|h| h.same(l)) {
+            st.leases.remove(l.route());
+        }
+    }
+
+    pub fn handle(&self, route: &str) -> Option<Lease> {
+        self.state.lock().unwrap().leases.get(route).cloned()
+    }
+}
+
+/// Keeps the session alive every TTL/3 until stopped. A failed keepalive is
+/// retried with backoff; when none got through by the local deadline (a
+/// lower bound of the broker's), the session is lost.
+async fn keepalive(s: Arc<SessionInner>, stop: CancellationToken, mut deadline: Instant) {
+    let interval = s.ttl / 3;
+    let mut backoff = Backoff::new(Duration::from_millis(100), interval);
+    let mut wait = interval;
+    let mut last_err: Option<Error> = None;
+    let c = s.client.clone();
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = s.done.cancelled() => return,
+            _ = tokio::time::sleep(wait) => {}
+        }
+        if let Some(e) = &last_err {
+            if Instant::now() >= deadline {
+                s.end(Error::SessionLost(Box::new(e.clone())));
+                return;
+            }
+        }
+        let t0 = Instant::now();
+        let rb = c.request(Method::POST, c.url(&["v1", "sessions", &s.id, "keepalive"]));
+        let r = tokio::select! {
+            _ = stop.cancelled() => return,
+            r = tokio::time::timeout_at(deadline, c.call::<Keepalive>(rb, 200)) => r,
+        };
+        match r {
+            Ok(Ok(_)) => {
+                deadline = t0 + s.ttl;
+                last_err = None;
+                backoff.reset();
+                wait = interval;
+            }
+            Ok(Err(e @ Error::SessionNotFound(_))) => {
+                s.end(Error::SessionLost(Box::new(e)));
+                return;
+            }
+            Ok(Err(e)) => {
+                last_err = Some(e);
+                wait = backoff
+                    .next_delay()
+                    .min(deadline.saturating_duration_since(Instant::now()));
+            }
+            Err(_) => {
+                if last_err.is_none() {
+                    last_err = Some(Error::Unavailable(Problem::local(
+                        "no keepalive got through within the TTL",
+                    )));
+                }
+                wait = Duration::ZERO;
+            }
+        }
+    }
+}

@@ -1,0 +1,538 @@
+//! The Rust runner of the language-neutral observer scenarios in
+//! `clients/conformance/` (format in its README), through the shared harness
+//! (the real broker binary behind a test proxy). The runner implements the
+//! observer ops only and forwards every other op verbatim to the harness.
+
+mod common;
+
+use common::{harness, Harness};
+use muster_client::{Client, Error, Faults, ObserveOptions, Observer, View};
+use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+/// One harness per test binary, one scenario at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const OBSERVER_OPS: &[&str] = &[
+    "observe",
+    "wait_ready",
+    "expect_not_ready",
+    "expect_view",
+    "mark_epoch",
+    "expect_same_view",
+    "expect_stopped",
+    "close_observer",
+];
+
+struct Watched {
+    o: Observer,
+    token: String,
+    selector: String,
+}
+
+struct Runner {
+    h: &'static Harness,
+    tokens: HashMap<String, String>,
+    http: reqwest::Client,
+    faults: Faults,
+    observers: HashMap<String, Watched>,
+    marks: HashMap<String, String>,
+}
+
+fn scenarios() -> Vec<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 12,
+        "only {} scenarios in {}",
+        files.len(),
+        dir.display()
+    );
+    files
+}
+
+fn str_of<'a>(st: &'a Value, k: &str) -> &'a str {
+    st[k].as_str().unwrap_or("")
+}
+
+fn timeout_of(st: &Value) -> Duration {
+    Duration::from_millis(st["timeout_ms"].as_u64().unwrap_or(5000))
+}
+
+/// The selector grammar's matching (`*` one segment, `**` zero or more),
+/// for the runner only.
+fn matches(sel: &str, route: &str) -> bool {
+    fn m(s: &[&str], r: &[&str]) -> bool {
+        match s.split_first() {
+            None => r.is_empty(),
+            Some((&"**", rest)) => (0..=r.len()).any(|i| m(rest, &r[i..])),
+            Some((first, rest)) => {
+                !r.is_empty() && (*first == "*" || *first == r[0]) && m(rest, &r[1..])
+            }
+        }
+    }
+    let s: Vec<&str> = sel.trim_start_matches("lease://").split('/').collect();
+    let r: Vec<&str> = route.trim_start_matches("lease://").split('/').collect();
+    m(&s, &r)
+}
+
+impl Runner {
+    async fn get_json(&self, path: &str, query: &[(&str, &str)]) -> Result<Value, String> {
+        let r = self
+            .http
+            .get(format!("{}{path}", self.h.control))
+            .query(query)
+            .send()
+            .await
+            .map_err(|e| format!("{path}: {e}"))?;
+        let status = r.status();
+        let body: Value = r.json().await.map_err(|e| format!("{path}: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("{path}: {status} {body}"));
+        }
+        Ok(body)
+    }
+
+    async fn post(&self, path: &str, body: String) -> Result<(), String> {
+        let r = self
+            .http
+            .post(format!("{}{path}", self.h.control))
+            .header("Content-Type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| format!("{path}: {e}"))?;
+        if !r.status().is_success() {
+            let status = r.status();
+            return Err(format!("{status} {}", r.text().await.unwrap_or_default()));
+        }
+        Ok(())
+    }
+
+    fn observer(&self, st: &Value) -> Result<&Watched, String> {
+        let name = str_of(st, "observer");
+        self.observers
+            .get(name)
+            .ok_or_else(|| format!("no observer {name:?}"))
+    }
+
+    async fn step(&mut self, st: &Value) -> Result<(), String> {
+        let op = str_of(st, "op");
+        if !OBSERVER_OPS.contains(&op) {
+            return self.post("/step", st.to_string()).await;
+        }
+        match op {
+            "observe" => self.observe(st),
+            "wait_ready" => {
+                let w = self.observer(st)?;
+                match tokio::time::timeout(timeout_of(st), w.o.ready()).await {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(e)) => Err(format!("stopped: {e}")),
+                    Err(_) => Err(format!("not ready in time ({:?})", w.o.error())),
+                }
+            }
+            "expect_not_ready" => {
+                if self.observer(st)?.o.is_ready() {
+                    return Err("the observer is ready".into());
+                }
+                Ok(())
+            }
+            "expect_view" => self.expect_view(st).await,
+            "mark_epoch" => {
+                let epoch = self.observer(st)?.o.view().epoch;
+                self.marks.insert(str_of(st, "observer").to_string(), epoch);
+                Ok(())
+            }
+            "expect_same_view" => self.expect_same_view(st).await,
+            "expect_stopped" => {
+                let w = self.observer(st)?;
+                if tokio::time::timeout(timeout_of(st), w.o.stopped())
+                    .await
+                    .is_err()
+                {
+                    return Err("the observer did not stop".into());
+                }
+                let got = w.o.error();
+                let want = str_of(st, "expect_error");
+                match got.as_ref().and_then(Error::code) {
+                    Some(code) if code == want => Ok(()),
+                    _ => Err(format!("stopped with {got:?}, want {want}")),
+                }
+            }
+            "close_observer" => {
+                let w = self.observer(st)?;
+                let max = Duration::from_millis(st["max_ms"].as_u64().unwrap_or(1000));
+                if tokio::time::timeout(max, w.o.close()).await.is_err() {
+                    return Err(format!("close did not return within {max:?}"));
+                }
+                match w.o.error() {
+                    Some(Error::Closed) => Ok(()),
+                    other => Err(format!("error after close: {other:?}")),
+                }
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    fn observe(&mut self, st: &Value) -> Result<(), String> {
+        let token = str_of(st, "token");
+        let secret = self
+            .tokens
+            .get(token)
+            .ok_or_else(|| format!("no token {token:?}"))?;
+        let mut opts = ObserveOptions::default().faults(self.faults);
+        if let Some(n) = st["page_size"].as_u64() {
+            opts = opts.page_size(n as usize);
+        }
+        if let Some(ms) = st["reconcile_ms"].as_u64() {
+            opts = opts.reconcile_interval(Duration::from_millis(ms));
+        }
+        if let Some(j) = st["jitter"].as_f64() {
+            opts = opts.reconcile_jitter(j);
+        }
+        if let Some(ms) = st["shortest_ttl_ms"].as_u64() {
+            opts = opts.shortest_ttl(Duration::from_millis(ms));
+        }
+        let client = Client::builder(&self.h.proxy)
+            .token(secret.as_str())
+            .build()
+            .map_err(|e| e.to_string())?;
+        let selector = str_of(st, "selector");
+        let o = client.observe(selector, opts).map_err(|e| e.to_string())?;
+        let w = Watched {
+            o,
+            token: token.to_string(),
+            selector: selector.to_string(),
+        };
+        self.observers.insert(str_of(st, "observer").to_string(), w);
+        Ok(())
+    }
+
+    /// Why the view does not satisfy the step, `None` when it does.
+    async fn view_problem(
+        &self,
+        st: &Value,
+        w: &Watched,
+        v: &View,
+    ) -> Result<Option<String>, String> {
+        if !v.ready {
+            return Ok(Some(format!("not ready ({:?})", w.o.error())));
+        }
+        let by_route: HashMap<&str, &muster_client::Item> =
+            v.items.iter().map(|it| (it.route.as_str(), it)).collect();
+        if let Some(n) = st["count"].as_u64() {
+            if v.items.len() as u64 != n {
+                return Ok(Some(format!("{} items, want {n}", v.items.len())));
+            }
+        }
+        for c in st["contains"].as_array().into_iter().flatten() {
+            let route = str_of(c, "route");
+            let Some(it) = by_route.get(route) else {
+                return Ok(Some(format!("missing {route}")));
+            };
+            let owner = str_of(c, "owner_id");
+            if !owner.is_empty() && it.owner_id != owner {
+                return Ok(Some(format!(
+                    "{route} held by {}, want {owner}",
+                    it.owner_id
+                )));
+            }
+            let holder = str_of(c, "holder");
+            if !holder.is_empty() {
+                let h = self.get_json(&format!("/holder/{holder}"), &[]).await?;
+                if it.holder_incarnation != str_of(&h, "holder_incarnation") {
+                    return Ok(Some(format!(
+                        "{route} not held by {holder}'s current session"
+                    )));
+                }
+            }
+        }
+        for r in st["excludes"].as_array().into_iter().flatten() {
+            let r = r.as_str().unwrap_or("");
+            if by_route.contains_key(r) {
+                return Ok(Some(format!("still has {r}")));
+            }
+        }
+        if st["epoch_not_mark"].as_bool() == Some(true)
+            && self.marks.get(str_of(st, "observer")) == Some(&v.epoch)
+        {
+            return Ok(Some(format!("still in the marked epoch {}", v.epoch)));
+        }
+        if st["matches_list"].as_bool() == Some(true) {
+            let l = self
+                .get_json("/list", &[("selector", &w.selector), ("token", &w.token)])
+                .await?;
+            let listed: BTreeSet<String> = l["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|it| {
+                    format!(
+                        "{}@{}",
+                        str_of(it, "route"),
+                        str_of(it, "holder_incarnation")
+                    )
+                })
+                .collect();
+            let viewed: BTreeSet<String> = v
+                .items
+                .iter()
+                .map(|it| format!("{}@{}", it.route, it.holder_incarnation))
+                .collect();
+            if listed != viewed {
+                return Ok(Some(format!(
+                    "view ({} items) differs from LIST ({} items)",
+                    viewed.len(),
+                    listed.len()
+                )));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn expect_view(&self, st: &Value) -> Result<(), String> {
+        let w = self.observer(st)?;
+        let deadline = Instant::now() + timeout_of(st);
+        loop {
+            let changed = w.o.changed();
+            let Some(problem) = self.view_problem(st, w, &w.o.view()).await? else {
+                return Ok(());
+            };
+            if Instant::now() >= deadline {
+                return Err(problem);
+            }
+            // LIST may lag the view: look again at the next change or soon.
+            let _ = tokio::time::timeout(Duration::from_millis(50), changed).await;
+        }
+    }
+
+    async fn expect_same_view(&self, st: &Value) -> Result<(), String> {
+        let names: Vec<&str> = st["observers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if names.len() != 2 {
+            return Err("expect_same_view compares two observers".into());
+        }
+        let within = str_of(st, "within");
+        let deadline = Instant::now() + timeout_of(st);
+        loop {
+            let mut views = Vec::new();
+            for n in &names {
+                let w = self
+                    .observers
+                    .get(*n)
+                    .ok_or_else(|| format!("no observer {n:?}"))?;
+                let v = w.o.view();
+                let set: BTreeSet<String> = v
+                    .items
+                    .iter()
+                    .filter(|it| matches(within, &it.route))
+                    .map(|it| format!("{}@{}", it.route, it.holder_incarnation))
+                    .collect();
+                views.push((v.ready, set));
+            }
+            if views[0].0 && views[1].0 && views[0].1 == views[1].1 {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("views differ:\n{:?}\n{:?}", views[0], views[1]));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// Runs one scenario file; Err names the failing step.
+async fn run_scenario(
+    h: &'static Harness,
+    path: &std::path::Path,
+    faults: Faults,
+) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let sc: Value = serde_json::from_str(&text).unwrap();
+    let mut r = Runner {
+        h,
+        tokens: common::tokens(h).await,
+        http: reqwest::Client::new(),
+        faults,
+        observers: HashMap::new(),
+        marks: HashMap::new(),
+    };
+    r.post("/scenario", text.clone())
+        .await
+        .map_err(|e| format!("POST /scenario: {e}"))?;
+    let mut result = Ok(());
+    for (i, st) in sc["steps"].as_array().unwrap().iter().enumerate() {
+        if let Err(e) = r.step(st).await {
+            result = Err(format!("step {} ({}): {e}", i + 1, str_of(st, "op")));
+            break;
+        }
+    }
+    for w in r.observers.values() {
+        // A broken observer's close may hang: dropping it is all that is left.
+        let _ = tokio::time::timeout(Duration::from_secs(1), w.o.close()).await;
+    }
+    result
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_scenario_passes() {
+    let _serial = SERIAL.lock().await;
+    let mut failed = Vec::new();
+    for f in scenarios() {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let t0 = Instant::now();
+        match run_scenario(harness(), &f, Faults::default()).await {
+            Ok(()) => eprintln!("PASS {name} ({:?})", t0.elapsed()),
+            Err(e) => {
+                eprintln!("FAIL {name}: {e}");
+                failed.push(format!("{name}: {e}"));
+            }
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "failed scenarios:\n{}",
+        failed.join("\n")
+    );
+}
+
+fn name_of(path: &std::path::Path) -> String {
+    let sc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    str_of(&sc, "name").to_string()
+}
+
+/// The deliberately broken observer each scenario must catch (the Go
+/// runner's `brokenVariants`): a scenario that passes with a broken observer
+/// proves nothing.
+fn broken_variant(scenario: &str) -> Option<Faults> {
+    let f = Faults::default();
+    Some(match scenario {
+        "bootstrap-changes-before-stream" | "observation-grants-nothing" => Faults {
+            ignore_snapshot: true,
+            ..f
+        },
+        "bootstrap-changes-during-paging" => Faults {
+            drop_buffered: true,
+            ..f
+        },
+        "bootstrap-changes-right-after-ready"
+        | "waiter-granted-after-release"
+        | "superseded-same-session-same-selector"
+        | "wildcard-registration-limit" => Faults {
+            ignore_live: true,
+            ..f
+        },
+        "steady-state-updates" | "expired-lease-leaves-view" => Faults {
+            ignore_expired: true,
+            ..f
+        },
+        "overflow-recovery" => Faults {
+            stay_ready: true,
+            ..f
+        },
+        "broker-restart-fresh-bootstrap" => Faults {
+            merge_views: true,
+            ..f
+        },
+        "holder-session-ends" => Faults {
+            ignore_session_closed: true,
+            ..f
+        },
+        "periodic-reconciliation" => Faults {
+            no_reconcile: true,
+            ..f
+        },
+        "close-while-page-hangs" => Faults {
+            uncancellable_pages: true,
+            ..f
+        },
+        "overlapping-observers-converge" => Faults {
+            drop_buffered: true,
+            ignore_live: true,
+            ..f
+        },
+        "family-isolation" | "forbidden-selector-stops-observer" => Faults {
+            retry_fatal: true,
+            ..f
+        },
+        _ => return None,
+    })
+}
+
+/// Every scenario FAILS with its broken observer. Every variant also skips
+/// the periodic reconciliation, which would otherwise repair most faults
+/// within its interval and let a slow scenario pass by luck; the control
+/// shows that skipping it alone fails only the scenario about
+/// reconciliation. The failures are mostly waits running out, so the
+/// variants run concurrently on four harnesses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_scenario_catches_its_broken_observer() {
+    let _serial = SERIAL.lock().await;
+    let files = scenarios();
+    let no_reconcile = Faults {
+        no_reconcile: true,
+        ..Faults::default()
+    };
+    for f in &files {
+        let name = name_of(f);
+        let r = run_scenario(harness(), f, no_reconcile).await;
+        assert_eq!(
+            r.is_err(),
+            name == "periodic-reconciliation",
+            "control (no reconciliation) on {name}: {r:?}"
+        );
+    }
+    let queue = std::sync::Mutex::new(files.clone());
+    let worker = |h: &'static Harness| {
+        let queue = &queue;
+        async move {
+            let mut passed = Vec::new();
+            loop {
+                let Some(f) = queue.lock().unwrap().pop() else {
+                    return passed;
+                };
+                let name = name_of(&f);
+                let Some(mut faults) = broken_variant(&name) else {
+                    passed.push(format!(
+                        "{name}: no broken variant: add one to broken_variant"
+                    ));
+                    continue;
+                };
+                faults.no_reconcile = true;
+                match run_scenario(h, &f, faults).await {
+                    Ok(()) => passed.push(format!("{name} passed with {faults:?}")),
+                    Err(e) => eprintln!("{name} caught {faults:?}: {e}"),
+                }
+            }
+        }
+    };
+    let passed: Vec<String> =
+        futures_util::future::join_all(common::harnesses(4).into_iter().map(worker))
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+    assert!(
+        passed.is_empty(),
+        "scenarios that cannot fail:\n{}",
+        passed.join("\n")
+    );
+}
+
+#[test]
+fn runner_selector_matching() {
+    assert!(matches("lease://acme/*/x", "lease://acme/r/x"));
+    assert!(matches("lease://acme/**", "lease://acme/r/x"));
+    assert!(!matches("lease://acme/*", "lease://acme/r/x"));
+    assert!(!matches("lease://other/**", "lease://acme/r/x"));
+}
