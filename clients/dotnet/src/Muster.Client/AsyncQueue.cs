@@ -118,6 +118,9 @@ namespace Muster.Client
             await t.ConfigureAwait(false);
         }
 
+        /// <summary>Lets t run on unobserved (it handles its own failures).</summary>
+        internal static void Forget(Task t) { }
+
         /// <summary>Task.Delay that returns false instead of throwing when ct is cancelled.</summary>
         internal static async Task<bool> SleepAsync(TimeSpan d, CancellationToken ct)
         {

@@ -1,0 +1,532 @@
+using System;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.Linq;
+using System.Threading;
+using System.Threading.Tasks;
+
+namespace Muster.Client
+{
+    /// <summary>
+    /// Keeps an advisory view of the held leases matching one selector. It owns the
+    /// bootstrap (open a watch stream and read its marker, buffer the changes, page
+    /// the rest of the marker's snapshot, install it, apply the buffered changes newer
+    /// than the marker, then report ready) and every recovery. See MusterClient.Observe
+    /// and docs/client-operations.md.
+    /// </summary>
+    public sealed class InventoryObserver : IDisposable
+    {
+        private static readonly TimeSpan RecoverMin = TimeSpan.FromMilliseconds(50);
+        private static readonly TimeSpan RecoverMax = TimeSpan.FromSeconds(2);
+        /// <summary>Bounds the changes buffered while paging a snapshot; beyond it the bootstrap starts over.</summary>
+        internal const int MaxBuffered = 100000;
+
+        [ThreadStatic] private static bool raising;
+
+        private readonly MusterClient c;
+        private readonly int pageSize;
+        private readonly double jitter;
+        private readonly ObserverFaults faults;
+        private readonly CancellationTokenSource life;
+        private readonly AsyncQueue<Msg> inbox = new AsyncQueue<Msg>(int.MaxValue);
+        private readonly TaskCompletionSource<bool> stopped = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+        private readonly object mu = new object();
+        private readonly object raiseMu = new object();
+
+        // Guarded by mu.
+        private Dictionary<string, Item> items = new Dictionary<string, Item>(StringComparer.Ordinal);
+        private bool ready, closed;
+        private string epoch = "";
+        private long revision;
+        private Exception error, stopErr;
+        private Subscription cur;
+        private TaskCompletionSource<bool> changed = NewTcs();
+        private readonly ObserverStats stats = new ObserverStats();
+
+        internal InventoryObserver(MusterClient c, string selector, ObserveOptions o, ObserverFaults faults, CancellationToken ct)
+        {
+            this.c = c;
+            this.faults = faults;
+            Selector = selector;
+            pageSize = o.PageSize;
+            jitter = o.ReconcileJitter;
+            ReconcileEvery = o.ReconcileInterval ?? Reconcile.Interval(o.ShortestTtl);
+            life = CancellationTokenSource.CreateLinkedTokenSource(ct);
+            Task.Run(() => RunAsync(life.Token));
+        }
+
+        /// <summary>The observed selector.</summary>
+        public string Selector { get; private set; }
+
+        /// <summary>The (unjittered) periodic reconciliation interval.</summary>
+        public TimeSpan ReconcileEvery { get; private set; }
+
+        /// <summary>
+        /// Raised after every change of the view, of its readiness or of Error, on a
+        /// background thread (one at a time). Keep handlers short; read View for the
+        /// state. An exception from a handler is ignored.
+        /// </summary>
+        public event EventHandler Changed;
+
+        /// <summary>True when the view is bootstrapped and followed live.</summary>
+        public bool Ready { get { lock (mu) return ready; } }
+
+        /// <summary>Null while the view is ready. Otherwise why it is not: the end of the
+        /// stream, or the last failed bootstrap; once the observer stopped, why it stopped
+        /// (MusterClosedException after Dispose).</summary>
+        public Exception Error { get { lock (mu) return error; } }
+
+        /// <summary>Completes when the observer has stopped for good (Dispose, its token, or
+        /// an error no retry can fix; Error says which).</summary>
+        public Task Stopped { get { return stopped.Task; } }
+
+        /// <summary>A copy of the current view.</summary>
+        public ObserverView View
+        {
+            get
+            {
+                lock (mu)
+                {
+                    var l = items.Values.ToList();
+                    l.Sort((a, b) => string.CompareOrdinal(a.Route, b.Route));
+                    return new ObserverView { Ready = ready, Epoch = epoch, Revision = revision, Items = l };
+                }
+            }
+        }
+
+        /// <summary>What the observer did so far.</summary>
+        public ObserverStats Stats { get { lock (mu) return stats.Copy(); } }
+
+        /// <summary>Waits until the view is ready. Throws the observer's Error when it
+        /// stopped, OperationCanceledException when ct ends first.</summary>
+        public async Task ReadyAsync(CancellationToken ct = default(CancellationToken))
+        {
+            while (true)
+            {
+                Task next;
+                lock (mu)
+                {
+                    if (ready) return;
+                    if (closed) throw error;
+                    next = changed.Task;
+                }
+                await Tasks.WaitAsync(next, ct).ConfigureAwait(false);
+            }
+        }
+
+        /// <summary>A task that completes at the next change (view, readiness or Error).</summary>
+        internal Task NextChange() { lock (mu) return changed.Task; }
+
+        /// <summary>Stops the observer and waits for it: its stream is closed and any request
+        /// in flight is cancelled, so Dispose returns promptly even while the broker hangs.
+        /// Error is MusterClosedException afterwards. Called from a Changed handler, it
+        /// stops the observer without waiting.</summary>
+        public void Dispose()
+        {
+            lock (mu) if (stopErr == null) stopErr = new MusterClosedException();
+            life.Cancel();
+            if (!raising) stopped.Task.Wait();
+        }
+
+        // ---- the loop ----
+
+        private abstract class Msg { }
+        private sealed class RetryDue : Msg { internal int Gen; }
+        private sealed class ReconcileDue : Msg { internal int Gen; }
+        private sealed class StreamEnded : Msg { internal Subscription Sub; }
+        private sealed class BootDone : Msg { internal BootResult R; }
+
+        private sealed class BootResult
+        {
+            internal Subscription Sub;
+            internal Dictionary<string, Item> Items;
+            internal string Epoch;
+            internal long Revision;
+            internal Exception Error;
+        }
+
+        private void Post(Msg m) { inbox.WriteAsync(m, CancellationToken.None).GetAwaiter().GetResult(); }
+
+        private void After(TimeSpan d, Msg m, CancellationToken ct)
+        {
+            if (d <= TimeSpan.Zero)
+            {
+                Post(m);
+                return;
+            }
+            Task.Delay(d, ct).ContinueWith(t => { if (!t.IsCanceled) Post(m); }, TaskContinuationOptions.ExecuteSynchronously);
+        }
+
+        /// <summary>The observer's single loop: it owns the current stream and starts at
+        /// most one bootstrap at a time. Timers are generations: a stale one is ignored.</summary>
+        private async Task RunAsync(CancellationToken ct)
+        {
+            Task<BootResult> pending = null;
+            Subscription current = null;
+            var readyAt = Stopwatch.StartNew();
+            var bo = new Backoff(RecoverMin, RecoverMax);
+            int retryGen = 0, reconcileGen = 0;
+            try
+            {
+                Action start = () =>
+                {
+                    lock (mu) stats.Attempts++;
+                    var t = Task.Run(() => BootstrapAsync(ct));
+                    pending = t;
+                    t.ContinueWith(x => Post(new BootDone { R = x.Result }), TaskContinuationOptions.ExecuteSynchronously);
+                };
+                Post(new RetryDue { Gen = retryGen }); // the first bootstrap starts at once
+                while (true)
+                {
+                    Msg m;
+                    if (!inbox.TryRead(out m))
+                    {
+                        await inbox.WaitToReadAsync(ct).ConfigureAwait(false);
+                        continue;
+                    }
+                    if (ct.IsCancellationRequested) return;
+                    var retry = m as RetryDue;
+                    if (retry != null)
+                    {
+                        if (retry.Gen == retryGen && pending == null) start();
+                        continue;
+                    }
+                    var rec = m as ReconcileDue;
+                    if (rec != null)
+                    {
+                        if (rec.Gen == reconcileGen && pending == null)
+                        {
+                            lock (mu) stats.Reconciliations++;
+                            start();
+                        }
+                        continue;
+                    }
+                    var end = m as StreamEnded;
+                    if (end != null)
+                    {
+                        if (end.Sub != current) continue;
+                        if ((faults & ObserverFaults.IgnoreStreamEnd) != 0) continue;
+                        current = null;
+                        reconcileGen++;
+                        NotReady(end.Sub.Error, end.Sub);
+                        if (pending == null)
+                        {
+                            retryGen++;
+                            if (readyAt.Elapsed >= RecoverMax)
+                            {
+                                bo.Reset(); // it was stable: recover at once
+                                After(TimeSpan.Zero, new RetryDue { Gen = retryGen }, ct);
+                            }
+                            else
+                            {
+                                After(bo.Next(), new RetryDue { Gen = retryGen }, ct);
+                            }
+                        }
+                        continue;
+                    }
+                    var done = (BootDone)m;
+                    pending = null;
+                    var r = done.R;
+                    if (ct.IsCancellationRequested)
+                    {
+                        if (r.Sub != null) r.Sub.Dispose();
+                        return;
+                    }
+                    if (r.Error != null)
+                    {
+                        if (Fatal(r.Error))
+                        {
+                            lock (mu) if (stopErr == null) stopErr = r.Error;
+                            return;
+                        }
+                        if (current == null) NotReady(r.Error, null);
+                        retryGen++;
+                        After(bo.Next(), new RetryDue { Gen = retryGen }, ct);
+                        continue;
+                    }
+                    var old = current;
+                    current = r.Sub;
+                    Install(r);
+                    if (old != null) old.Dispose();
+                    readyAt.Restart();
+                    reconcileGen++;
+                    After(Reconcile.Jittered(ReconcileEvery, jitter), new ReconcileDue { Gen = reconcileGen }, ct);
+                    var sub = r.Sub;
+                    Tasks.Forget(Task.Run(() => PumpAsync(sub, ct)));
+                }
+            }
+            catch (OperationCanceledException)
+            {
+            }
+            catch (Exception e)
+            {
+                lock (mu) if (stopErr == null) stopErr = e; // a bug of this SDK: stop visibly
+            }
+            finally
+            {
+                life.Cancel();
+                if (pending != null)
+                {
+                    try
+                    {
+                        var r = await pending.ConfigureAwait(false);
+                        if (r.Sub != null) r.Sub.Dispose();
+                    }
+                    catch (Exception) { }
+                }
+                if (current != null) current.Dispose();
+                Stop(ct.IsCancellationRequested ? new OperationCanceledException(ct) : null);
+            }
+        }
+
+        /// <summary>Errors no retry fixes.</summary>
+        private static bool Fatal(Exception e)
+        {
+            var m = e as MusterException;
+            if (m == null) return false;
+            switch (m.Code)
+            {
+                case ErrorCode.InvalidSelector: case ErrorCode.InvalidRequest: case ErrorCode.Unauthenticated:
+                case ErrorCode.Forbidden: case ErrorCode.NotFound: case ErrorCode.MethodNotAllowed: case ErrorCode.NotImplemented:
+                    return true;
+                default:
+                    return false;
+            }
+        }
+
+        /// <summary>Applies the live changes of sub while it is the current stream, then
+        /// reports its end to the loop.</summary>
+        private async Task PumpAsync(Subscription sub, CancellationToken ct)
+        {
+            try
+            {
+                while (await sub.WaitToReadAsync(ct).ConfigureAwait(false))
+                {
+                    Change ch;
+                    while (sub.TryRead(out ch)) Apply(sub, ch);
+                }
+                Post(new StreamEnded { Sub = sub });
+            }
+            catch (OperationCanceledException)
+            {
+            }
+        }
+
+        /// <summary>
+        /// Opens a stream, pages the rest of its marker's snapshot while buffering the
+        /// stream's changes, and builds the view. On success the stream stays open for
+        /// the caller. Never throws: failures are in the result.
+        /// </summary>
+        private async Task<BootResult> BootstrapAsync(CancellationToken ct)
+        {
+            Subscription sub;
+            try
+            {
+                sub = await c.WatchAsync(null, new[] { Selector }, ct).ConfigureAwait(false);
+            }
+            catch (Exception e)
+            {
+                return new BootResult { Error = e };
+            }
+            try
+            {
+                var m = sub.Marker;
+                if (m.Selectors.Count != 1)
+                {
+                    throw new System.IO.InvalidDataException(string.Format("muster: the marker has {0} subscriptions, want 1", m.Selectors.Count));
+                }
+                var its = new Dictionary<string, Item>(StringComparer.Ordinal);
+                foreach (var it in m.Selectors[0].Items) its[it.Route] = it;
+                var buf = new List<Change>();
+                using (var pcts = CancellationTokenSource.CreateLinkedTokenSource(ct))
+                {
+                    var pages = PageRestAsync(m, its, pcts.Token);
+                    while (true)
+                    {
+                        var readable = sub.WaitToReadAsync(pcts.Token);
+                        await Task.WhenAny(readable, pages).ConfigureAwait(false);
+                        if (pages.IsCompleted)
+                        {
+                            await pages.ConfigureAwait(false); // throws the paging error
+                            break;
+                        }
+                        if (!await readable.ConfigureAwait(false))
+                        {
+                            pcts.Cancel();
+                            try { await pages.ConfigureAwait(false); } catch (Exception) { }
+                            throw sub.Error ?? new StreamEndedException("the connection ended", null);
+                        }
+                        Change ch;
+                        while (sub.TryRead(out ch))
+                        {
+                            buf.Add(ch);
+                            if (buf.Count > MaxBuffered)
+                            {
+                                pcts.Cancel();
+                                try { await pages.ConfigureAwait(false); } catch (Exception) { }
+                                throw new System.IO.InvalidDataException(string.Format("muster: more than {0} changes while paging a snapshot", MaxBuffered));
+                            }
+                        }
+                    }
+                }
+                var rev = m.Revision;
+                if ((faults & ObserverFaults.SkipBufferedChanges) == 0)
+                {
+                    foreach (var ch in buf)
+                    {
+                        if (ch.Revision > m.Revision)
+                        {
+                            ApplyTo(its, ch);
+                            if (ch.Revision > rev) rev = ch.Revision;
+                        }
+                    }
+                }
+                return new BootResult { Sub = sub, Items = its, Epoch = m.Epoch, Revision = rev };
+            }
+            catch (Exception e)
+            {
+                sub.Dispose();
+                return new BootResult { Error = e };
+            }
+        }
+
+        /// <summary>Reads the rest of the marker's snapshot into its (owned by the caller
+        /// only once this completed).</summary>
+        private async Task PageRestAsync(Marker m, Dictionary<string, Item> its, CancellationToken ct)
+        {
+            var cursor = m.Selectors[0].NextCursor;
+            while (!string.IsNullOrEmpty(cursor))
+            {
+                var p = await c.ListPageAsync(Selector, new ListOptions { Limit = pageSize, Cursor = cursor }, ct).ConfigureAwait(false);
+                if (p.Epoch != m.Epoch) throw new MusterException(ErrorCode.EpochChanged, "the broker restarted during the bootstrap");
+                foreach (var it in p.Items) its[it.Route] = it;
+                cursor = p.NextCursor;
+            }
+        }
+
+        private static void ApplyTo(Dictionary<string, Item> its, Change ch)
+        {
+            if (ch.Kind == ChangeKinds.Acquired && ch.Item != null) its[ch.Route] = ch.Item;
+            else its.Remove(ch.Route);
+        }
+
+        private void Apply(Subscription sub, Change ch)
+        {
+            lock (mu)
+            {
+                if (sub != cur || ch.Revision <= revision) return;
+                ApplyTo(items, ch);
+                revision = ch.Revision;
+                Notify();
+            }
+            Raise();
+        }
+
+        private void Install(BootResult r)
+        {
+            lock (mu)
+            {
+                items = r.Items;
+                epoch = r.Epoch;
+                revision = r.Revision;
+                cur = r.Sub;
+                ready = true;
+                error = null;
+                stats.Bootstraps++;
+                Notify();
+            }
+            Raise();
+        }
+
+        private void NotReady(Exception e, Subscription ended)
+        {
+            lock (mu)
+            {
+                if (ended != null && cur == ended) cur = null;
+                if (ready) stats.Recoveries++;
+                ready = false;
+                error = e;
+                Notify();
+            }
+            Raise();
+        }
+
+        /// <summary>Marks the observer stopped: by Dispose, by a fatal error, or by the end
+        /// of its token (cause).</summary>
+        private void Stop(Exception cause)
+        {
+            lock (mu)
+            {
+                if (stopErr == null) stopErr = cause ?? new MusterClosedException();
+                error = stopErr;
+                ready = false;
+                closed = true;
+                cur = null;
+                Notify();
+            }
+            Raise();
+            stopped.TrySetResult(true);
+        }
+
+        /// <summary>Wakes the waiters of the current change; mu is held.</summary>
+        private void Notify()
+        {
+            changed.TrySetResult(true);
+            changed = NewTcs();
+        }
+
+        private void Raise()
+        {
+            var h = Changed;
+            if (h == null) return;
+            lock (raiseMu)
+            {
+                raising = true;
+                try { h(this, EventArgs.Empty); }
+                catch (Exception) { }
+                finally { raising = false; }
+            }
+        }
+
+        private static TaskCompletionSource<bool> NewTcs()
+        {
+            return new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+        }
+    }
+
+    public sealed partial class MusterClient
+    {
+        /// <summary>
+        /// Starts an observer of selector and returns at once; use ReadyAsync, Ready and
+        /// Changed to learn when its view is usable.
+        ///
+        /// The view is advisory: it can be stale at any moment, and it never grants
+        /// anything (its items are plain values; only Session.AcquireAsync makes a Lease).
+        /// It becomes not ready, and a fresh bootstrap starts at once, when the stream
+        /// ends for any reason: overflow (this process read too slowly), supersede, a
+        /// dropped connection, a broker restart (a new epoch: the new view replaces the
+        /// old one entirely). Failed bootstraps are retried with backoff from 50 ms
+        /// doubling to 2 s, jittered; only one bootstrap runs at a time. While ready, the
+        /// observer also re-bootstraps in the background every reconciliation interval
+        /// (by default clamp(shortest TTL / 2, 5 s, 60 s) ±20%), replacing the view when
+        /// the new one is installed, because changes are hints that a broker does not
+        /// replay.
+        ///
+        /// An error no retry can fix (InvalidSelector, Forbidden, Unauthenticated,
+        /// NotFound, NotImplemented, …) stops the observer: Stopped completes and Error
+        /// says why. ct bounds the observer's life like Dispose. Invalid options throw
+        /// a MusterException with InvalidRequest.
+        /// </summary>
+        public InventoryObserver Observe(string selector, ObserveOptions options = null, CancellationToken ct = default(CancellationToken))
+        {
+            return Observe(selector, options, ObserverFaults.None, ct);
+        }
+
+        internal InventoryObserver Observe(string selector, ObserveOptions options, ObserverFaults faults, CancellationToken ct)
+        {
+            options = options ?? new ObserveOptions();
+            options.Validate();
+            return new InventoryObserver(this, selector, options, faults, ct);
+        }
+    }
+}
