@@ -26,5 +26,7 @@ go test -count=1 -timeout 12m ./...
 # The Go SDK is its own module: generation check, static checks, its tests
 # (against the real broker binary) and the conformance scenarios.
 (cd clients/go && ./check-generated.sh && go vet ./... && go tool staticcheck ./... && go test -count=1 -timeout 8m ./...)
+# The conformance harness every SDK's runner drives: its own module.
+bash clients/conformance/harness/check.sh
 # The concurrent packages once more under the race detector.
 go test -count=1 -race -timeout 8m ./core ./sse ./handlers/...

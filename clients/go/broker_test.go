@@ -37,6 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	stopHarness()
 	_ = os.RemoveAll(dir)
 	if code == 0 {
 		if err := goleak.Find(leakOpts...); err != nil {

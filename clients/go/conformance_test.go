@@ -5,43 +5,32 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/musterhq/muster/clients/go/api"
 )
 
-// The runner of the language-neutral scenarios in clients/conformance
-// (their README describes the format), against the real broker.
+// The Go runner of the language-neutral scenarios in clients/conformance
+// (their README describes the format and the harness's control API). The
+// shared harness runs the broker, the gating proxy and the actors; this
+// runner implements only the observer ops with this package's Observer and
+// forwards every other op to the harness's POST /step.
 
-type scenario struct {
-	Name   string `json:"name"`
-	Proves string `json:"proves"`
-	Actors []struct {
-		Name         string `json:"name"`
-		Token        string `json:"token"`
-		OwnerID      string `json:"owner_id"`
-		SessionTTLMs int64  `json:"session_ttl_ms"`
-	} `json:"actors"`
-	Steps []step `json:"steps"`
+type scenarioFile struct {
+	Name   string            `json:"name"`
+	Proves string            `json:"proves"`
+	Steps  []json.RawMessage `json:"steps"`
+	raw    []byte
 }
 
-type step struct {
+// obsStep holds the fields of the observer ops; other fields are ignored
+// here (the step is forwarded verbatim).
+type obsStep struct {
 	Op            string   `json:"op"`
-	Actor         string   `json:"actor"`
-	Route         string   `json:"route"`
-	TTLMs         int64    `json:"ttl_ms"`
-	WaitMs        int64    `json:"wait_ms"`
-	Background    bool     `json:"background"`
-	From          int      `json:"from"`
-	Count         *int     `json:"count"`
-	Holder        string   `json:"holder"`
-	ExpectError   string   `json:"expect_error"`
 	Observer      string   `json:"observer"`
 	Observers     []string `json:"observers"`
 	Within        string   `json:"within"`
@@ -51,6 +40,7 @@ type step struct {
 	ReconcileMs   int64    `json:"reconcile_ms"`
 	Jitter        *float64 `json:"jitter"`
 	ShortestTTLMs int64    `json:"shortest_ttl_ms"`
+	Count         *int     `json:"count"`
 	Contains      []struct {
 		Route   string `json:"route"`
 		OwnerID string `json:"owner_id"`
@@ -61,200 +51,114 @@ type step struct {
 	EpochNotMark bool     `json:"epoch_not_mark"`
 	TimeoutMs    *int64   `json:"timeout_ms"`
 	MaxMs        int64    `json:"max_ms"`
-	Gate         string   `json:"gate"`
-	On           bool     `json:"on"`
-	Ms           int64    `json:"ms"`
-	OpensAtLeast *int64   `json:"watch_opens_at_least"`
-	OpensAtMost  *int64   `json:"watch_opens_at_most"`
-	SawEvent     string   `json:"saw_event"`
+	ExpectError  string   `json:"expect_error"`
 }
 
-type actor struct {
-	name, token, owner string
-	ttl                time.Duration
-	client             *Client
-	session            *Session
-	mu                 sync.Mutex
-	leases             map[string]*Lease
-}
-
-type run struct {
-	t         *testing.T
-	b         *broker
-	p         *proxy
-	actors    map[string]*actor
-	observers map[string]*Observer
-	tokens    map[string]string // observer → token
-	marks     map[string]string // observer → epoch
-	bg        sync.WaitGroup
-}
-
-func TestConformance(t *testing.T) {
-	files, err := filepath.Glob("../conformance/*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenarios: %v", err)
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var sc scenario
-		dec := json.NewDecoder(strings.NewReader(string(data)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&sc); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		if sc.Proves == "" || strings.Contains(sc.Proves, "\n") {
-			t.Fatalf("%s: 'proves' must be one line naming the seed requirement", f)
-		}
-		t.Run(sc.Name, func(t *testing.T) { runScenario(t, sc) })
-	}
-}
-
-func runScenario(t *testing.T, sc scenario) {
-	b := mustStartBroker(t)
-	r := &run{t: t, b: b, p: startProxy(t, b.url()), actors: map[string]*actor{},
-		observers: map[string]*Observer{}, tokens: map[string]string{}, marks: map[string]string{}}
-	defer r.bg.Wait()
-	defer func() {
-		for _, o := range r.observers {
-			o.Close()
-		}
-	}()
-	for _, a := range sc.Actors {
-		ac := &actor{name: a.Name, token: a.Token, owner: a.OwnerID, ttl: time.Duration(a.SessionTTLMs) * time.Millisecond,
-			client: newClient(t, b.url(), a.Token)}
-		r.actors[a.Name] = ac
-		r.newSession(ac)
-	}
-	for i, st := range sc.Steps {
-		if err := r.step(st); err != nil {
-			t.Fatalf("step %d (%s): %v", i+1, st.Op, err)
-		}
-	}
-}
-
-func (r *run) newSession(a *actor) {
-	s, err := a.client.NewSession(context.Background(), a.owner, a.ttl)
-	if err != nil {
-		r.t.Fatalf("session of %s: %v", a.name, err)
-	}
-	r.t.Cleanup(func() { _ = s.Close(context.Background()) })
-	a.mu.Lock()
-	a.session, a.leases = s, map[string]*Lease{}
-	a.mu.Unlock()
-}
-
-func (r *run) actor(name string) (*actor, error) {
-	if a := r.actors[name]; a != nil {
-		return a, nil
-	}
-	return nil, fmt.Errorf("no actor %q", name)
-}
-
-func (r *run) observer(name string) (*Observer, error) {
-	if o := r.observers[name]; o != nil {
-		return o, nil
-	}
-	return nil, fmt.Errorf("no observer %q", name)
-}
-
-// expectErr compares an outcome with the step's expect_error.
-func expectErr(err error, code string) error {
-	if code == "" {
-		return err
-	}
-	var e *Error
-	if !errors.As(err, &e) || string(e.Code) != code {
-		return fmt.Errorf("got %v, want error %s", err, code)
-	}
-	return nil
-}
-
-func (s step) timeout() time.Duration {
+func (s obsStep) timeout() time.Duration {
 	if s.TimeoutMs == nil {
 		return 5 * time.Second
 	}
 	return time.Duration(*s.TimeoutMs) * time.Millisecond
 }
 
-func (r *run) step(st step) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+// runner runs one scenario's observer ops.
+type runner struct {
+	h         *conformanceHarness
+	extra     []ObserveOption // appended to every Observe (broken variants)
+	observers map[string]*Observer
+	tokens    map[string]string // observer → token name
+	marks     map[string]string // observer → epoch
+	trs       []*http.Transport
+}
+
+// loadScenarios reads every scenario file, in name order.
+func loadScenarios(tb testing.TB) []scenarioFile {
+	tb.Helper()
+	files, err := filepath.Glob("../conformance/*.json")
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no scenarios: %v", err)
+	}
+	var out []scenarioFile
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		var sc scenarioFile
+		if err := json.Unmarshal(data, &sc); err != nil {
+			tb.Fatalf("%s: %v", f, err)
+		}
+		if sc.Proves == "" || strings.Contains(sc.Proves, "\n") {
+			tb.Fatalf("%s: 'proves' must be one line naming the seed requirement", f)
+		}
+		sc.raw = data
+		out = append(out, sc)
+	}
+	return out
+}
+
+func TestConformance(t *testing.T) {
+	h := sharedHarness(t)
+	for _, sc := range loadScenarios(t) {
+		t.Run(sc.Name, func(t *testing.T) {
+			if err := runScenario(h, sc); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// runScenario runs sc through the harness; extra options are given to every
+// observer. It returns the first failed step.
+func runScenario(h *conformanceHarness, sc scenarioFile, extra ...ObserveOption) error {
+	ctx := context.Background()
+	if err := h.post(ctx, "/scenario", sc.raw); err != nil {
+		return fmt.Errorf("loading the scenario: %w", err)
+	}
+	r := &runner{h: h, extra: extra, observers: map[string]*Observer{}, tokens: map[string]string{}, marks: map[string]string{}}
+	defer r.close()
+	for i, raw := range sc.Steps {
+		var st obsStep
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return fmt.Errorf("step %d: %v", i+1, err)
+		}
+		if err := r.step(ctx, st, raw); err != nil {
+			return fmt.Errorf("step %d (%s): %w", i+1, st.Op, err)
+		}
+	}
+	return nil
+}
+
+// close closes every observer of the scenario, then lets the harness drop
+// whatever is still held at its gates.
+func (r *runner) close() {
+	done := make(chan struct{})
+	go func() {
+		for _, o := range r.observers {
+			o.Close()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second): // a broken Close: the reset frees it
+		_ = r.h.post(context.Background(), "/reset", nil)
+		<-done
+	}
+	for _, tr := range r.trs {
+		tr.CloseIdleConnections()
+	}
+}
+
+func (r *runner) observer(name string) (*Observer, error) {
+	if o := r.observers[name]; o != nil {
+		return o, nil
+	}
+	return nil, fmt.Errorf("no observer %q", name)
+}
+
+func (r *runner) step(ctx context.Context, st obsStep, raw json.RawMessage) error {
 	switch st.Op {
-	case "acquire":
-		a, err := r.actor(st.Actor)
-		if err != nil {
-			return err
-		}
-		do := func() error {
-			var opts []AcquireOption
-			if st.WaitMs > 0 {
-				opts = append(opts, Wait(time.Duration(st.WaitMs)*time.Millisecond))
-			}
-			l, err := a.session.Acquire(context.Background(), st.Route, time.Duration(st.TTLMs)*time.Millisecond, opts...)
-			if err == nil {
-				a.mu.Lock()
-				a.leases[st.Route] = l
-				a.mu.Unlock()
-			}
-			return expectErr(err, st.ExpectError)
-		}
-		if st.Background {
-			r.bg.Add(1)
-			go func() {
-				defer r.bg.Done()
-				if err := do(); err != nil {
-					r.t.Errorf("background acquire of %s: %v", st.Route, err)
-				}
-			}()
-			return nil
-		}
-		return do()
-	case "acquire_many":
-		a, err := r.actor(st.Actor)
-		if err != nil {
-			return err
-		}
-		return r.acquireMany(ctx, a, st)
-	case "release", "extend":
-		a, err := r.actor(st.Actor)
-		if err != nil {
-			return err
-		}
-		a.mu.Lock()
-		l := a.leases[st.Route]
-		a.mu.Unlock()
-		if l == nil {
-			return fmt.Errorf("%s holds no handle for %s", a.name, st.Route)
-		}
-		if st.Op == "release" {
-			return expectErr(l.Release(ctx), st.ExpectError)
-		}
-		return expectErr(l.Extend(ctx, time.Duration(st.TTLMs)*time.Millisecond), st.ExpectError)
-	case "foreign_extend", "foreign_release":
-		return r.foreign(ctx, st)
-	case "end_session":
-		a, err := r.actor(st.Actor)
-		if err != nil {
-			return err
-		}
-		return a.session.Close(ctx)
-	case "abandon_session":
-		a, err := r.actor(st.Actor)
-		if err != nil {
-			return err
-		}
-		a.session.stop() // no more keepalives: the broker ends it at its TTL
-		return nil
-	case "new_session":
-		a, err := r.actor(st.Actor)
-		if err != nil {
-			return err
-		}
-		r.newSession(a)
-		return nil
 	case "observe":
 		return r.observe(st)
 	case "wait_ready":
@@ -262,8 +166,8 @@ func (r *run) step(st step) error {
 		if err != nil {
 			return err
 		}
-		wctx, wcancel := context.WithTimeout(ctx, st.timeout())
-		defer wcancel()
+		wctx, cancel := context.WithTimeout(ctx, st.timeout())
+		defer cancel()
 		return o.WaitReady(wctx)
 	case "expect_not_ready":
 		o, err := r.observer(st.Observer)
@@ -293,144 +197,21 @@ func (r *run) step(st step) error {
 		select {
 		case <-o.Done():
 		case <-time.After(st.timeout()):
-			return errors.New("the observer did not stop")
+			return fmt.Errorf("the observer did not stop within %v (err %v)", st.timeout(), o.Err())
 		}
-		return expectErr(o.Err(), st.ExpectError)
+		var e *Error
+		if !errors.As(o.Err(), &e) || string(e.Code) != st.ExpectError {
+			return fmt.Errorf("stopped with %v, want error %s", o.Err(), st.ExpectError)
+		}
+		return nil
 	case "close_observer":
-		o, err := r.observer(st.Observer)
-		if err != nil {
-			return err
-		}
-		maxD := time.Second
-		if st.MaxMs > 0 {
-			maxD = time.Duration(st.MaxMs) * time.Millisecond
-		}
-		start := time.Now()
-		o.Close()
-		if d := time.Since(start); d > maxD {
-			return fmt.Errorf("Close took %v, more than %v", d, maxD)
-		}
-		if !errors.Is(o.Err(), ErrClosed) {
-			return fmt.Errorf("err after Close: %v", o.Err())
-		}
-		return nil
-	case "hold", "unhold", "wait_held":
-		g := &r.p.pages
-		switch st.Gate {
-		case "list_page":
-		case "watch_stream":
-			g = &r.p.streams
-		default:
-			return fmt.Errorf("no gate %q", st.Gate)
-		}
-		switch st.Op {
-		case "hold":
-			g.hold()
-		case "unhold":
-			g.unhold()
-		default:
-			if !waitFor(st.timeout(), g.isWaiting) {
-				return errors.New("nothing arrived at the gate")
-			}
-		}
-		return nil
-	case "drop_changes":
-		r.p.dropping.Store(st.On)
-		return nil
-	case "restart_broker":
-		r.b.restart(r.t)
-		return nil
-	case "sleep":
-		time.Sleep(time.Duration(st.Ms) * time.Millisecond)
-		return nil
-	case "expect_proxy":
-		ok := waitFor(st.timeout(), func() bool {
-			n := r.p.watchOpens.Load()
-			return (st.OpensAtLeast == nil || n >= *st.OpensAtLeast) &&
-				(st.OpensAtMost == nil || n <= *st.OpensAtMost) &&
-				(st.SawEvent == "" || r.p.sawEvent(st.SawEvent))
-		})
-		if !ok {
-			return fmt.Errorf("proxy: %d watch opens, saw %v", r.p.watchOpens.Load(), r.p.seen)
-		}
-		return nil
+		return r.closeObserver(st)
 	}
-	return fmt.Errorf("unknown op %q", st.Op)
+	return r.h.post(ctx, "/step", raw)
 }
 
-func (r *run) acquireMany(ctx context.Context, a *actor, st step) error {
-	n := 0
-	if st.Count != nil {
-		n = *st.Count
-	}
-	idx := make(chan int)
-	errs := make(chan error, 8)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for i := range idx {
-				route := strings.ReplaceAll(st.Route, "{i}", fmt.Sprint(i))
-				l, err := a.session.Acquire(ctx, route, time.Duration(st.TTLMs)*time.Millisecond)
-				if err != nil {
-					errs <- fmt.Errorf("%s: %w", route, err)
-					return
-				}
-				a.mu.Lock()
-				a.leases[route] = l
-				a.mu.Unlock()
-			}
-		})
-	}
-	var err error
-feed:
-	for i := st.From; i < st.From+n; i++ {
-		select {
-		case idx <- i:
-		case err = <-errs:
-			break feed
-		}
-	}
-	close(idx)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs:
-		default:
-		}
-	}
-	return err
-}
-
-// foreign makes an actor extend or release another actor's lease with the
-// holder's real fencing token and its own session: the broker must refuse.
-func (r *run) foreign(ctx context.Context, st step) error {
-	a, err := r.actor(st.Actor)
-	if err != nil {
-		return err
-	}
-	h, err := r.actor(st.Holder)
-	if err != nil {
-		return err
-	}
-	h.mu.Lock()
-	hl := h.leases[st.Route]
-	h.mu.Unlock()
-	if hl == nil {
-		return fmt.Errorf("%s holds no handle for %s", h.name, st.Route)
-	}
-	rt, _ := parseRoute(st.Route)
-	c := a.client
-	if st.Op == "foreign_extend" {
-		resp, err := c.Raw().ExtendLease(ctx, rt.realm, rt.area, rt.resource,
-			extendBody(a.session.ID(), hl.FencingToken(), 60000))
-		return expectErr(c.call(resp, err, 200, nil), st.ExpectError)
-	}
-	resp, err := c.Raw().ReleaseLease(ctx, rt.realm, rt.area, rt.resource, releaseBody(a.session.ID(), hl.FencingToken()))
-	return expectErr(c.call(resp, err, 204, nil), st.ExpectError)
-}
-
-func (r *run) observe(st step) error {
-	opts := []ObserveOption{}
+func (r *runner) observe(st obsStep) error {
+	var opts []ObserveOption
 	if st.PageSize > 0 {
 		opts = append(opts, WithPageSize(st.PageSize))
 	}
@@ -443,7 +224,17 @@ func (r *run) observe(st step) error {
 	if st.ShortestTTLMs > 0 {
 		opts = append(opts, WithShortestTTL(time.Duration(st.ShortestTTLMs)*time.Millisecond))
 	}
-	o, err := newClient(r.t, r.p.url(), st.Token).Observe(context.Background(), st.Selector, opts...)
+	secret, ok := r.h.tokens[st.Token]
+	if !ok {
+		return fmt.Errorf("no token %q", st.Token)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	r.trs = append(r.trs, tr)
+	c, err := New(r.h.Proxy, WithToken(secret), WithHTTPClient(&http.Client{Transport: tr}))
+	if err != nil {
+		return err
+	}
+	o, err := c.Observe(context.Background(), st.Selector, append(opts, r.extra...)...)
 	if err != nil {
 		return err
 	}
@@ -452,8 +243,34 @@ func (r *run) observe(st step) error {
 	return nil
 }
 
+// closeObserver closes the observer in the background and fails when it
+// takes longer than max_ms (default 1000); a Close that hangs is freed by
+// the scenario's reset.
+func (r *runner) closeObserver(st obsStep) error {
+	o, err := r.observer(st.Observer)
+	if err != nil {
+		return err
+	}
+	maxD := time.Second
+	if st.MaxMs > 0 {
+		maxD = time.Duration(st.MaxMs) * time.Millisecond
+	}
+	done := make(chan struct{})
+	start := time.Now()
+	go func() { o.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(maxD):
+		return fmt.Errorf("Close did not return within %v", maxD)
+	}
+	if !errors.Is(o.Err(), ErrClosed) {
+		return fmt.Errorf("err after Close (%v): %v", time.Since(start), o.Err())
+	}
+	return nil
+}
+
 // viewProblem says why v does not satisfy st, "" when it does.
-func (r *run) viewProblem(ctx context.Context, st step, o *Observer, v View) string {
+func (r *runner) viewProblem(ctx context.Context, st obsStep, o *Observer, v View) string {
 	if !v.Ready {
 		return fmt.Sprintf("not ready (%v)", o.Err())
 	}
@@ -473,11 +290,11 @@ func (r *run) viewProblem(ctx context.Context, st step, o *Observer, v View) str
 			return fmt.Sprintf("%s held by %s, want %s", c.Route, it.OwnerID, c.OwnerID)
 		}
 		if c.Holder != "" {
-			h, err := r.actor(c.Holder)
+			h, err := r.h.holder(ctx, c.Holder)
 			if err != nil {
 				return err.Error()
 			}
-			if it.HolderIncarnation != h.session.HolderIncarnation() {
+			if it.HolderIncarnation != h {
 				return fmt.Sprintf("%s not held by %s's current session", c.Route, c.Holder)
 			}
 		}
@@ -491,15 +308,11 @@ func (r *run) viewProblem(ctx context.Context, st step, o *Observer, v View) str
 		return "still in the marked epoch " + v.Epoch
 	}
 	if st.MatchesList {
-		c := newClient(r.t, r.b.url(), r.tokens[st.Observer])
-		var listed []string
-		for it, err := range c.List(ctx, o.Selector(), ListOptions{Limit: 500}) {
-			if err != nil {
-				return "list: " + err.Error()
-			}
-			listed = append(listed, it.Route+"@"+it.HolderIncarnation)
+		listed, err := r.h.list(ctx, o.Selector(), r.tokens[st.Observer])
+		if err != nil {
+			return "list: " + err.Error()
 		}
-		var viewed []string
+		viewed := make([]string, 0, len(v.Items))
 		for _, it := range v.Items {
 			viewed = append(viewed, it.Route+"@"+it.HolderIncarnation)
 		}
@@ -512,7 +325,7 @@ func (r *run) viewProblem(ctx context.Context, st step, o *Observer, v View) str
 	return ""
 }
 
-func (r *run) expectView(ctx context.Context, st step) error {
+func (r *runner) expectView(ctx context.Context, st obsStep) error {
 	o, err := r.observer(st.Observer)
 	if err != nil {
 		return err
@@ -533,7 +346,7 @@ func (r *run) expectView(ctx context.Context, st step) error {
 	}
 }
 
-func (r *run) expectSameView(st step) error {
+func (r *runner) expectSameView(st obsStep) error {
 	if len(st.Observers) != 2 {
 		return errors.New("expect_same_view compares two observers")
 	}
@@ -583,12 +396,4 @@ func matchSelector(sel, route string) bool {
 		return len(r) > 0 && (s[0] == "*" || s[0] == r[0]) && match(s[1:], r[1:])
 	}
 	return match(s, r)
-}
-
-func extendBody(session string, token, ttlMs int64) api.ExtendRequest {
-	return api.ExtendRequest{SessionId: session, FencingToken: token, TtlMs: ttlMs}
-}
-
-func releaseBody(session string, token int64) api.ReleaseRequest {
-	return api.ReleaseRequest{SessionId: session, FencingToken: token}
 }

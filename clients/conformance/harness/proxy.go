@@ -1,17 +1,16 @@
-package muster
+package main
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 )
 
@@ -68,10 +67,10 @@ func (g *gate) isWaiting() bool {
 // proxy stands between observers and the broker: it can hold LIST pages
 // that carry a cursor, stall watch streams (it stops reading them from the
 // broker, so the broker's queue fills as with a slow reader), drop change
-// events, and counts what passes.
+// events, and counts what passes. The broker keeps its address across
+// restarts and resets, so the target never changes.
 type proxy struct {
 	target     string
-	srv        *httptest.Server
 	tr         *http.Transport
 	pages      gate
 	streams    gate
@@ -82,23 +81,26 @@ type proxy struct {
 	seen map[string]int // event names seen on watch streams
 }
 
-func startProxy(tb testing.TB, target string) *proxy {
-	tb.Helper()
-	p := &proxy{target: target, seen: map[string]int{}}
+func newProxy(target string) *proxy {
 	dialer := &net.Dialer{Control: smallReceiveBuffer}
-	p.tr = &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 64, ReadBufferSize: 4096}
-	p.srv = httptest.NewServer(p)
-	tb.Cleanup(func() {
-		p.pages.unhold()
-		p.streams.unhold()
-		p.srv.CloseClientConnections()
-		p.srv.Close()
-		p.tr.CloseIdleConnections()
-	})
-	return p
+	return &proxy{
+		target: target,
+		tr:     &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 64, ReadBufferSize: 4096},
+		seen:   map[string]int{},
+	}
 }
 
-func (p *proxy) url() string { return p.srv.URL }
+// reset opens both gates, stops dropping and zeroes the counters.
+func (p *proxy) reset() {
+	p.pages.unhold()
+	p.streams.unhold()
+	p.dropping.Store(false)
+	p.watchOpens.Store(0)
+	p.mu.Lock()
+	p.seen = map[string]int{}
+	p.mu.Unlock()
+	p.tr.CloseIdleConnections()
+}
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -171,20 +173,27 @@ func (p *proxy) copyStream(ctx context.Context, w http.ResponseWriter, body io.R
 	}
 }
 
+// counts describes what passed the proxy, for failure details.
+func (p *proxy) counts() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return fmt.Sprintf("%d watch opens, events seen %v", p.watchOpens.Load(), p.seen)
+}
+
 func (p *proxy) sawEvent(name string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.seen[name] > 0
 }
 
-// waitFor polls cond every 10 ms for up to d.
-func waitFor(d time.Duration, cond func() bool) bool {
+// waitFor polls cond every 10 ms for up to d (at least once).
+func waitFor(ctx context.Context, d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for {
 		if cond() {
 			return true
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
 			return false
 		}
 		time.Sleep(10 * time.Millisecond)

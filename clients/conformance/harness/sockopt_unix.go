@@ -1,6 +1,6 @@
 //go:build unix
 
-package muster
+package main
 
 import (
 	"syscall"
