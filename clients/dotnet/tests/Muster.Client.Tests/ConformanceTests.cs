@@ -7,6 +7,27 @@ using NUnit.Framework;
 
 namespace Muster.Client.Tests
 {
+    /// <summary>One harness for the whole test assembly, started on first use and
+    /// stopped when every fixture has run.</summary>
+    [SetUpFixture]
+    public class SharedHarness
+    {
+        private static Harness h;
+
+        internal static Harness Get()
+        {
+            if (h == null) h = new Harness();
+            return h;
+        }
+
+        [TearDown]
+        public void StopHarness()
+        {
+            if (h != null) h.Dispose();
+            h = null;
+        }
+    }
+
     /// <summary>The shared conformance scenarios against the real broker, through the
     /// shared harness; and the proof that they catch deliberately broken observers.</summary>
     [TestFixture, Category("Conformance")]
@@ -15,10 +36,7 @@ namespace Muster.Client.Tests
         private Harness h;
 
         [TestFixtureSetUp]
-        public void Start() { h = new Harness(); }
-
-        [TestFixtureTearDown]
-        public void Stop() { if (h != null) h.Dispose(); }
+        public void Start() { h = SharedHarness.Get(); }
 
         public static IEnumerable<string> Scenarios()
         {
