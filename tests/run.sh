@@ -28,5 +28,7 @@ go test -count=1 -timeout 12m ./...
 (cd clients/go && ./check-generated.sh && go vet ./... && go tool staticcheck ./... && go test -count=1 -timeout 8m ./...)
 # The conformance harness every SDK's runner drives: its own module.
 bash clients/conformance/harness/check.sh
+# The .NET SDK (Mono): build, unit tests, real-broker tests, conformance scenarios.
+bash clients/dotnet/test.sh
 # The concurrent packages once more under the race detector.
 go test -count=1 -race -timeout 8m ./core ./sse ./handlers/...
