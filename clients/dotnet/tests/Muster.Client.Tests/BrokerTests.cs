@@ -254,6 +254,27 @@ namespace Muster.Client.Tests
         }
 
         [Test]
+        public async Task ManyStreamsOnOneClientDoNotStarveRequests()
+        {
+            // .NET Framework and Mono allow 2 connections per server by default; a client
+            // whose streams held them all would hang every other request.
+            var subs = new List<Subscription>();
+            try
+            {
+                for (int i = 0; i < 8; i++) subs.Add(await c.WatchAsync("lease://acme/" + Area() + "/*"));
+                using (var cts = new CancellationTokenSource(5000))
+                {
+                    var p = await c.ListPageAsync("lease://acme/nothing/*", null, cts.Token);
+                    Assert.AreEqual(0, p.Items.Count);
+                }
+            }
+            finally
+            {
+                foreach (var s in subs) s.Dispose();
+            }
+        }
+
+        [Test]
         public async Task BrokerRefusalsAreTyped()
         {
             using (var anon = new MusterClient(h.Broker))
