@@ -24,4 +24,4 @@ fi
 
 ./build.sh
 cd build
-MUSTER_REPO="$(cd ../../.. && pwd)" nunit-console -nologo -labels -timeout=180000 -xml=TestResult.xml Muster.Client.Tests.dll
+MUSTER_REPO="$(cd ../../.. && pwd)" timeout 900 nunit-console -nologo -labels -timeout=180000 -xml=TestResult.xml Muster.Client.Tests.dll

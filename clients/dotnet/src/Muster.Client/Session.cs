@@ -24,7 +24,10 @@ namespace Muster.Client
         private readonly Dictionary<string, Lease> leases = new Dictionary<string, Lease>();
         private readonly object mu = new object();
         private Exception error;
-        private Task loop = Task.CompletedTask;
+        // Completed when the keepalive loop stopped sending, before it ends a lost session:
+        // CloseAsync waits for this, never for the loop, so a callback on Ended or Lost
+        // (run on the loop's thread) may dispose the session without a deadlock.
+        private readonly TaskCompletionSource<bool> loopStopped = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
 
         internal Session(MusterClient c, SessionBody b)
         {
@@ -48,7 +51,7 @@ namespace Muster.Client
 
         internal MusterClient Client { get { return c; } }
 
-        internal void Start(Stopwatch t0) { loop = Task.Run(() => KeepaliveAsync(Deadline(t0, Ttl))); }
+        internal void Start(Stopwatch t0) { Tasks.Forget(Task.Run(() => KeepaliveAsync(Deadline(t0, Ttl)))); }
 
         internal static DateTime Deadline(Stopwatch sinceSend, TimeSpan d)
         {
@@ -61,7 +64,7 @@ namespace Muster.Client
         public async Task CloseAsync(CancellationToken ct = default(CancellationToken))
         {
             stop.Cancel();
-            try { await loop.ConfigureAwait(false); } catch (Exception) { }
+            await loopStopped.Task.ConfigureAwait(false);
             bool wasLive = Error == null;
             End(new MusterClosedException());
             if (!wasLive) return;
@@ -167,14 +170,29 @@ namespace Muster.Client
                 ls = new List<Lease>(leases.Values);
                 leases.Clear();
             }
-            ended.Cancel();
             foreach (var l in ls) l.End(new LeaseLostException(cause));
+            ended.Cancel(); // after the leases: when Ended fires, every lease is lost already
         }
 
         /// <summary>Keeps the session alive every TTL/3 until stopped. A failed keepalive
         /// is retried with backoff; when none got through by the local deadline (a lower
         /// bound of the broker's), the session is lost.</summary>
         private async Task KeepaliveAsync(DateTime deadline)
+        {
+            Exception lost = null;
+            try
+            {
+                lost = await KeepaliveLoopAsync(deadline).ConfigureAwait(false);
+            }
+            finally
+            {
+                loopStopped.TrySetResult(true);
+            }
+            if (lost != null) End(lost);
+        }
+
+        /// <summary>Runs until stopped (null) or until the session is lost (the cause).</summary>
+        private async Task<Exception> KeepaliveLoopAsync(DateTime deadline)
         {
             var ct = stop.Token;
             var interval = TimeSpan.FromTicks(Ttl.Ticks / 3);
@@ -183,11 +201,10 @@ namespace Muster.Client
             Exception lastErr = null;
             while (true)
             {
-                if (!await Tasks.SleepAsync(wait, ct).ConfigureAwait(false) || Error != null) return;
+                if (!await Tasks.SleepAsync(wait, ct).ConfigureAwait(false) || Error != null) return null;
                 if (lastErr != null && DateTime.UtcNow >= deadline)
                 {
-                    End(new SessionLostException("no keepalive got through within the TTL: " + lastErr.Message, lastErr));
-                    return;
+                    return new SessionLostException("no keepalive got through within the TTL: " + lastErr.Message, lastErr);
                 }
                 var t0 = Stopwatch.StartNew();
                 try
@@ -205,12 +222,11 @@ namespace Muster.Client
                 }
                 catch (Exception) when (ct.IsCancellationRequested)
                 {
-                    return;
+                    return null;
                 }
                 catch (MusterException e) when (e.Code == ErrorCode.SessionNotFound)
                 {
-                    End(new SessionLostException(e.Message, e));
-                    return;
+                    return new SessionLostException(e.Message, e);
                 }
                 catch (Exception e)
                 {

@@ -141,6 +141,31 @@ namespace Muster.Client.Tests
         }
 
         [Test]
+        public async Task ABrokerRestartLosesTheSessionAndItsLeases()
+        {
+            var s = await c.CreateSessionAsync("worker-1", TimeSpan.FromSeconds(1));
+            var l = await s.AcquireAsync("lease://acme/" + Area() + "/x", TimeSpan.FromSeconds(30));
+            var epoch = s.Epoch;
+            Assert.IsNull(await h.PostAsync("/reset", "", 204)); // a fresh broker on the same address
+            var ended = new TaskCompletionSource<bool>();
+            // Disposing from a callback on Ended (run on the keepalive's thread) must not deadlock.
+            using (s.Ended.Register(() => { s.Dispose(); ended.TrySetResult(true); }))
+            {
+                Assert.AreSame(ended.Task, await Task.WhenAny(ended.Task, Task.Delay(5000)), "the session was not lost");
+            }
+            var lost = (SessionLostException)s.Error;
+            Assert.AreEqual(ErrorCode.SessionNotFound, ((MusterException)lost.InnerException).Code);
+            Assert.IsTrue(l.Lost.IsCancellationRequested);
+            Assert.AreSame(lost, l.Error.InnerException);
+            Assert.AreEqual(RetryAdvice.Restart, ErrorCodes.Advice(l.Error));
+            s.Dispose(); // after the loss: only stops the keepalive
+            using (var s2 = await c.CreateSessionAsync("worker-1", TimeSpan.FromSeconds(10)))
+            {
+                Assert.AreNotEqual(epoch, s2.Epoch);
+            }
+        }
+
+        [Test]
         public async Task WithLeaseExtendsWhileRunningAndReleasesAfter()
         {
             var route = "lease://acme/" + Area() + "/x";
