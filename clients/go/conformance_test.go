@@ -397,3 +397,69 @@ func matchSelector(sel, route string) bool {
 	}
 	return match(s, r)
 }
+
+// brokenVariants names, per scenario, the deliberately broken observer it
+// must catch. Every scenario needs one: a scenario that passes with a
+// broken observer proves nothing.
+var brokenVariants = map[string]brokenMode{
+	"bootstrap-changes-before-stream":       brokenIgnoreSnapshot,
+	"bootstrap-changes-during-paging":       brokenDropBuffered,
+	"bootstrap-changes-right-after-ready":   brokenIgnoreLive,
+	"steady-state-updates":                  brokenIgnoreExpired,
+	"overflow-recovery":                     brokenStayReady,
+	"broker-restart-fresh-bootstrap":        brokenMergeViews,
+	"holder-session-ends":                   brokenIgnoreSessionClosed,
+	"periodic-reconciliation":               brokenNoReconcile,
+	"close-while-page-hangs":                brokenUncancellablePages,
+	"overlapping-observers-converge":        brokenDropBuffered | brokenIgnoreLive,
+	"family-isolation":                      brokenRetryFatal,
+	"observation-grants-nothing":            brokenIgnoreSnapshot,
+	"waiter-granted-after-release":          brokenIgnoreLive,
+	"expired-lease-leaves-view":             brokenIgnoreExpired,
+	"superseded-same-session-same-selector": brokenIgnoreLive,
+	"wildcard-registration-limit":           brokenIgnoreLive,
+	"forbidden-selector-stops-observer":     brokenRetryFatal,
+}
+
+// TestConformanceCatchesBrokenObservers runs each scenario with its broken
+// observer and wants it to FAIL. Every broken variant also skips the
+// periodic reconciliation (brokenNoReconcile), which would otherwise repair
+// most faults within its interval and let a slow scenario pass by luck; the
+// control subtest shows that skipping it alone fails only the scenario about
+// reconciliation. The failures are mostly waits running out, so the
+// broken subtests run in parallel on a few harnesses.
+func TestConformanceCatchesBrokenObservers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every scenario to its failure")
+	}
+	scenarios := loadScenarios(t)
+	pool := harnessPool(t, 4)
+	// The control runs first and alone (not parallel): it needs the
+	// scenarios' timing to hold.
+	t.Run("control", func(t *testing.T) {
+		h := <-pool
+		defer func() { pool <- h }()
+		for _, sc := range scenarios {
+			err := runScenario(h, sc, withBroken(brokenNoReconcile))
+			if want := sc.Name == "periodic-reconciliation"; (err != nil) != want {
+				t.Errorf("%s without reconciliation: err %v, want a failure: %v", sc.Name, err, want)
+			}
+		}
+	})
+	for _, sc := range scenarios {
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			mode, ok := brokenVariants[sc.Name]
+			if !ok {
+				t.Fatalf("no broken observer variant for scenario %s: add one to brokenVariants", sc.Name)
+			}
+			h := <-pool
+			defer func() { pool <- h }()
+			err := runScenario(h, sc, withBroken(mode|brokenNoReconcile))
+			if err == nil {
+				t.Fatalf("the scenario passed with a broken observer (%#x)", mode)
+			}
+			t.Logf("caught: %v", err)
+		})
+	}
+}

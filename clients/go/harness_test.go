@@ -54,9 +54,24 @@ func stopHarness() {
 	if theHarness == nil {
 		return
 	}
-	_ = theHarness.stdin.Close()
-	_ = theHarness.cmd.Wait()
-	theHarness.tr.CloseIdleConnections()
+	stopHarnessProc(theHarness)
+}
+
+// harnessPool is n harnesses to share: the shared one and n-1 more, stopped
+// when tb ends.
+func harnessPool(tb testing.TB, n int) chan *conformanceHarness {
+	tb.Helper()
+	pool := make(chan *conformanceHarness, n)
+	pool <- sharedHarness(tb)
+	for range n - 1 {
+		h, err := startHarness()
+		if err != nil {
+			tb.Fatalf("starting a conformance harness: %v", err)
+		}
+		tb.Cleanup(func() { stopHarnessProc(h) })
+		pool <- h
+	}
+	return pool
 }
 
 func startHarness() (*conformanceHarness, error) {

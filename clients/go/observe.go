@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ type observeConfig struct {
 	jitter      float64
 	pageSize    int
 	errs        []string
+	broken      brokenMode // the conformance tests' deliberate faults; 0 in production
 }
 
 // WithShortestTTL tells the observer the shortest lease TTL the observed
@@ -107,6 +109,7 @@ type Observer struct {
 	interval time.Duration
 	jitter   float64
 	pageSize int
+	broken   brokenMode
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -155,7 +158,7 @@ func (c *Client) Observe(ctx context.Context, selector string, opts ...ObserveOp
 	}
 	octx, cancel := context.WithCancel(ctx)
 	o := &Observer{
-		c: c, selector: selector, interval: cfg.interval, jitter: cfg.jitter, pageSize: cfg.pageSize,
+		c: c, selector: selector, interval: cfg.interval, jitter: cfg.jitter, pageSize: cfg.pageSize, broken: cfg.broken,
 		cancel: cancel, done: make(chan struct{}), items: map[string]Item{}, changed: make(chan struct{}),
 	}
 	go o.run(octx)
@@ -321,6 +324,9 @@ func (o *Observer) run(ctx context.Context) {
 			}
 			err := cur.Err()
 			cur, events = nil, nil
+			if o.broken&brokenStayReady != 0 {
+				continue
+			}
 			reconcile.Stop()
 			o.notReady(err)
 			if pending == nil {
@@ -340,7 +346,7 @@ func (o *Observer) run(ctx context.Context) {
 				return
 			}
 			if r.err != nil {
-				if observerFatal(r.err) {
+				if observerFatal(r.err) && o.broken&brokenRetryFatal == 0 {
 					o.mu.Lock()
 					if o.stopErr == nil {
 						o.stopErr = r.err
@@ -360,7 +366,9 @@ func (o *Observer) run(ctx context.Context) {
 			cur, events = r.sub, r.sub.Events()
 			o.install(r)
 			readyAt = time.Now()
-			reconcile.Reset(jittered(o.interval, o.jitter))
+			if o.broken&brokenNoReconcile == 0 {
+				reconcile.Reset(jittered(o.interval, o.jitter))
+			}
 		}
 	}
 }
@@ -417,10 +425,16 @@ func (o *Observer) bootstrap(ctx context.Context) bootResult {
 				sub.Close()
 				return r
 			}
+			if o.broken&brokenIgnoreSnapshot != 0 {
+				clear(items)
+			}
+			if o.broken&brokenDropBuffered != 0 {
+				buf = nil
+			}
 			rev := m.Revision
 			for _, ch := range buf {
 				if ch.Revision > m.Revision {
-					applyChange(items, ch)
+					o.applyTo(items, ch)
 					rev = max(rev, ch.Revision)
 				}
 			}
@@ -433,6 +447,9 @@ func (o *Observer) bootstrap(ctx context.Context) bootResult {
 // the caller only once pageRest returned).
 func (o *Observer) pageRest(ctx context.Context, m Marker, items map[string]Item) bootResult {
 	cursor := m.Selectors[0].NextCursor
+	if o.broken&brokenUncancellablePages != 0 {
+		ctx = context.WithoutCancel(ctx)
+	}
 	for cursor != "" {
 		p, err := o.c.ListPage(ctx, o.selector, ListOptions{Limit: o.pageSize, Cursor: cursor})
 		if err != nil {
@@ -449,7 +466,11 @@ func (o *Observer) pageRest(ctx context.Context, m Marker, items map[string]Item
 	return bootResult{}
 }
 
-func applyChange(items map[string]Item, ch Change) {
+// applyTo applies one change to items.
+func (o *Observer) applyTo(items map[string]Item, ch Change) {
+	if o.broken.ignores(ch.Kind) {
+		return
+	}
 	if ch.Kind == Acquired {
 		items[ch.Route] = ch.Item
 	} else {
@@ -460,10 +481,10 @@ func applyChange(items map[string]Item, ch Change) {
 func (o *Observer) apply(ch Change) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if ch.Revision <= o.revision {
+	if ch.Revision <= o.revision || o.broken&brokenIgnoreLive != 0 {
 		return
 	}
-	applyChange(o.items, ch)
+	o.applyTo(o.items, ch)
 	o.revision = ch.Revision
 	o.notify()
 }
@@ -471,6 +492,10 @@ func (o *Observer) apply(ch Change) {
 func (o *Observer) install(r bootResult) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.broken&brokenMergeViews != 0 {
+		maps.Copy(o.items, r.items)
+		r.items = o.items
+	}
 	o.items, o.epoch, o.revision = r.items, r.epoch, r.revision
 	o.ready, o.err = true, nil
 	o.stats.Bootstraps++

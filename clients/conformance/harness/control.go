@@ -22,6 +22,7 @@ const maxStepTime = 2 * time.Minute
 // serialized; reads (holder, list, tokens) may run beside them.
 type harness struct {
 	broker         *broker
+	brokerURL      string // fixed: restarts and resets keep the address
 	proxy          *proxy
 	actorTransport *http.Transport // shared by the actors' clients
 	listTransport  *http.Transport // for GET /list
@@ -33,7 +34,7 @@ type harness struct {
 
 func newHarness(b *broker, p *proxy, logf func(string, ...any)) *harness {
 	return &harness{
-		broker: b, proxy: p, logf: logf, run: newRun(),
+		broker: b, brokerURL: b.url(), proxy: p, logf: logf, run: newRun(),
 		actorTransport: &http.Transport{MaxIdleConnsPerHost: 64},
 		listTransport:  &http.Transport{MaxIdleConnsPerHost: 8},
 	}
@@ -121,7 +122,7 @@ func (h *harness) postScenario(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, spec := range sc.Actors {
 		a := &actor{name: spec.Name, token: spec.Token, owner: spec.OwnerID,
-			ttl: ms(spec.SessionTTLMs), brokerURL: h.broker.url()}
+			ttl: ms(spec.SessionTTLMs), brokerURL: h.brokerURL}
 		h.run.actors[a.name] = a
 		if err := a.newSession(r.Context(), h.actorTransport); err != nil {
 			problem(w, http.StatusInternalServerError, "scenario_failed", "", err.Error())
@@ -193,7 +194,7 @@ func (h *harness) getList(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "invalid_request", "", "want ?selector=S&token=N with N one of the token names of GET /tokens")
 		return
 	}
-	c, err := muster.New(h.broker.url(), muster.WithToken(tok.Secret),
+	c, err := muster.New(h.brokerURL, muster.WithToken(tok.Secret),
 		muster.WithHTTPClient(&http.Client{Transport: h.listTransport}))
 	if err != nil {
 		problem(w, http.StatusInternalServerError, "internal", "", err.Error())

@@ -52,6 +52,10 @@ type startLine struct {
 
 // serve runs until a signal arrives or stdin closes, then stops everything.
 func serve(bin string, verbose bool, stdin io.Reader, stdout io.Writer) error {
+	// Signals are caught from the start: a runner may stop the harness as
+	// soon as it has read the line.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
 	var brokerLogs io.Writer
 	if verbose {
 		brokerLogs = os.Stderr
@@ -94,8 +98,6 @@ func serve(bin string, verbose bool, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	eof := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(io.Discard, stdin)

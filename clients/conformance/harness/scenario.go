@@ -76,6 +76,15 @@ var observerOps = map[string]bool{
 	"mark_epoch": true, "expect_same_view": true, "expect_stopped": true, "close_observer": true,
 }
 
+// harnessOps are the ops POST /step runs (README: "Steps").
+var harnessOps = map[string]bool{
+	"acquire": true, "acquire_many": true, "release": true, "extend": true,
+	"foreign_extend": true, "foreign_release": true, "end_session": true, "abandon_session": true,
+	"new_session": true, "hold": true, "unhold": true, "wait_held": true, "drop_changes": true,
+	"restart_broker": true, "sleep": true, "expect_proxy": true, "wait_background": true,
+	"actor_watch": true, "expect_watch_end": true, "expect_watch_open": true,
+}
+
 // timeout is how long a waiting step waits: timeout_ms, default 5 s.
 func (s step) timeout() time.Duration {
 	if s.TimeoutMs == nil {
@@ -117,8 +126,8 @@ func (sc *scenarioFile) check() error {
 		}
 	}
 	for i, st := range sc.Steps {
-		if st.Op == "" {
-			return fmt.Errorf("%s: step %d has no op", sc.Name, i+1)
+		if !harnessOps[st.Op] && !observerOps[st.Op] {
+			return fmt.Errorf("%s: step %d: no op %q", sc.Name, i+1, st.Op)
 		}
 	}
 	return nil

@@ -1,0 +1,46 @@
+package muster
+
+// brokenMode selects deliberately wrong observer behaviour. It exists only
+// so that the conformance tests can prove each scenario able to fail: a
+// scenario that passes with a broken observer proves nothing. It is
+// unexported and zero in every observer built through the public API.
+type brokenMode uint
+
+const (
+	// brokenIgnoreSnapshot installs an empty snapshot: the marker's page
+	// and the LIST pages are read but dropped.
+	brokenIgnoreSnapshot brokenMode = 1 << iota
+	// brokenDropBuffered installs the snapshot without applying the
+	// changes buffered while paging it.
+	brokenDropBuffered
+	// brokenIgnoreLive applies no change once the view is ready.
+	brokenIgnoreLive
+	// brokenStayReady keeps the view ready when its stream ends and starts
+	// no bootstrap (as if overflow, restart or disconnect were ignored).
+	brokenStayReady
+	// brokenMergeViews merges a new bootstrap into the old view instead of
+	// replacing it (stale items survive a restart).
+	brokenMergeViews
+	// brokenIgnoreExpired drops changes of kind expired.
+	brokenIgnoreExpired
+	// brokenIgnoreSessionClosed drops changes of kind session_closed.
+	brokenIgnoreSessionClosed
+	// brokenNoReconcile never starts a periodic reconciliation.
+	brokenNoReconcile
+	// brokenUncancellablePages pages the snapshot with requests that Close
+	// does not cancel.
+	brokenUncancellablePages
+	// brokenRetryFatal retries errors no retry fixes (forbidden, …)
+	// instead of stopping.
+	brokenRetryFatal
+)
+
+// ignores reports whether the mode drops changes of kind k.
+func (m brokenMode) ignores(k ChangeKind) bool {
+	return (k == Expired && m&brokenIgnoreExpired != 0) || (k == SessionClosed && m&brokenIgnoreSessionClosed != 0)
+}
+
+// withBroken builds a deliberately broken observer (conformance tests only).
+func withBroken(m brokenMode) ObserveOption {
+	return func(c *observeConfig) { c.broken = m }
+}
