@@ -79,15 +79,31 @@ namespace Muster.Client
         internal ObserverStats Copy() { return (ObserverStats)MemberwiseClone(); }
     }
 
-    /// <summary>Deliberate faults for tests that prove the conformance scenarios can fail.
-    /// Never set outside tests.</summary>
+    /// <summary>Deliberate faults for tests that prove each conformance scenario able to
+    /// fail (the Go SDK's brokenMode). Never set outside tests.</summary>
     [Flags]
     internal enum ObserverFaults
     {
         None = 0,
+        /// <summary>Install an empty snapshot: the marker's page and the LIST pages are read but dropped.</summary>
+        IgnoreSnapshot = 1,
         /// <summary>Install the snapshot without applying the changes buffered while paging.</summary>
-        SkipBufferedChanges = 1,
-        /// <summary>When the stream ends (overflow, …) keep the view ready and do not recover.</summary>
-        IgnoreStreamEnd = 2,
+        SkipBufferedChanges = 2,
+        /// <summary>Apply no change once the view is ready.</summary>
+        IgnoreLive = 4,
+        /// <summary>When the stream ends (overflow, restart, …) keep the view ready and do not recover.</summary>
+        IgnoreStreamEnd = 8,
+        /// <summary>Merge a new bootstrap into the old view instead of replacing it.</summary>
+        MergeViews = 16,
+        /// <summary>Drop changes of kind expired.</summary>
+        IgnoreExpired = 32,
+        /// <summary>Drop changes of kind session_closed.</summary>
+        IgnoreSessionClosed = 64,
+        /// <summary>Never start a periodic reconciliation.</summary>
+        NoReconcile = 128,
+        /// <summary>Page the snapshot with requests that Dispose does not cancel.</summary>
+        UncancellablePages = 256,
+        /// <summary>Retry errors no retry fixes (forbidden, …) instead of stopping.</summary>
+        RetryFatal = 512,
     }
 }

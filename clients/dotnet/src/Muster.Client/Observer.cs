@@ -234,7 +234,7 @@ namespace Muster.Client
                     }
                     if (r.Error != null)
                     {
-                        if (Fatal(r.Error))
+                        if (Fatal(r.Error) && (faults & ObserverFaults.RetryFatal) == 0)
                         {
                             lock (mu) if (stopErr == null) stopErr = r.Error;
                             return;
@@ -250,7 +250,10 @@ namespace Muster.Client
                     if (old != null) old.Dispose();
                     readyAt.Restart();
                     reconcileGen++;
-                    After(Reconcile.Jittered(ReconcileEvery, jitter), new ReconcileDue { Gen = reconcileGen }, ct);
+                    if ((faults & ObserverFaults.NoReconcile) == 0)
+                    {
+                        After(Reconcile.Jittered(ReconcileEvery, jitter), new ReconcileDue { Gen = reconcileGen }, ct);
+                    }
                     var sub = r.Sub;
                     Tasks.Forget(Task.Run(() => PumpAsync(sub, ct)));
                 }
@@ -328,6 +331,8 @@ namespace Muster.Client
             {
                 return new BootResult { Error = e };
             }
+            Task pages = null;
+            CancellationTokenSource pcts = null;
             try
             {
                 var m = sub.Marker;
@@ -338,43 +343,41 @@ namespace Muster.Client
                 var its = new Dictionary<string, Item>(StringComparer.Ordinal);
                 foreach (var it in m.Selectors[0].Items) its[it.Route] = it;
                 var buf = new List<Change>();
-                using (var pcts = CancellationTokenSource.CreateLinkedTokenSource(ct))
+                pcts = CancellationTokenSource.CreateLinkedTokenSource(ct);
+                pages = PageRestAsync(m, its, (faults & ObserverFaults.UncancellablePages) != 0 ? CancellationToken.None : pcts.Token);
+                while (true)
                 {
-                    var pages = PageRestAsync(m, its, pcts.Token);
-                    while (true)
+                    var readable = sub.WaitToReadAsync(ct);
+                    await Task.WhenAny(readable, pages).ConfigureAwait(false);
+                    if (pages.IsCompleted)
                     {
-                        var readable = sub.WaitToReadAsync(pcts.Token);
-                        await Task.WhenAny(readable, pages).ConfigureAwait(false);
-                        if (pages.IsCompleted)
+                        var p = pages;
+                        pages = null;
+                        await p.ConfigureAwait(false); // throws the paging error
+                        break;
+                    }
+                    if (!await readable.ConfigureAwait(false))
+                    {
+                        throw sub.Error ?? new StreamEndedException("the connection ended", null);
+                    }
+                    Change ch;
+                    while (sub.TryRead(out ch))
+                    {
+                        buf.Add(ch);
+                        if (buf.Count > MaxBuffered)
                         {
-                            await pages.ConfigureAwait(false); // throws the paging error
-                            break;
-                        }
-                        if (!await readable.ConfigureAwait(false))
-                        {
-                            pcts.Cancel();
-                            try { await pages.ConfigureAwait(false); } catch (Exception) { }
-                            throw sub.Error ?? new StreamEndedException("the connection ended", null);
-                        }
-                        Change ch;
-                        while (sub.TryRead(out ch))
-                        {
-                            buf.Add(ch);
-                            if (buf.Count > MaxBuffered)
-                            {
-                                pcts.Cancel();
-                                try { await pages.ConfigureAwait(false); } catch (Exception) { }
-                                throw new System.IO.InvalidDataException(string.Format("muster: more than {0} changes while paging a snapshot", MaxBuffered));
-                            }
+                            throw new System.IO.InvalidDataException(string.Format("muster: more than {0} changes while paging a snapshot", MaxBuffered));
                         }
                     }
                 }
+                pcts.Dispose();
+                if ((faults & ObserverFaults.IgnoreSnapshot) != 0) its.Clear();
                 var rev = m.Revision;
                 if ((faults & ObserverFaults.SkipBufferedChanges) == 0)
                 {
                     foreach (var ch in buf)
                     {
-                        if (ch.Revision > m.Revision)
+                        if (ch.Revision > m.Revision && !Dropped(ch))
                         {
                             ApplyTo(its, ch);
                             if (ch.Revision > rev) rev = ch.Revision;
@@ -385,9 +388,23 @@ namespace Muster.Client
             }
             catch (Exception e)
             {
+                if (pages != null)
+                {
+                    // The pager owns its until it returns: stop it and wait for it.
+                    pcts.Cancel();
+                    try { await pages.ConfigureAwait(false); } catch (Exception) { }
+                }
+                if (pcts != null) pcts.Dispose();
                 sub.Dispose();
                 return new BootResult { Error = e };
             }
+        }
+
+        /// <summary>A change a broken test variant drops.</summary>
+        private bool Dropped(Change ch)
+        {
+            return (ch.Kind == ChangeKinds.Expired && (faults & ObserverFaults.IgnoreExpired) != 0) ||
+                (ch.Kind == ChangeKinds.SessionClosed && (faults & ObserverFaults.IgnoreSessionClosed) != 0);
         }
 
         /// <summary>Reads the rest of the marker's snapshot into its (owned by the caller
@@ -415,6 +432,7 @@ namespace Muster.Client
             lock (mu)
             {
                 if (sub != cur || ch.Revision <= revision) return;
+                if ((faults & ObserverFaults.IgnoreLive) != 0 || Dropped(ch)) return;
                 ApplyTo(items, ch);
                 revision = ch.Revision;
                 Notify();
@@ -426,6 +444,10 @@ namespace Muster.Client
         {
             lock (mu)
             {
+                if ((faults & ObserverFaults.MergeViews) != 0)
+                {
+                    foreach (var kv in items) if (!r.Items.ContainsKey(kv.Key)) r.Items[kv.Key] = kv.Value;
+                }
                 items = r.Items;
                 epoch = r.Epoch;
                 revision = r.Revision;

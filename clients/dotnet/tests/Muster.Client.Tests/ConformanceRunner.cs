@@ -80,14 +80,27 @@ namespace Muster.Client.Tests
             return null;
         }
 
+        /// <summary>Disposes every observer of the scenario, waiting up to 2 s each: a broken
+        /// variant's Dispose may hang on a held request, which the next reset frees.</summary>
         private void CloseAll()
         {
             foreach (var o in observers.Values)
             {
-                o.O.Dispose();
-                o.C.Dispose();
+                var obs = o;
+                var closing = Task.Run(() =>
+                {
+                    obs.O.Dispose();
+                    obs.C.Dispose();
+                });
+                closing.Wait(TimeSpan.FromSeconds(2));
             }
             observers.Clear();
+        }
+
+        /// <summary>The scenario's name.</summary>
+        internal static string Name(string file)
+        {
+            return (string)JObject.Parse(System.IO.File.ReadAllText(file))["name"];
         }
 
         private static TimeSpan Timeout(JObject st)
