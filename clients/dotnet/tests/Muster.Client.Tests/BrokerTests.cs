@@ -215,6 +215,31 @@ namespace Muster.Client.Tests
                 Assert.AreEqual(23, all.Count);
                 Assert.AreEqual(23, all.Select(i => i.Route).Distinct().Count());
                 Assert.That(all.All(i => i.OwnerId == "worker-1" && i.HolderIncarnation == s.HolderIncarnation && i.Remaining > TimeSpan.Zero));
+                // The lazy iterator: one request per page, none after Dispose.
+                var seen = new List<string>();
+                using (var it = c.List(sel, new ListOptions { Limit = 10 }))
+                {
+                    Assert.AreEqual(0, it.Requests);
+                    while (await it.MoveNextAsync())
+                    {
+                        seen.Add(it.Current.Route);
+                        if (seen.Count == 12)
+                        {
+                            Assert.AreEqual(2, it.Requests);
+                            it.Dispose();
+                        }
+                    }
+                    Assert.AreEqual(12, seen.Count);
+                    Assert.AreEqual(2, it.Requests);
+                }
+                using (var it = c.List(sel, new ListOptions { Limit = 10 }))
+                {
+                    int n = 0;
+                    while (await it.MoveNextAsync()) n++;
+                    Assert.AreEqual(23, n);
+                    Assert.AreEqual(3, it.Requests);
+                    Assert.IsFalse(await it.MoveNextAsync());
+                }
                 var e = Throws<MusterException>(() => c.ListPageAsync("lease://acme/other/*", new ListOptions { Cursor = p.NextCursor }));
                 Assert.AreEqual(ErrorCode.InvalidCursor, e.Code);
                 var bad = Throws<MusterException>(() => c.ListPageAsync("lease://acme/renderers/doc*"));
