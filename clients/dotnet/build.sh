@@ -10,7 +10,7 @@ cp "$NEWTONSOFT" build/
 MCS=(mcs -nologo -warn:4 -warnaserror+ -debug -sdk:4.7.2 -r:System.Net.Http.dll -r:"$NEWTONSOFT")
 "${MCS[@]}" -target:library -out:build/Muster.Client.dll -doc:build/Muster.Client.xml \
   -nowarn:1591 src/Muster.Client/*.cs
-"${MCS[@]}" -target:library -out:build/Muster.Client.Tests.dll -r:build/Muster.Client.dll -r:"$NUNIT" -nowarn:1702 \
+"${MCS[@]}" -target:library -out:build/Muster.Client.Tests.dll -r:build/Muster.Client.dll -r:"$NUNIT" -nowarn:1702 -define:NUNIT2 \
   tests/Muster.Client.Tests/*.cs
 
 # .NET Standard 2.0 check (type level): every framework type the SDK references must be

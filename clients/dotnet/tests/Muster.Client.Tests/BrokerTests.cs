@@ -18,7 +18,7 @@ namespace Muster.Client.Tests
         private MusterClient c;
         private static int unique;
 
-        [TestFixtureSetUp]
+        [OneTimeSetUp]
         public void Start()
         {
             h = SharedHarness.Get();
@@ -26,7 +26,7 @@ namespace Muster.Client.Tests
             c = new MusterClient(h.Broker, new MusterClientOptions { Token = h.Tokens["a"] });
         }
 
-        [TestFixtureTearDown]
+        [OneTimeTearDown]
         public void Stop() { c.Dispose(); }
 
         private static string Area() { return "t" + Interlocked.Increment(ref unique); }

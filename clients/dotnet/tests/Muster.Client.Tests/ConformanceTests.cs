@@ -21,7 +21,11 @@ namespace Muster.Client.Tests
             return h;
         }
 
-        [TearDown]
+#if NUNIT2
+        [TearDown] // NUnit 2.6's one-time teardown of a SetUpFixture
+#else
+        [OneTimeTearDown]
+#endif
         public void StopHarness()
         {
             if (h != null) h.Dispose();
@@ -36,7 +40,7 @@ namespace Muster.Client.Tests
     {
         private Harness h;
 
-        [TestFixtureSetUp]
+        [OneTimeSetUp]
         public void Start() { h = SharedHarness.Get(); }
 
         public static IEnumerable<string> Scenarios()
