@@ -406,7 +406,7 @@ namespace Muster.Client.Tests
                 var deadline = DateTime.UtcNow.AddSeconds(5);
                 while (obs.View.Items.Count != 2 && DateTime.UtcNow < deadline) await Task.Delay(20);
                 CollectionAssert.AreEqual(new[] { "lease://acme/" + area + "/a", "lease://acme/" + area + "/b" }, obs.View.Items.Select(i => i.Route).ToList());
-                Assert.That(Volatile.Read(ref changes) >= 2);
+                Assert.That(Volatile.Read(ref changes) >= 1); // the change of b; the bootstrap's may precede the handler
                 Assert.AreEqual(1, obs.Stats.Bootstraps);
                 var sw = System.Diagnostics.Stopwatch.StartNew();
                 obs.Dispose();
