@@ -131,10 +131,10 @@ namespace Muster.Client.Tests
         [Test]
         public async Task KeepaliveKeepsTheSessionAlive()
         {
-            using (var s = await c.CreateSessionAsync("worker-1", TimeSpan.FromSeconds(1)))
+            using (var s = await c.CreateSessionAsync("worker-1", TimeSpan.FromSeconds(2)))
             {
                 var l = await s.AcquireAsync("lease://acme/" + Area() + "/x", TimeSpan.FromSeconds(10));
-                await Task.Delay(2500);
+                await Task.Delay(4500); // more than twice the TTL
                 Assert.IsNull(s.Error);
                 await l.ExtendAsync(TimeSpan.FromSeconds(10));
             }
@@ -172,10 +172,10 @@ namespace Muster.Client.Tests
             using (var s = await c.CreateSessionAsync("worker-1", TimeSpan.FromSeconds(10)))
             {
                 Lease seen = null;
-                await s.WithLeaseAsync(route, TimeSpan.FromMilliseconds(600), async (l, ct) =>
+                await s.WithLeaseAsync(route, TimeSpan.FromMilliseconds(1500), async (l, ct) =>
                 {
                     seen = l;
-                    await Task.Delay(1500, ct);
+                    await Task.Delay(3500, ct); // more than twice the TTL
                     Assert.IsNull(l.Error);
                     Assert.That(l.Renewals >= 2, "renewals " + l.Renewals);
                 });
@@ -188,7 +188,7 @@ namespace Muster.Client.Tests
             using (var s = await c.CreateSessionAsync("worker-1", TimeSpan.FromSeconds(10)))
             {
                 bool cancelled = false;
-                var lost = Throws<LeaseLostException>(() => s.WithLeaseAsync(route, TimeSpan.FromMilliseconds(600), async (l, ct) =>
+                var lost = Throws<LeaseLostException>(() => s.WithLeaseAsync(route, TimeSpan.FromSeconds(3), async (l, ct) =>
                 {
                     await c.CallAsync<object>(System.Net.Http.HttpMethod.Delete, "/v1/sessions/" + s.Id, null, 204, CancellationToken.None);
                     try { await Task.Delay(5000, ct); }
