@@ -80,8 +80,8 @@ namespace Muster.Client.Tests
         };
 
         /// <summary>
-        /// Each scenario FAILS with its broken observer: a scenario that passes with one
-        /// proves nothing. A new scenario needs an entry in Broken. The broken runs mostly
+        /// Each scenario FAILS with its broken observer (in one of up to three runs): a
+        /// scenario that passes with one proves nothing. A new scenario needs an entry in Broken. The broken runs mostly
         /// wait for their failing step's timeout, so they run on three harnesses at once.
         /// </summary>
         [Test]
@@ -104,7 +104,15 @@ namespace Muster.Client.Tests
                     {
                         var name = ConformanceRunner.Name(path);
                         var faults = Broken[name] | ObserverFaults.NoReconcile;
-                        var problem = ConformanceRunner.Run(harness, path, faults);
+                        // A fault only shows when the scenario's timing exposes it: on a
+                        // loaded machine a bootstrap may start after all the churn (then
+                        // dropping the buffered changes is harmless). Up to three runs; one
+                        // failure is the proof.
+                        string problem = null;
+                        for (int attempt = 0; attempt < 3 && problem == null; attempt++)
+                        {
+                            problem = ConformanceRunner.Run(harness, path, faults);
+                        }
                         if (problem == null) passed.Add(name + " (" + faults + ")");
                         else Console.WriteLine("{0} with {1} fails as it must: {2}", name, faults, problem);
                     }
