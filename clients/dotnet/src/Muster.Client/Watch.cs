@@ -84,7 +84,7 @@ namespace Muster.Client
         public void Dispose()
         {
             Fail(new MusterClosedException());
-            cts.Cancel();
+            try { cts.Cancel(); } catch (ObjectDisposedException) { } // the reader already ended
             resp.Dispose();
             try { reader.Wait(); } catch (AggregateException) { }
         }
@@ -204,6 +204,7 @@ namespace Muster.Client
             {
                 events.Complete();
                 resp.Dispose();
+                cts.Dispose(); // unlinks it from the token given to WatchAsync
             }
         }
 
