@@ -31,6 +31,8 @@ bash clients/conformance/harness/check.sh
 # Clients generated from openapi.yaml (Python, TypeScript) survive its promises.
 bash tests/contract/generated-clients.sh
 bash clients/ts/test.sh # the TypeScript SDK's whole check sequence
+# The .NET SDK (Mono): build, unit tests, real-broker tests, conformance scenarios.
+bash clients/dotnet/test.sh
 # The concurrent packages once more under the race detector.
 go test -count=1 -race -timeout 8m ./core ./sse ./handlers/...
 bash clients/python/test.sh

@@ -1,0 +1,108 @@
+using System;
+using System.Collections.Generic;
+using System.Net.Http;
+using System.Threading;
+using System.Threading.Tasks;
+using Muster.Client.Wire;
+using Newtonsoft.Json.Linq;
+
+namespace Muster.Client
+{
+    // Fleet helpers: the durable desired set of one fleet root. A root is one or
+    // more legal segments (lowercase letters, digits, '-' and '_') joined by '/'.
+    // Nothing a worker does to its leases edits the desired set; ForgetAsync is
+    // the one way out.
+    public sealed partial class MusterClient
+    {
+        private static string SpecsPath(string root) { return "/v1/fleets/" + Seg(root) + "/specs"; }
+
+        /// <summary>Stores spec (any value Newtonsoft.Json can serialize, or a JToken) under a
+        /// new name &lt;kind&gt;-&lt;n&gt; and returns it. Names are never reused.</summary>
+        public async Task<Spec> RegisterAsync(string root, string kind, object spec, CancellationToken ct = default(CancellationToken))
+        {
+            var tok = spec as JToken ?? (spec == null ? JValue.CreateNull() : JToken.FromObject(spec));
+            var row = await CallAsync<SpecRow>(HttpMethod.Post, SpecsPath(root), new RegisterRequest { Kind = kind, Spec = tok }, 201, ct).ConfigureAwait(false);
+            return new Spec { Name = row.Name, Value = row.Spec };
+        }
+
+        /// <summary>Reads one spec; SpecNotFound when the name is not in the set.</summary>
+        public async Task<Spec> GetSpecAsync(string root, string name, CancellationToken ct = default(CancellationToken))
+        {
+            var row = await CallAsync<SpecRow>(HttpMethod.Get, SpecsPath(root) + "/" + Seg(name), null, 200, ct).ConfigureAwait(false);
+            return new Spec { Name = row.Name, Value = row.Spec };
+        }
+
+        /// <summary>Removes one spec from the desired set; forgetting an absent name
+        /// succeeds. An illegal name (such as "Repo-1") is refused with InvalidName and
+        /// nothing is removed.</summary>
+        public Task ForgetAsync(string root, string name, CancellationToken ct = default(CancellationToken))
+        {
+            return CallAsync<object>(HttpMethod.Delete, SpecsPath(root) + "/" + Seg(name), null, 204, ct);
+        }
+
+        /// <summary>The whole desired set in name order, read page by page (up to 1,000 a page).</summary>
+        public async Task<List<Spec>> DesiredAsync(string root, CancellationToken ct = default(CancellationToken))
+        {
+            var all = new List<Spec>();
+            string cursor = null;
+            while (true)
+            {
+                var page = await CallAsync<SpecPage>(HttpMethod.Get, SpecsPath(root) + Query("limit", "1000", "cursor", cursor), null, 200, ct).ConfigureAwait(false);
+                if (page.Items != null) foreach (var row in page.Items) all.Add(new Spec { Name = row.Name, Value = row.Spec });
+                if (string.IsNullOrEmpty(page.NextCursor)) return all;
+                cursor = page.NextCursor;
+            }
+        }
+
+        /// <summary>
+        /// Validates every spec of the desired set with the caller's validate function
+        /// (which throws to reject a spec) and forgets each one it rejects:
+        /// validate-or-drop. Returns the decoded specs kept and the names dropped. A
+        /// spec registered while the sweep runs is either validated or left alone,
+        /// never dropped without validation. On an error the sweep stops and throws;
+        /// what it dropped until then stays dropped.
+        /// </summary>
+        public async Task<SweepResult<T>> SweepAsync<T>(string root, Func<JToken, T> validate, CancellationToken ct = default(CancellationToken))
+        {
+            if (validate == null) throw new ArgumentNullException("validate");
+            var result = new SweepResult<T>();
+            foreach (var s in await DesiredAsync(root, ct).ConfigureAwait(false))
+            {
+                T v;
+                try
+                {
+                    v = validate(s.Value);
+                }
+                catch (Exception)
+                {
+                    await ForgetAsync(root, s.Name, ct).ConfigureAwait(false);
+                    result.Dropped.Add(s.Name);
+                    continue;
+                }
+                result.Kept.Add(new Kept<T> { Name = s.Name, Spec = v });
+            }
+            return result;
+        }
+
+        /// <summary>Asks the broker for the pure difference of desired and live (both
+        /// sorted in the answer). It changes nothing.</summary>
+        public async Task<Plan> PlanAsync(IEnumerable<string> desired, IEnumerable<string> live, CancellationToken ct = default(CancellationToken))
+        {
+            var body = new PlanRequest
+            {
+                Desired = desired != null ? new List<string>(desired) : new List<string>(),
+                Live = live != null ? new List<string>(live) : new List<string>(),
+            };
+            var p = await CallAsync<PlanBody>(HttpMethod.Post, "/v1/fleets/plan", body, 200, ct).ConfigureAwait(false);
+            return new Plan { Missing = p.Missing ?? new List<string>(), Orphans = p.Orphans ?? new List<string>() };
+        }
+
+        /// <summary>Plans root's desired set against the live lease inventory: the resource
+        /// segment of every held lease matching liveSelector, read from one snapshot at Revision.</summary>
+        public async Task<Plan> GapAsync(string root, string liveSelector, CancellationToken ct = default(CancellationToken))
+        {
+            var g = await CallAsync<PlanBody>(HttpMethod.Get, "/v1/fleets/" + Seg(root) + "/gap" + Query("live", liveSelector), null, 200, ct).ConfigureAwait(false);
+            return new Plan { Missing = g.Missing ?? new List<string>(), Orphans = g.Orphans ?? new List<string>(), Revision = g.Revision };
+        }
+    }
+}

@@ -1,0 +1,169 @@
+using System;
+using System.Diagnostics;
+using System.Net.Http;
+using System.Threading;
+using System.Threading.Tasks;
+using Muster.Client.Wire;
+
+namespace Muster.Client
+{
+    /// <summary>
+    /// A lease held by a Session: the only ownership handle of this SDK, and only
+    /// Session.AcquireAsync makes one. Safe for concurrent use.
+    ///
+    /// Lost is cancelled when the lease is no longer held, and Error says why:
+    /// LeaseReleasedException after its own release; otherwise a LeaseLostException
+    /// whose InnerException is the cause: NotOwner, Fenced or LeaseExpired from the
+    /// broker, LeaseExpired when the local deadline passed without a successful
+    /// extension (measured from the moment the request was sent, so it never lies
+    /// after the broker's), or the session's end.
+    /// </summary>
+    public sealed class Lease
+    {
+        private readonly Session s;
+        private readonly Route r;
+        private readonly object mu = new object();
+        private readonly CancellationTokenSource lost = new CancellationTokenSource();
+        private Timer timer;
+        private Exception error;
+
+        internal Lease(Session s, Route r, LeaseBody o)
+        {
+            this.s = s; this.r = r;
+            Route = r.ToString();
+            FencingToken = o.FencingToken;
+            AcquiredAt = o.AcquiredAt; ExpiresAt = o.ExpiresAt; Renewals = o.Renewals;
+        }
+
+        /// <summary>The lease's exact route.</summary>
+        public string Route { get; private set; }
+
+        /// <summary>The broker revision at which the lease was granted: strictly increasing
+        /// per route, stable across renewals. Pass it to the guarded resource, which must
+        /// refuse a token lower than the highest it has seen. Meaningless across routes or
+        /// broker lifetimes.</summary>
+        public long FencingToken { get; private set; }
+
+        public DateTimeOffset AcquiredAt { get; private set; }
+
+        /// <summary>The broker's expiry as of the last grant or extension.</summary>
+        public DateTimeOffset ExpiresAt { get { lock (mu) return expiresAt; } private set { lock (mu) expiresAt = value; } }
+        private DateTimeOffset expiresAt;
+
+        /// <summary>The successful extensions, as the broker reports them.</summary>
+        public long Renewals { get { lock (mu) return renewals; } private set { lock (mu) renewals = value; } }
+        private long renewals;
+
+        /// <summary>Cancelled when the lease is no longer held (or released).</summary>
+        public CancellationToken Lost { get { return lost.Token; } }
+
+        /// <summary>Null while the lease is held, then why it is not.</summary>
+        public Exception Error { get { lock (mu) return error; } }
+
+        internal void Arm(DateTime deadline)
+        {
+            lock (mu)
+            {
+                var due = deadline - DateTime.UtcNow;
+                if (due < TimeSpan.Zero) due = TimeSpan.Zero;
+                if (timer == null) timer = new Timer(_ => Expired(), null, due, Timeout.InfiniteTimeSpan);
+                else timer.Change(due, Timeout.InfiniteTimeSpan);
+            }
+        }
+
+        /// <summary>Extends the lease to now + ttl. When the broker answers that the lease is
+        /// no longer this session's (NotOwner, Fenced, LeaseExpired, SessionNotFound) the
+        /// lease is lost and the LeaseLostException is thrown. Any other failure (a
+        /// transport error, Unavailable) leaves the lease as it was: retry before the
+        /// deadline.</summary>
+        public async Task ExtendAsync(TimeSpan ttl, CancellationToken ct = default(CancellationToken))
+        {
+            var err = Error;
+            if (err != null) throw err;
+            var t0 = Stopwatch.StartNew();
+            LeaseBody o;
+            try
+            {
+                o = await s.Client.CallAsync<LeaseBody>(HttpMethod.Post, r.Path("/extend"),
+                    new ExtendRequest { SessionId = s.Id, FencingToken = FencingToken, TtlMs = MusterClient.Ms(ttl) }, 200, ct).ConfigureAwait(false);
+            }
+            catch (MusterException e) when (OwnershipGone(e))
+            {
+                End(new LeaseLostException(e));
+                throw Error;
+            }
+            lock (mu)
+            {
+                if (error != null) throw error;
+                expiresAt = o.ExpiresAt;
+                renewals = o.Renewals;
+                Arm(Session.Deadline(t0, ttl));
+            }
+        }
+
+        /// <summary>Releases the lease; the next FIFO waiter (if any) is granted. Completes
+        /// once the lease is known not to be held by this session any more, including when
+        /// it was already lost; throws only when that is unknown (a transport failure):
+        /// the lease then ends at its TTL at the latest.</summary>
+        public async Task ReleaseAsync(CancellationToken ct = default(CancellationToken))
+        {
+            if (Error is LeaseReleasedException) return;
+            var serr = s.Error;
+            if (serr != null)
+            {
+                End(new LeaseLostException(serr)); // the broker released it when the session ended
+                return;
+            }
+            try
+            {
+                await s.Client.CallAsync<object>(HttpMethod.Post, r.Path("/release"),
+                    new ReleaseRequest { SessionId = s.Id, FencingToken = FencingToken }, 204, ct).ConfigureAwait(false);
+                End(new LeaseReleasedException());
+            }
+            catch (MusterException e) when (OwnershipGone(e))
+            {
+                End(new LeaseLostException(e));
+            }
+        }
+
+        private static bool OwnershipGone(MusterException e)
+        {
+            return e.Code == ErrorCode.NotOwner || e.Code == ErrorCode.Fenced ||
+                e.Code == ErrorCode.LeaseExpired || e.Code == ErrorCode.SessionNotFound;
+        }
+
+        private void Expired()
+        {
+            End(new LeaseLostException(new MusterException(ErrorCode.LeaseExpired, "the local deadline passed without a successful extension")));
+        }
+
+        /// <summary>Records why the lease is not held, once.</summary>
+        internal void End(Exception cause)
+        {
+            lock (mu)
+            {
+                if (error != null) return;
+                error = cause;
+                if (timer != null) timer.Dispose();
+            }
+            lost.Cancel();
+            s.Untrack(this);
+        }
+
+        /// <summary>Extends every ttl/3 until ct ends or the lease is lost; a failed
+        /// extension is retried at the next tick (the local deadline decides the loss).</summary>
+        internal async Task RenewAsync(TimeSpan ttl, CancellationToken ct)
+        {
+            var every = TimeSpan.FromTicks(ttl.Ticks / 3);
+            while (await Tasks.SleepAsync(every, ct).ConfigureAwait(false))
+            {
+                using (var ects = CancellationTokenSource.CreateLinkedTokenSource(ct))
+                {
+                    ects.CancelAfter(every);
+                    try { await ExtendAsync(ttl, ects.Token).ConfigureAwait(false); }
+                    catch (Exception) { if (Error != null) return; }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,278 @@
+using System;
+using System.Globalization;
+using System.IO;
+using System.Linq;
+using System.Net;
+using System.Net.Http;
+using System.Net.Http.Headers;
+using System.Text;
+using System.Threading;
+using System.Threading.Tasks;
+using Muster.Client.Wire;
+
+namespace Muster.Client
+{
+    /// <summary>Configures a MusterClient.</summary>
+    public sealed class MusterClientOptions
+    {
+        /// <summary>Sent as the bearer token of every request. A broker in dev mode accepts none.</summary>
+        public string Token { get; set; }
+
+        /// <summary>
+        /// The HttpClient for every request (the client does not dispose it). Its
+        /// Timeout applies to every request, so it must be infinite or longer than
+        /// the longest acquire wait; streams are read with ResponseHeadersRead and
+        /// end by their CancellationToken or Dispose. Null: the client creates one
+        /// with an infinite Timeout and up to 256 connections per server (watch
+        /// streams hold a connection each).
+        /// </summary>
+        public HttpClient HttpClient { get; set; }
+    }
+
+    /// <summary>
+    /// Talks to one broker. Safe for concurrent use; it holds no state besides its
+    /// configuration, one HttpClient and the last epoch it saw. Dispose releases the
+    /// HttpClient it created.
+    /// </summary>
+    public sealed partial class MusterClient : IDisposable
+    {
+        /// <summary>Bounds the bytes read from one non-streaming response.</summary>
+        internal const int MaxBody = 32 << 20;
+
+        private readonly string baseUrl;
+        private readonly string token;
+        private readonly HttpClient http;
+        private readonly bool ownsHttp;
+        private string epoch = "";
+
+        /// <summary>A client of the broker at baseUrl (e.g. "http://127.0.0.1:7420").
+        /// Throws ArgumentException for anything but http(s)://host[:port].</summary>
+        public MusterClient(string baseUrl, MusterClientOptions options = null)
+        {
+            Uri u;
+            if (baseUrl == null || !Uri.TryCreate(baseUrl, UriKind.Absolute, out u) ||
+                (u.Scheme != "http" && u.Scheme != "https") || string.IsNullOrEmpty(u.Host))
+            {
+                throw new ArgumentException(string.Format("muster: base URL \"{0}\": want http(s)://host[:port]", baseUrl), "baseUrl");
+            }
+            this.baseUrl = baseUrl.TrimEnd('/');
+            options = options ?? new MusterClientOptions();
+            token = options.Token;
+            if (options.HttpClient != null)
+            {
+                http = options.HttpClient;
+            }
+            else
+            {
+                var h = new HttpClientHandler();
+                try { h.MaxConnectionsPerServer = 256; } catch (PlatformNotSupportedException) { }
+                http = new HttpClient(h) { Timeout = Timeout.InfiniteTimeSpan };
+                ownsHttp = true;
+            }
+        }
+
+        /// <summary>The broker's base URL, without a trailing slash.</summary>
+        public string BaseUrl { get { return baseUrl; } }
+
+        /// <summary>The broker lifetime (Muster-Epoch header) of the last response, "" before the first.</summary>
+        public string Epoch { get { lock (this) return epoch; } }
+
+        public void Dispose()
+        {
+            if (ownsHttp) http.Dispose();
+        }
+
+        internal static string Seg(string s) { return Uri.EscapeDataString(s); }
+
+        internal static string Query(params string[] kv)
+        {
+            var sb = new StringBuilder();
+            for (int i = 0; i + 1 < kv.Length; i += 2)
+            {
+                if (kv[i + 1] == null) continue;
+                sb.Append(sb.Length == 0 ? '?' : '&').Append(kv[i]).Append('=').Append(Uri.EscapeDataString(kv[i + 1]));
+            }
+            return sb.ToString();
+        }
+
+        internal HttpRequestMessage Request(HttpMethod method, string pathAndQuery, object body)
+        {
+            var req = new HttpRequestMessage(method, baseUrl + pathAndQuery);
+            if (!string.IsNullOrEmpty(token)) req.Headers.Authorization = new AuthenticationHeaderValue("Bearer", token);
+            if (body != null) req.Content = new StringContent(Json.Encode(body), Encoding.UTF8, "application/json");
+            return req;
+        }
+
+        internal void SawEpoch(HttpResponseMessage resp)
+        {
+            System.Collections.Generic.IEnumerable<string> v;
+            if (resp.Headers.TryGetValues("Muster-Epoch", out v))
+            {
+                var e = v.FirstOrDefault();
+                if (!string.IsNullOrEmpty(e)) lock (this) epoch = e;
+            }
+        }
+
+        /// <summary>Runs one request/response operation: a status other than want becomes
+        /// a MusterException; the JSON body is decoded into T (null for want 204).</summary>
+        internal async Task<T> CallAsync<T>(HttpMethod method, string pathAndQuery, object body, int want, CancellationToken ct)
+            where T : class
+        {
+            using (var req = Request(method, pathAndQuery, body))
+            using (var resp = await SendAsync(req, HttpCompletionOption.ResponseHeadersRead, ct).ConfigureAwait(false))
+            {
+                SawEpoch(resp);
+                var text = await ReadBodyAsync(resp, ct).ConfigureAwait(false);
+                if ((int)resp.StatusCode != want) throw ProblemError(resp, text);
+                if (typeof(T) == typeof(object) || want == 204) return null;
+                try
+                {
+                    return Json.Decode<T>(text);
+                }
+                catch (Newtonsoft.Json.JsonException e)
+                {
+                    throw new InvalidDataException(string.Format("muster: decoding a {0} answer: {1}", (int)resp.StatusCode, e.Message), e);
+                }
+            }
+        }
+
+        /// <summary>Sends req; cancelling ct aborts the request promptly, even while the server hangs.</summary>
+        internal async Task<HttpResponseMessage> SendAsync(HttpRequestMessage req, HttpCompletionOption opt, CancellationToken ct)
+        {
+            ct.ThrowIfCancellationRequested();
+            var send = http.SendAsync(req, opt, ct);
+            var cancelled = new TaskCompletionSource<bool>();
+            using (ct.Register(() => cancelled.TrySetResult(true)))
+            {
+                if (await Task.WhenAny(send, cancelled.Task).ConfigureAwait(false) != send)
+                {
+                    DisposeLate(send);
+                    throw new OperationCanceledException(ct);
+                }
+            }
+            try
+            {
+                return await send.ConfigureAwait(false);
+            }
+            catch (TaskCanceledException) when (!ct.IsCancellationRequested)
+            {
+                throw new TimeoutException("muster: the HttpClient's Timeout elapsed");
+            }
+        }
+
+        /// <summary>Disposes the answer of an abandoned request when it arrives (and observes its failure).</summary>
+        private static void DisposeLate(Task<HttpResponseMessage> send)
+        {
+            send.ContinueWith(t =>
+            {
+                if (t.Status == TaskStatus.RanToCompletion) t.Result.Dispose();
+                else GC.KeepAlive(t.Exception);
+            }, TaskContinuationOptions.ExecuteSynchronously);
+        }
+
+        /// <summary>Reads at most MaxBody bytes of a response body; aborts on ct.</summary>
+        internal static async Task<string> ReadBodyAsync(HttpResponseMessage resp, CancellationToken ct)
+        {
+            if (resp.Content == null) return "";
+            using (ct.Register(resp.Dispose))
+            {
+                try
+                {
+                    var s = await resp.Content.ReadAsStreamAsync().ConfigureAwait(false);
+                    var ms = new MemoryStream();
+                    var b = new byte[16 << 10];
+                    int n;
+                    while ((n = await s.ReadAsync(b, 0, b.Length, ct).ConfigureAwait(false)) > 0)
+                    {
+                        if (ms.Length + n > MaxBody) throw new InvalidDataException("muster: the answer is larger than 32 MiB");
+                        ms.Write(b, 0, n);
+                    }
+                    return Encoding.UTF8.GetString(ms.GetBuffer(), 0, (int)ms.Length);
+                }
+                catch (Exception) when (ct.IsCancellationRequested)
+                {
+                    throw new OperationCanceledException(ct);
+                }
+            }
+        }
+
+        /// <summary>
+        /// Turns a non-success answer into a MusterException: the problem body's code
+        /// when there is one; otherwise a code derived from the status, so a gateway's
+        /// 502 is still advised as retryable. Never throws while parsing.
+        /// </summary>
+        internal static MusterException ProblemError(HttpResponseMessage resp, string body)
+        {
+            string mt = resp.Content != null && resp.Content.Headers.ContentType != null ? resp.Content.Headers.ContentType.MediaType : "";
+            return ProblemError((int)resp.StatusCode, mt, body);
+        }
+
+        internal static MusterException ProblemError(int status, string mediaType, string body)
+        {
+            string title = StatusText(status);
+            mediaType = (mediaType ?? "").Split(';')[0].Trim().ToLowerInvariant();
+            if (mediaType == "application/problem+json" || mediaType == "application/json")
+            {
+                var code = Member(body, "code");
+                if (!string.IsNullOrEmpty(code))
+                {
+                    var t = Member(body, "title");
+                    return new MusterException(code, status, string.IsNullOrEmpty(t) ? title : t, Member(body, "detail"));
+                }
+            }
+            ErrorCode c;
+            switch (status)
+            {
+                case 502: case 503: case 504: c = ErrorCode.Unavailable; break;
+                case 404: c = ErrorCode.NotFound; break;
+                case 401: c = ErrorCode.Unauthenticated; break;
+                case 403: c = ErrorCode.Forbidden; break;
+                case 413: c = ErrorCode.PayloadTooLarge; break;
+                default: c = ErrorCode.Internal; break;
+            }
+            body = (body ?? "");
+            if (body.Length > 200) body = body.Substring(0, 200);
+            return new MusterException(ErrorCodes.Name(c), status, title,
+                string.Format(CultureInfo.InvariantCulture, "HTTP {0} without a problem body: {1}", status, body.Trim()));
+        }
+
+        /// <summary>A string member of a JSON object body; null for anything else (never throws).</summary>
+        private static string Member(string body, string name)
+        {
+            try
+            {
+                var o = Newtonsoft.Json.JsonConvert.DeserializeObject(body ?? "", Json.Settings) as Newtonsoft.Json.Linq.JObject;
+                var v = o == null ? null : o[name] as Newtonsoft.Json.Linq.JValue;
+                return v != null && v.Type == Newtonsoft.Json.Linq.JTokenType.String ? (string)v.Value : null;
+            }
+            catch (Exception)
+            {
+                return null;
+            }
+        }
+
+        private static string StatusText(int status)
+        {
+            switch (status)
+            {
+                case 400: return "Bad Request";
+                case 401: return "Unauthorized";
+                case 403: return "Forbidden";
+                case 404: return "Not Found";
+                case 405: return "Method Not Allowed";
+                case 409: return "Conflict";
+                case 410: return "Gone";
+                case 413: return "Request Entity Too Large";
+                case 429: return "Too Many Requests";
+                case 500: return "Internal Server Error";
+                case 501: return "Not Implemented";
+                case 502: return "Bad Gateway";
+                case 503: return "Service Unavailable";
+                case 504: return "Gateway Timeout";
+                default: return ((HttpStatusCode)status).ToString();
+            }
+        }
+
+        internal static long Ms(TimeSpan d) { return (long)d.TotalMilliseconds; }
+    }
+}

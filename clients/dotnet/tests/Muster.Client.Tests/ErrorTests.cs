@@ -1,0 +1,117 @@
+using System;
+using System.Linq;
+using Muster.Client;
+using NUnit.Framework;
+
+namespace Muster.Client.Tests
+{
+    [TestFixture]
+    public class ErrorTests
+    {
+        // The contract's ErrorCode enum, in order (openapi.yaml), with the Go SDK's advice.
+        private static readonly object[][] Table =
+        {
+            new object[] { "invalid_route", ErrorCode.InvalidRoute, RetryAdvice.No },
+            new object[] { "invalid_selector", ErrorCode.InvalidSelector, RetryAdvice.No },
+            new object[] { "invalid_request", ErrorCode.InvalidRequest, RetryAdvice.No },
+            new object[] { "unauthenticated", ErrorCode.Unauthenticated, RetryAdvice.No },
+            new object[] { "forbidden", ErrorCode.Forbidden, RetryAdvice.No },
+            new object[] { "session_not_found", ErrorCode.SessionNotFound, RetryAdvice.Restart },
+            new object[] { "lease_held", ErrorCode.LeaseHeld, RetryAdvice.Backoff },
+            new object[] { "already_queued", ErrorCode.AlreadyQueued, RetryAdvice.No },
+            new object[] { "wait_timeout", ErrorCode.WaitTimeout, RetryAdvice.Backoff },
+            new object[] { "queue_full", ErrorCode.QueueFull, RetryAdvice.Backoff },
+            new object[] { "not_owner", ErrorCode.NotOwner, RetryAdvice.Restart },
+            new object[] { "fenced", ErrorCode.Fenced, RetryAdvice.Restart },
+            new object[] { "lease_expired", ErrorCode.LeaseExpired, RetryAdvice.Restart },
+            new object[] { "invalid_cursor", ErrorCode.InvalidCursor, RetryAdvice.No },
+            new object[] { "cursor_expired", ErrorCode.CursorExpired, RetryAdvice.Restart },
+            new object[] { "epoch_changed", ErrorCode.EpochChanged, RetryAdvice.Restart },
+            new object[] { "subscription_limit", ErrorCode.SubscriptionLimit, RetryAdvice.No },
+            new object[] { "inventory_unavailable", ErrorCode.InventoryUnavailable, RetryAdvice.Backoff },
+            new object[] { "invalid_name", ErrorCode.InvalidName, RetryAdvice.No },
+            new object[] { "spec_not_found", ErrorCode.SpecNotFound, RetryAdvice.No },
+            new object[] { "payload_too_large", ErrorCode.PayloadTooLarge, RetryAdvice.No },
+            new object[] { "internal", ErrorCode.Internal, RetryAdvice.Backoff },
+            new object[] { "not_found", ErrorCode.NotFound, RetryAdvice.No },
+            new object[] { "method_not_allowed", ErrorCode.MethodNotAllowed, RetryAdvice.No },
+            new object[] { "not_implemented", ErrorCode.NotImplemented, RetryAdvice.No },
+            new object[] { "unavailable", ErrorCode.Unavailable, RetryAdvice.Backoff },
+            new object[] { "session_limit", ErrorCode.SessionLimit, RetryAdvice.Backoff },
+        };
+
+        [Test]
+        public void EveryContractCodeIsTypedWithItsAdvice()
+        {
+            CollectionAssert.AreEqual(Table.Select(r => (ErrorCode)r[1]).ToList(), ErrorCodes.All.ToList());
+            foreach (var r in Table)
+            {
+                var body = "{\"type\":\"about:blank\",\"title\":\"T\",\"status\":409,\"code\":\"" + r[0] + "\",\"detail\":\"d\"}";
+                var e = MusterClient.ProblemError(409, "application/problem+json", body);
+                Assert.AreEqual(r[1], e.Code, (string)r[0]);
+                Assert.AreEqual(r[0], e.CodeName);
+                Assert.AreEqual(r[2], e.Advice, (string)r[0]);
+                Assert.AreEqual((RetryAdvice)r[2] == RetryAdvice.Backoff, e.IsRetryable);
+                Assert.AreEqual(r[0], ErrorCodes.Name((ErrorCode)r[1]));
+                Assert.AreEqual("T", e.Title);
+                Assert.AreEqual("d", e.Detail);
+                Assert.AreEqual("muster: " + r[0] + ": d", e.Message);
+            }
+        }
+
+        [Test]
+        public void UnknownCodeKeepsItsStringAndIsAdvisedByStatus()
+        {
+            var e = MusterClient.ProblemError(503, "application/problem+json; charset=utf-8", "{\"code\":\"brand_new\",\"status\":503}");
+            Assert.AreEqual(ErrorCode.Unknown, e.Code);
+            Assert.AreEqual("brand_new", e.CodeName);
+            Assert.AreEqual(RetryAdvice.Backoff, e.Advice);
+            Assert.AreEqual(RetryAdvice.Backoff, MusterClient.ProblemError(429, "application/json", "{\"code\":\"x\"}").Advice);
+            Assert.AreEqual(RetryAdvice.No, MusterClient.ProblemError(400, "application/json", "{\"code\":\"x\"}").Advice);
+        }
+
+        [Test]
+        public void BodiesWithoutAProblemMapByStatusAndNeverThrow()
+        {
+            Assert.AreEqual(ErrorCode.Unavailable, MusterClient.ProblemError(502, "text/html", "<html>bad gateway</html>").Code);
+            Assert.AreEqual(ErrorCode.Unavailable, MusterClient.ProblemError(504, "", "").Code);
+            Assert.AreEqual(ErrorCode.NotFound, MusterClient.ProblemError(404, "text/plain", "nope").Code);
+            Assert.AreEqual(ErrorCode.Unauthenticated, MusterClient.ProblemError(401, null, null).Code);
+            Assert.AreEqual(ErrorCode.Forbidden, MusterClient.ProblemError(403, "application/json", "{}").Code);
+            Assert.AreEqual(ErrorCode.PayloadTooLarge, MusterClient.ProblemError(413, "application/json", "[1,2").Code);
+            var e = MusterClient.ProblemError(500, "application/problem+json", "{\"code\": 12}");
+            Assert.AreEqual(ErrorCode.Internal, e.Code);
+            StringAssert.StartsWith("HTTP 500 without a problem body", e.Detail);
+            // Fuzz: no body makes the mapping throw.
+            var rnd = new Random(7);
+            const string alphabet = "{}[]\":,code\\u0 truefalsenull123.e-";
+            for (int i = 0; i < 3000; i++)
+            {
+                var chars = new char[rnd.Next(0, 60)];
+                for (int j = 0; j < chars.Length; j++) chars[j] = alphabet[rnd.Next(alphabet.Length)];
+                var err = MusterClient.ProblemError(400 + rnd.Next(200), "application/problem+json", new string(chars));
+                Assert.IsNotNull(err.CodeName);
+            }
+        }
+
+        [Test]
+        public void AdviceOfSdkExceptions()
+        {
+            Assert.AreEqual(RetryAdvice.Restart, ErrorCodes.Advice(new LeaseLostException(new MusterException(ErrorCode.Fenced, ""))));
+            Assert.AreEqual(RetryAdvice.Restart, ErrorCodes.Advice(new StreamEndedException("overflow", 0)));
+            Assert.AreEqual(RetryAdvice.No, ErrorCodes.Advice(new MusterClosedException()));
+            Assert.AreEqual(RetryAdvice.No, ErrorCodes.Advice(new OperationCanceledException()));
+            Assert.AreEqual(RetryAdvice.Backoff, ErrorCodes.Advice(new System.Net.Http.HttpRequestException("refused")));
+            Assert.AreEqual(RetryAdvice.No, ErrorCodes.Advice(null));
+        }
+
+        [Test]
+        public void LocalRefusalHasStatusZero()
+        {
+            var e = new MusterException(ErrorCode.InvalidRoute, "a route is lease://{realm}/{area}/{resource}");
+            Assert.AreEqual(0, e.Status);
+            Assert.AreEqual("invalid_route", e.CodeName);
+            Assert.AreEqual(RetryAdvice.No, e.Advice);
+        }
+    }
+}
