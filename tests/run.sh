@@ -33,8 +33,9 @@ bash tests/contract/generated-clients.sh
 bash clients/ts/test.sh # the TypeScript SDK's whole check sequence
 # The .NET SDK (Mono): build, unit tests, real-broker tests, conformance scenarios.
 bash clients/dotnet/test.sh
-# The concurrent packages once more under the race detector.
-go test -count=1 -race -timeout 8m ./core ./sse ./handlers/...
+# The Python SDK: a fresh venv from pinned constraints, ruff, mypy --strict, pytest.
 bash clients/python/test.sh
 # The Rust SDK: fmt, clippy, rustdoc and its tests (conformance included).
 bash clients/rust/test.sh
+# The concurrent packages once more under the race detector.
+go test -count=1 -race -timeout 8m ./core ./sse ./handlers/...
