@@ -8,8 +8,15 @@
  */
 import type { components } from "./api/schema.js";
 
-/** A code of openapi.yaml's `ErrorCode` enum, or a newer code kept as a string. */
-export type Code = components["schemas"]["ErrorCode"] | (string & {});
+/**
+ * A code this SDK knows (openapi.yaml's `ErrorCode`, listed under its
+ * `x-extensible-enum`), or a newer code kept as a string: the contract's set
+ * of codes is open.
+ */
+export type Code = KnownCode | (string & {});
+
+/** A code listed in openapi.yaml's `ErrorCode` `x-extensible-enum` when this SDK was built. */
+export type KnownCode = keyof typeof table;
 
 /** Retry advice for an error: see {@link advice}. */
 export type Retry =
@@ -21,10 +28,11 @@ export type Retry =
   | "retry-restart";
 
 /**
- * The code table of openapi.yaml's ErrorCode, each with its retry advice, in
- * the contract's order (the same table as the Go SDK's errors.go). The
- * `satisfies` clause makes the compiler check that every code of the
- * generated schema is listed.
+ * The code table of openapi.yaml's ErrorCode (its `x-extensible-enum`), each
+ * with its retry advice, in the contract's order: the same table as the Go
+ * SDK's errors.go. ErrorCode is an open string in the contract, so the
+ * generated schema cannot list the codes; test/errors.test.ts checks this
+ * table against the contract and against the Go SDK.
  */
 const table = {
   invalid_route: "retry-no",
@@ -54,10 +62,11 @@ const table = {
   not_implemented: "retry-no",
   unavailable: "retry-backoff",
   session_limit: "retry-backoff",
-} as const satisfies Record<components["schemas"]["ErrorCode"], Retry>;
+  spec_limit: "retry-no",
+} as const satisfies Record<string, Retry>;
 
 /** Every code this SDK knows, in the contract's order. */
-export const codes: readonly (keyof typeof table)[] = Object.keys(table) as (keyof typeof table)[];
+export const codes: readonly KnownCode[] = Object.keys(table) as KnownCode[];
 
 /** The known codes as constants: `err.code === Codes.Fenced`. */
 export const Codes = {
@@ -88,7 +97,8 @@ export const Codes = {
   NotImplemented: "not_implemented",
   Unavailable: "unavailable",
   SessionLimit: "session_limit",
-} as const satisfies Record<string, keyof typeof table>;
+  SpecLimit: "spec_limit",
+} as const satisfies Record<string, KnownCode>;
 
 /**
  * An error answered by the broker (an RFC 9457 problem body), or a request
@@ -105,13 +115,20 @@ export class MusterError extends Error {
   readonly title: string;
   /** A human-readable explanation; never contains a secret. */
   readonly detail: string;
+  /**
+   * On a limit (429), the bound that was hit: "broker" (a cap shared by every
+   * family), "family" (the caller's family's quota), "session", "route" or
+   * "root"; a newer value is kept as given. Empty otherwise.
+   */
+  readonly scope: string;
 
-  constructor(code: Code, detail = "", status = 0, title = "") {
+  constructor(code: Code, detail = "", status = 0, title = "", scope = "") {
     super(detail === "" ? `muster: ${code}` : `muster: ${code}: ${detail}`);
     this.code = code;
     this.status = status;
     this.title = title;
     this.detail = detail;
+    this.scope = scope;
   }
 
   /** The retry advice for this error: {@link advice}. */
@@ -241,13 +258,14 @@ export function problemError(status: number, statusText: string, contentType: st
     }
   }
   if ((mt === "application/problem+json" || mt === "application/json") && typeof value === "object" && value !== null) {
-    const q = value as { code?: unknown; title?: unknown; detail?: unknown };
+    const q = value as { code?: unknown; title?: unknown; detail?: unknown; scope?: unknown };
     if (typeof q.code === "string" && q.code !== "") {
       return new MusterError(
         q.code,
         typeof q.detail === "string" ? q.detail : "",
         status,
         typeof q.title === "string" && q.title !== "" ? q.title : statusText,
+        typeof q.scope === "string" ? q.scope : "",
       );
     }
   }

@@ -132,14 +132,26 @@ export class Fleet {
   /**
    * Plans this fleet's desired set against the live lease inventory: the
    * resource segment of every held lease matching liveSelector, read from one
-   * snapshot at `revision`.
+   * snapshot at `revision`. The broker answers a large gap in pages (10,000
+   * names of each side at most); gap reads them all, one request per page,
+   * and returns them joined. cursor_expired midway means the snapshot was
+   * evicted: call gap again.
    */
   async gap(liveSelector: string, options: RequestOptions = {}): Promise<Plan> {
     const c = this.#c;
-    const g = await c.call(
-      c.raw.GET("/v1/fleets/{root}/gap", { params: { path: { root: this.root }, query: { live: liveSelector } }, signal: options.signal }),
-      200,
-    );
-    return { missing: g.missing, orphans: g.orphans, revision: g.revision };
+    const missing: string[] = [];
+    const orphans: string[] = [];
+    let revision = 0;
+    let cursor: string | undefined;
+    for (;;) {
+      const query: { live: string; cursor?: string } = { live: liveSelector };
+      if (cursor !== undefined) query.cursor = cursor;
+      const g = await c.call(c.raw.GET("/v1/fleets/{root}/gap", { params: { path: { root: this.root }, query }, signal: options.signal }), 200);
+      for (const n of g.missing) missing.push(n);
+      for (const n of g.orphans) orphans.push(n);
+      revision = g.revision;
+      if (g.next_cursor === undefined || g.next_cursor === null) return { missing, orphans, revision };
+      cursor = g.next_cursor;
+    }
   }
 }

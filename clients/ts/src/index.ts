@@ -17,6 +17,7 @@ export {
   StreamEndedError,
   StreamEndError,
   type Code,
+  type KnownCode,
   type Retry,
   type StreamEndReason,
 } from "./errors.js";

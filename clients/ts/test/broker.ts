@@ -30,8 +30,12 @@ export function brokerBin(): string {
   return bin;
 }
 
-/** Starts a broker; kill() stops it and removes its directory. */
-export async function startBroker(): Promise<Broker> {
+/**
+ * Starts a broker; kill() stops it and removes its directory. extraConfig is
+ * appended to the configuration file after the tokens (e.g. a `limits:`
+ * section).
+ */
+export async function startBroker(extraConfig = ""): Promise<Broker> {
   const dir = mkdtempSync(join(tmpdir(), "muster-ts-"));
   const config = join(dir, "muster.yaml");
   let y = "tokens:\n";
@@ -40,7 +44,7 @@ export async function startBroker(): Promise<Broker> {
     y += `  - name: ${name}\n    sha256: ${sum}\n    family: ${t.family}\n    grants:\n`;
     for (const g of t.grants) y += `      - ${JSON.stringify(g)}\n`;
   }
-  writeFileSync(config, y, { mode: 0o600 });
+  writeFileSync(config, y + extraConfig, { mode: 0o600 });
   const logs: string[] = [];
   let proc: ChildProcess | null = null;
   let addr = "127.0.0.1:0";

@@ -238,6 +238,14 @@ export interface paths {
          *     again supersedes the older stream and keeps the subscription id).
          *     Without it the stream is its own read-only session. Browsers, whose
          *     EventSource cannot send headers, may pass the token as `access_token`.
+         *
+         *     **Read it as a stream.** The response never ends on its own: read it
+         *     incrementally, event by event, with an SSE reader (a browser's
+         *     EventSource, `curl -N`, or the SDKs' watch and observer, see
+         *     `clients/go`). A client generated from this contract reads a response
+         *     body whole before returning it and so waits here forever; use it for
+         *     every other operation, and an SDK or an SSE library for this one
+         *     (docs/client-operations.md, "Watch is a stream").
          */
         get: operations["watchLeases"];
         put?: never;
@@ -266,7 +274,8 @@ export interface paths {
          * Register a spec in the desired set
          * @description Mints the name `<kind>-<n>` from the root's counter and stores the spec
          *     exactly as given, in one transaction. Names are never reused, also
-         *     across restarts. Needs `write` on `fleet://<root>`.
+         *     across restarts. Needs `write` on `fleet://<root>`. A root holding its
+         *     family's quota of specs answers 429 `spec_limit` (scope `root`).
          */
         post: operations["registerSpec"];
         delete?: never;
@@ -314,6 +323,12 @@ export interface paths {
          *     the names dropped. A spec registered while the sweep runs is never
          *     deleted for failing a validation it did not undergo. Needs `write` on
          *     `fleet://<root>`.
+         *
+         *     The schema's shape and the work of validating are bounded (nesting,
+         *     pattern size, combinator fan-out, `$ref` expansion; evaluations per
+         *     spec and per request): beyond a bound the answer is 400
+         *     `invalid_request` whose detail names the limit, and a schema refused
+         *     for its shape deletes nothing.
          */
         post: operations["sweepSpecs"];
         delete?: never;
@@ -354,6 +369,12 @@ export interface paths {
          * @description Computes the plan with `live` = the resource segment of every held lease
          *     matching the selector, read from one inventory snapshot at `revision`.
          *     Needs `read` on `fleet://<root>` and `read` on the selector.
+         *
+         *     Pages over names in byte order: a page covers at most `limit` names
+         *     of each side, and `next_cursor` (absent on the last page) resumes
+         *     after the last name the page covered, on the same inventory snapshot
+         *     (the desired side is read afresh, like a spec listing). A gap of a
+         *     set no larger than `limit` is one page, as before paging existed.
          */
         get: operations["fleetGap"];
         put?: never;
@@ -470,25 +491,44 @@ export interface components {
             /** @example the request body is not valid JSON */
             detail?: string;
             code: components["schemas"]["ErrorCode"];
+            /**
+             * @description On a limit (429), which bound was hit: `broker` (a cap shared by
+             *     every family), `family` (the caller's family's quota; other
+             *     families are unaffected), `session`, `route` or `root`. Absent on
+             *     other errors. Values may be added.
+             * @example family
+             */
+            scope?: string;
         };
         /**
-         * @description Stable error code; the same table drives the server and the SDKs. Append-only.
-         * @enum {string}
+         * @description Stable error code; the same table drives the server and the SDKs. The
+         *     set is open: codes are never renamed or removed, but new ones may be
+         *     added, so a client must accept a code it does not know (and act on the
+         *     HTTP status). The codes known today are listed in `x-extensible-enum`
+         *     (and, with their status and retry advice, in docs/client-operations.md);
+         *     it is deliberately not an `enum`, which generated clients would enforce.
+         * @example lease_held
          */
-        ErrorCode: "invalid_route" | "invalid_selector" | "invalid_request" | "unauthenticated" | "forbidden" | "session_not_found" | "lease_held" | "already_queued" | "wait_timeout" | "queue_full" | "not_owner" | "fenced" | "lease_expired" | "invalid_cursor" | "cursor_expired" | "epoch_changed" | "subscription_limit" | "inventory_unavailable" | "invalid_name" | "spec_not_found" | "payload_too_large" | "internal" | "not_found" | "method_not_allowed" | "not_implemented" | "unavailable" | "session_limit";
+        ErrorCode: string;
         /** @description A session id (128-bit secret, lowercase hex). */
         SessionId: string;
-        /** @description One route segment; no `/`, no control characters. */
+        /**
+         * @description One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
+         *     characters; the server counts bytes) without `/`, without `*` and
+         *     without control characters (U+0000..U+001F, U+007F..U+009F).
+         */
         Segment: string;
         /**
          * @description `lease://{realm}/{area}/{resource}` where any segment may be `*` (one
          *     segment) or `**` (zero or more segments). Exact routes are selectors.
          *     Identity is the original string.
+         *     It starts with `lease://` (case-sensitive); literal segments follow
+         *     the `Segment` rules. At most 512 bytes.
          * @example lease://acme/renderers/*
          */
         Selector: string;
         /**
-         * @description The application's logical owner of a session (1..512 bytes).
+         * @description The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
          * @example worker-1
          */
         OwnerId: string;
@@ -654,7 +694,7 @@ export interface components {
         RegisterRequest: {
             /** @description One legal segment (lowercase letters, digits, `-`, `_`). */
             kind: string;
-            /** @description Any JSON value up to 64 KiB, stored exactly as given. */
+            /** @description Any JSON value but `null` (refused with `invalid_request`), up to 64 KiB, stored exactly as given. */
             spec: unknown;
         };
         SpecRow: {
@@ -687,6 +727,8 @@ export interface components {
             missing: string[];
             orphans: string[];
             revision: components["schemas"]["Revision"];
+            /** @description Resumes after the last name this page covered; absent on the last page. */
+            next_cursor?: string | null;
         };
         Health: {
             /** @example ok */
@@ -822,7 +864,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `queue_full`, `subscription_limit`, `session_limit`. */
+        /** @description `queue_full`, `subscription_limit`, `session_limit`, `spec_limit`; `scope` says which bound. */
         TooManyRequests: {
             headers: {
                 [name: string]: unknown;
@@ -880,14 +922,17 @@ export interface components {
         Area: components["schemas"]["Segment"];
         /** @example document-123 */
         Resource: components["schemas"]["Segment"];
-        /** @description The `next_cursor` of the previous page, unchanged. */
+        /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). */
         Cursor: string;
         /**
-         * @description A fleet root: one or more legal segments (lowercase letters, digits, `-`, `_`); a nested root is sent with `/` escaped as `%2F`.
+         * @description A fleet root: 1 to 8 segments of 1 to 128 lowercase letters, digits, `-` and `_`, joined by `/`, at most 255 bytes in all; a nested root is sent with `/` escaped as `%2F`. Anything else is refused with 400 `invalid_request`.
          * @example monitors
          */
         Root: string;
-        /** @example repo-1 */
+        /**
+         * @description A spec name: one segment of lowercase letters, digits, `-` and `_`, at most 84 bytes (a kind, `-` and a counter); anything else is `invalid_name`.
+         * @example repo-1
+         */
         SpecName: string;
     };
     requestBodies: never;
@@ -1194,7 +1239,7 @@ export interface operations {
                 /** @example lease://acme/renderers/* */
                 selector: components["schemas"]["Selector"];
                 limit?: number;
-                /** @description The `next_cursor` of the previous page, unchanged. */
+                /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -1276,13 +1321,13 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: number;
-                /** @description The `next_cursor` of the previous page, unchanged. */
+                /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path: {
                 /**
-                 * @description A fleet root: one or more legal segments (lowercase letters, digits, `-`, `_`); a nested root is sent with `/` escaped as `%2F`.
+                 * @description A fleet root: 1 to 8 segments of 1 to 128 lowercase letters, digits, `-` and `_`, joined by `/`, at most 255 bytes in all; a nested root is sent with `/` escaped as `%2F`. Anything else is refused with 400 `invalid_request`.
                  * @example monitors
                  */
                 root: components["parameters"]["Root"];
@@ -1313,7 +1358,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A fleet root: one or more legal segments (lowercase letters, digits, `-`, `_`); a nested root is sent with `/` escaped as `%2F`.
+                 * @description A fleet root: 1 to 8 segments of 1 to 128 lowercase letters, digits, `-` and `_`, joined by `/`, at most 255 bytes in all; a nested root is sent with `/` escaped as `%2F`. Anything else is refused with 400 `invalid_request`.
                  * @example monitors
                  */
                 root: components["parameters"]["Root"];
@@ -1348,6 +1393,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };
@@ -1357,11 +1403,14 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A fleet root: one or more legal segments (lowercase letters, digits, `-`, `_`); a nested root is sent with `/` escaped as `%2F`.
+                 * @description A fleet root: 1 to 8 segments of 1 to 128 lowercase letters, digits, `-` and `_`, joined by `/`, at most 255 bytes in all; a nested root is sent with `/` escaped as `%2F`. Anything else is refused with 400 `invalid_request`.
                  * @example monitors
                  */
                 root: components["parameters"]["Root"];
-                /** @example repo-1 */
+                /**
+                 * @description A spec name: one segment of lowercase letters, digits, `-` and `_`, at most 84 bytes (a kind, `-` and a counter); anything else is `invalid_name`.
+                 * @example repo-1
+                 */
                 name: components["parameters"]["SpecName"];
             };
             cookie?: never;
@@ -1390,11 +1439,14 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A fleet root: one or more legal segments (lowercase letters, digits, `-`, `_`); a nested root is sent with `/` escaped as `%2F`.
+                 * @description A fleet root: 1 to 8 segments of 1 to 128 lowercase letters, digits, `-` and `_`, joined by `/`, at most 255 bytes in all; a nested root is sent with `/` escaped as `%2F`. Anything else is refused with 400 `invalid_request`.
                  * @example monitors
                  */
                 root: components["parameters"]["Root"];
-                /** @example repo-1 */
+                /**
+                 * @description A spec name: one segment of lowercase letters, digits, `-` and `_`, at most 84 bytes (a kind, `-` and a counter); anything else is `invalid_name`.
+                 * @example repo-1
+                 */
                 name: components["parameters"]["SpecName"];
             };
             cookie?: never;
@@ -1420,7 +1472,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A fleet root: one or more legal segments (lowercase letters, digits, `-`, `_`); a nested root is sent with `/` escaped as `%2F`.
+                 * @description A fleet root: 1 to 8 segments of 1 to 128 lowercase letters, digits, `-` and `_`, joined by `/`, at most 255 bytes in all; a nested root is sent with `/` escaped as `%2F`. Anything else is refused with 400 `invalid_request`.
                  * @example monitors
                  */
                 root: components["parameters"]["Root"];
@@ -1509,11 +1561,14 @@ export interface operations {
             query: {
                 /** @example lease://acme/monitors/* */
                 live: components["schemas"]["Selector"];
+                limit?: number;
+                /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). */
+                cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path: {
                 /**
-                 * @description A fleet root: one or more legal segments (lowercase letters, digits, `-`, `_`); a nested root is sent with `/` escaped as `%2F`.
+                 * @description A fleet root: 1 to 8 segments of 1 to 128 lowercase letters, digits, `-` and `_`, joined by `/`, at most 255 bytes in all; a nested root is sent with `/` escaped as `%2F`. Anything else is refused with 400 `invalid_request`.
                  * @example monitors
                  */
                 root: components["parameters"]["Root"];
