@@ -47,9 +47,10 @@ def broker_bin() -> Iterator[Path]:
 
 
 class Broker:
-    """One `muster serve` process with a fresh data dir and the test tokens."""
+    """One `muster serve` process with a fresh data dir and the test tokens
+    (``extra_config``: more YAML appended to the configuration file)."""
 
-    def __init__(self, binary: Path, *, dev: bool = False) -> None:
+    def __init__(self, binary: Path, *, dev: bool = False, extra_config: str = "") -> None:
         self.binary = binary
         self.dev = dev  # dev mode: no tokens, every request allowed
         self.dir = Path(tempfile.mkdtemp(prefix="muster-py-broker-"))
@@ -63,7 +64,7 @@ class Broker:
                 "    grants:",
                 *[f'      - "{g}"' for g in grants],
             ]
-        self.config.write_text("\n".join(lines) + "\n")
+        self.config.write_text("\n".join(lines) + "\n" + extra_config)
         self.proc: subprocess.Popen[bytes] | None = None
         self.addr = ""
         self.start("127.0.0.1:0")

@@ -15,7 +15,10 @@ import muster
 from muster._client import problem_error
 
 ROOT = Path(__file__).resolve().parents[3]
-CONTRACT_CODES = yaml.safe_load((ROOT / "openapi.yaml").read_text())["components"]["schemas"]["ErrorCode"]["enum"]
+#: The known codes of the contract: ErrorCode is an open string, its known
+#: codes listed under x-extensible-enum (never a closed enum).
+ERROR_CODE = yaml.safe_load((ROOT / "openapi.yaml").read_text())["components"]["schemas"]["ErrorCode"]
+CONTRACT_CODES = ERROR_CODE["x-extensible-enum"]
 
 
 def go_table() -> dict[str, str]:
@@ -29,7 +32,14 @@ def go_table() -> dict[str, str]:
 
 
 def test_codes_are_the_contracts_in_order() -> None:
+    assert "enum" not in ERROR_CODE and ERROR_CODE["type"] == "string"
     assert muster.codes() == CONTRACT_CODES
+
+
+def test_spec_limit() -> None:
+    e = muster.error_for("spec_limit", "full", status=429, scope="root")
+    assert type(e) is muster.SpecLimitError and e.scope == "root"
+    assert e.advice is muster.Retry.NO and not muster.is_retryable(e)
 
 
 def test_advice_matches_the_go_sdk() -> None:
@@ -83,6 +93,20 @@ def resp(status: int, body: bytes, ctype: str) -> httpx.Response:
             muster.MusterError,
             "brand_new",
         ),
+        (
+            429,
+            b'{"type":"about:blank","title":"Too Many Requests","status":429,"code":"session_limit","scope":"family"}',
+            "application/problem+json",
+            muster.SessionLimitError,
+            "session_limit",
+        ),
+        (
+            429,
+            b'{"title":"Too Many Requests","status":429,"code":"spec_limit","scope":7}',
+            "application/problem+json",
+            muster.SpecLimitError,
+            "spec_limit",
+        ),
         (502, b"<html>bad gateway</html>", "text/html", muster.UnavailableError, "unavailable"),
         (504, b"", "text/plain", muster.UnavailableError, "unavailable"),
         (404, b"nope", "text/plain", muster.NotFoundError, "not_found"),
@@ -98,3 +122,5 @@ def test_problem_error(status: int, body: bytes, ctype: str, cls: type[muster.Mu
     assert type(e) is cls and e.code == code and e.status == status
     if cls is muster.LeaseHeldError:
         assert e.detail == "held" and e.title == "Conflict"
+    # scope only from a string member of the problem body; "" otherwise
+    assert e.scope == ("family" if cls is muster.SessionLimitError else "")

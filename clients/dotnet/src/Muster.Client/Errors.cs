@@ -4,8 +4,9 @@ using System.Collections.Generic;
 namespace Muster.Client
 {
     /// <summary>
-    /// The stable error codes of the Muster contract (openapi.yaml's ErrorCode),
-    /// in the contract's order. Codes are append-only and never renamed: a broker
+    /// The stable error codes of the Muster contract (openapi.yaml's ErrorCode, an
+    /// open string whose known codes are listed under x-extensible-enum), in the
+    /// contract's order. Codes are append-only and never renamed: a broker
     /// newer than this SDK may answer a code this enum does not list; it then
     /// reaches the caller as <see cref="Unknown"/> with the wire string kept in
     /// <see cref="MusterException.CodeName"/>.
@@ -41,6 +42,7 @@ namespace Muster.Client
         NotImplemented,
         Unavailable,
         SessionLimit,
+        SpecLimit,
     }
 
     /// <summary>What to do after an error; see <see cref="ErrorCodes.Advice(Exception)"/>.</summary>
@@ -91,6 +93,7 @@ namespace Muster.Client
             Add(ErrorCode.NotImplemented, "not_implemented", RetryAdvice.No);
             Add(ErrorCode.Unavailable, "unavailable", RetryAdvice.Backoff);
             Add(ErrorCode.SessionLimit, "session_limit", RetryAdvice.Backoff);
+            Add(ErrorCode.SpecLimit, "spec_limit", RetryAdvice.No);
         }
 
         private static void Add(ErrorCode c, string name, RetryAdvice a)
@@ -170,8 +173,18 @@ namespace Muster.Client
         public string Title { get; private set; }
         /// <summary>A human-readable explanation; never contains a secret.</summary>
         public string Detail { get; private set; }
+        /// <summary>On a limit (429), the bound that was hit: "broker" (a cap shared by
+        /// every family), "family" (the caller's family's quota), "session", "route" or
+        /// "root" (values may be added). "" otherwise.</summary>
+        public string Scope { get; private set; }
 
         public MusterException(string codeName, int status, string title, string detail)
+            : this(codeName, status, title, detail, null)
+        {
+        }
+
+        /// <summary>A broker error with the problem's scope (null or "" when absent).</summary>
+        public MusterException(string codeName, int status, string title, string detail, string scope)
             : base(Format(codeName, detail))
         {
             CodeName = codeName ?? "";
@@ -179,6 +192,7 @@ namespace Muster.Client
             Status = status;
             Title = title ?? "";
             Detail = detail ?? "";
+            Scope = scope ?? "";
         }
 
         /// <summary>A local refusal with a known code.</summary>

@@ -98,11 +98,35 @@ namespace Muster.Client
         }
 
         /// <summary>Plans root's desired set against the live lease inventory: the resource
-        /// segment of every held lease matching liveSelector, read from one snapshot at Revision.</summary>
-        public async Task<Plan> GapAsync(string root, string liveSelector, CancellationToken ct = default(CancellationToken))
+        /// segment of every held lease matching liveSelector, read from one snapshot at Revision.
+        /// The broker answers a large gap in pages (10,000 names of each side at most);
+        /// GapAsync reads them all. CursorExpired midway means the snapshot was evicted:
+        /// call GapAsync again.</summary>
+        public Task<Plan> GapAsync(string root, string liveSelector, CancellationToken ct = default(CancellationToken))
         {
-            var g = await CallAsync<PlanBody>(HttpMethod.Get, "/v1/fleets/" + Seg(root) + "/gap" + Query("live", liveSelector), null, 200, ct).ConfigureAwait(false);
-            return new Plan { Missing = g.Missing ?? new List<string>(), Orphans = g.Orphans ?? new List<string>(), Revision = g.Revision };
+            return GapAsync(root, liveSelector, 0, ct);
+        }
+
+        /// <summary>GapAsync with pages of at most pageLimit names of each side (0: the
+        /// broker's default). Internal: the tests page a small gap with it.</summary>
+        internal async Task<Plan> GapAsync(string root, string liveSelector, int pageLimit, CancellationToken ct)
+        {
+            var missing = new List<string>();
+            var orphans = new List<string>();
+            long revision = 0;
+            string cursor = null;
+            var limit = pageLimit > 0 ? pageLimit.ToString(System.Globalization.CultureInfo.InvariantCulture) : null;
+            while (true)
+            {
+                var g = await CallAsync<GapPage>(HttpMethod.Get, "/v1/fleets/" + Seg(root) + "/gap" +
+                    Query("live", liveSelector, "limit", limit, "cursor", cursor), null, 200, ct).ConfigureAwait(false);
+                if (g.Missing != null) missing.AddRange(g.Missing);
+                if (g.Orphans != null) orphans.AddRange(g.Orphans);
+                revision = g.Revision;
+                if (string.IsNullOrEmpty(g.NextCursor)) break;
+                cursor = g.NextCursor;
+            }
+            return new Plan { Missing = missing, Orphans = orphans, Revision = revision };
         }
     }
 }

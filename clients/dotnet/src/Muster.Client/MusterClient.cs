@@ -217,7 +217,7 @@ namespace Muster.Client
                 if (!string.IsNullOrEmpty(code))
                 {
                     var t = Member(body, "title");
-                    return new MusterException(code, status, string.IsNullOrEmpty(t) ? title : t, Member(body, "detail"));
+                    return new MusterException(code, status, string.IsNullOrEmpty(t) ? title : t, Member(body, "detail"), Member(body, "scope"));
                 }
             }
             ErrorCode c;

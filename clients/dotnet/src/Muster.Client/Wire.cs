@@ -186,4 +186,12 @@ namespace Muster.Client.Wire
         [JsonProperty("orphans")] public List<string> Orphans;
         [JsonProperty("revision")] public long Revision;
     }
+
+    internal sealed class GapPage
+    {
+        [JsonProperty("missing")] public List<string> Missing;
+        [JsonProperty("orphans")] public List<string> Orphans;
+        [JsonProperty("revision")] public long Revision;
+        [JsonProperty("next_cursor")] public string NextCursor;
+    }
 }

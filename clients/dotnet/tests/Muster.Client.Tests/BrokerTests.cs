@@ -390,6 +390,66 @@ namespace Muster.Client.Tests
         }
 
         [Test]
+        public async Task GapReadsEveryPage()
+        {
+            var root = "fleet-" + Area();
+            for (int i = 0; i < 5; i++) await c.RegisterAsync(root, "repo", new JObject { ["n"] = i });
+            var area = Area();
+            var sel = "lease://acme/" + area + "/*";
+            using (var s = await c.CreateSessionAsync("worker-1", TimeSpan.FromSeconds(10)))
+            {
+                foreach (var r in new[] { "repo-1", "repo-3", "stray-a", "stray-b", "stray-c" })
+                {
+                    await s.AcquireAsync("lease://acme/" + area + "/" + r, TimeSpan.FromSeconds(30));
+                }
+                // The broker does page at this size: the first page is partial and has a cursor.
+                var first = await c.CallAsync<Muster.Client.Wire.GapPage>(System.Net.Http.HttpMethod.Get,
+                    "/v1/fleets/" + root + "/gap" + MusterClient.Query("live", sel, "limit", "2"), null, 200, CancellationToken.None);
+                Assert.IsFalse(string.IsNullOrEmpty(first.NextCursor), "a gap of 7 names in pages of 2 has a next page");
+                Assert.That(first.Missing.Count + first.Orphans.Count < 6);
+
+                var whole = await c.GapAsync(root, sel);
+                CollectionAssert.AreEqual(new[] { "repo-2", "repo-4", "repo-5" }, whole.Missing);
+                CollectionAssert.AreEqual(new[] { "stray-a", "stray-b", "stray-c" }, whole.Orphans);
+                foreach (var limit in new[] { 1, 2, 3 })
+                {
+                    var paged = await c.GapAsync(root, sel, limit, CancellationToken.None);
+                    CollectionAssert.AreEqual(whole.Missing, paged.Missing, "pages of " + limit);
+                    CollectionAssert.AreEqual(whole.Orphans, paged.Orphans, "pages of " + limit);
+                    Assert.That(paged.Revision > 0);
+                }
+            }
+        }
+
+        [Test]
+        public async Task LimitErrorsCarryTheirScope()
+        {
+            // A session holds at most 128 wildcard registrations: the 129th is refused
+            // with 429 subscription_limit, scope "session".
+            var area = Area();
+            var subs = new List<Subscription>();
+            using (var s = await c.CreateSessionAsync("worker-1", TimeSpan.FromSeconds(10)))
+            {
+                try
+                {
+                    for (int k = 0; k < 4; k++)
+                    {
+                        subs.Add(await s.WatchAsync(Enumerable.Range(32 * k, 32).Select(i => "lease://acme/" + area + "-" + i + "/*")));
+                    }
+                    var e = Throws<MusterException>(() => s.WatchAsync(new[] { "lease://acme/" + area + "-extra/*" }));
+                    Assert.AreEqual(ErrorCode.SubscriptionLimit, e.Code);
+                    Assert.AreEqual(429, e.Status);
+                    Assert.AreEqual("session", e.Scope);
+                    Assert.AreEqual(RetryAdvice.No, e.Advice);
+                }
+                finally
+                {
+                    foreach (var sub in subs) sub.Dispose();
+                }
+            }
+        }
+
+        [Test]
         public async Task ObserverFollowsAndDisposesPromptly()
         {
             var area = Area();

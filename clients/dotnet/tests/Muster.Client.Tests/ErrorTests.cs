@@ -1,5 +1,8 @@
 using System;
+using System.Collections.Generic;
+using System.IO;
 using System.Linq;
+using System.Text.RegularExpressions;
 using Muster.Client;
 using NUnit.Framework;
 
@@ -8,7 +11,7 @@ namespace Muster.Client.Tests
     [TestFixture]
     public class ErrorTests
     {
-        // The contract's ErrorCode enum, in order (openapi.yaml), with the Go SDK's advice.
+        // The contract's known codes, in order (openapi.yaml's ErrorCode x-extensible-enum), with the Go SDK's advice.
         private static readonly object[][] Table =
         {
             new object[] { "invalid_route", ErrorCode.InvalidRoute, RetryAdvice.No },
@@ -38,7 +41,60 @@ namespace Muster.Client.Tests
             new object[] { "not_implemented", ErrorCode.NotImplemented, RetryAdvice.No },
             new object[] { "unavailable", ErrorCode.Unavailable, RetryAdvice.Backoff },
             new object[] { "session_limit", ErrorCode.SessionLimit, RetryAdvice.Backoff },
+            new object[] { "spec_limit", ErrorCode.SpecLimit, RetryAdvice.No },
         };
+
+        /// <summary>The known codes of openapi.yaml: the x-extensible-enum list of the
+        /// ErrorCode schema (an open string, deliberately not an enum).</summary>
+        private static List<string> ContractCodes()
+        {
+            var lines = File.ReadAllLines(Path.Combine(Harness.RepoRoot(), "openapi.yaml"));
+            int i = Array.IndexOf(lines, "    ErrorCode:");
+            Assert.That(i >= 0, "openapi.yaml has no ErrorCode schema");
+            while (i < lines.Length && lines[i].Trim() != "x-extensible-enum:")
+            {
+                Assert.AreNotEqual("enum:", lines[i].Trim(), "ErrorCode is a closed enum again");
+                i++;
+            }
+            Assert.That(i < lines.Length, "ErrorCode has no x-extensible-enum");
+            var codes = new List<string>();
+            var item = new Regex(@"^\s+- ([a-z_]+)$");
+            for (i++; i < lines.Length; i++)
+            {
+                var m = item.Match(lines[i]);
+                if (!m.Success) break;
+                codes.Add(m.Groups[1].Value);
+            }
+            return codes;
+        }
+
+        [Test]
+        public void TheSdkKnowsExactlyTheContractsCodesInOrder()
+        {
+            var contract = ContractCodes();
+            Assert.That(contract.Count >= 28, "too few codes read from openapi.yaml: " + contract.Count);
+            CollectionAssert.AreEqual(contract, ErrorCodes.All.Select(ErrorCodes.Name).ToList());
+            CollectionAssert.AreEqual(contract, Table.Select(r => (string)r[0]).ToList());
+        }
+
+        [Test]
+        public void ScopeOfALimitIsKept()
+        {
+            var e = MusterClient.ProblemError(429, "application/problem+json",
+                "{\"type\":\"about:blank\",\"title\":\"Too Many Requests\",\"status\":429,\"code\":\"spec_limit\",\"detail\":\"full\",\"scope\":\"root\"}");
+            Assert.AreEqual(ErrorCode.SpecLimit, e.Code);
+            Assert.AreEqual("root", e.Scope);
+            Assert.AreEqual(RetryAdvice.No, e.Advice);
+            Assert.IsFalse(e.IsRetryable);
+            var f = MusterClient.ProblemError(429, "application/problem+json", "{\"code\":\"session_limit\",\"scope\":\"family\"}");
+            Assert.AreEqual("family", f.Scope);
+            Assert.AreEqual(RetryAdvice.Backoff, f.Advice);
+            // Absent, or not a string: "".
+            Assert.AreEqual("", MusterClient.ProblemError(409, "application/problem+json", "{\"code\":\"lease_held\"}").Scope);
+            Assert.AreEqual("", MusterClient.ProblemError(429, "application/problem+json", "{\"code\":\"queue_full\",\"scope\":7}").Scope);
+            Assert.AreEqual("", MusterClient.ProblemError(503, "text/html", "<html/>").Scope);
+            Assert.AreEqual("", new MusterException(ErrorCode.InvalidRoute, "x").Scope);
+        }
 
         [Test]
         public void EveryContractCodeIsTypedWithItsAdvice()
@@ -56,6 +112,7 @@ namespace Muster.Client.Tests
                 Assert.AreEqual("T", e.Title);
                 Assert.AreEqual("d", e.Detail);
                 Assert.AreEqual("muster: " + r[0] + ": d", e.Message);
+                Assert.AreEqual("", e.Scope);
             }
         }
 

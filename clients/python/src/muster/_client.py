@@ -291,11 +291,13 @@ def problem_error(resp: httpx.Response, body: bytes) -> MusterError:
         if isinstance(p, dict) and isinstance(p.get("code"), str) and p["code"]:
             t = p.get("title")
             d = p.get("detail")
+            sc = p.get("scope")
             return error_for(
                 p["code"],
                 d if isinstance(d, str) else "",
                 status=status,
                 title=t if isinstance(t, str) and t else title,
+                scope=sc if isinstance(sc, str) else "",
             )
     code = {502: "unavailable", 503: "unavailable", 504: "unavailable", 404: "not_found"}.get(status)
     code = code or {401: "unauthenticated", 403: "forbidden", 413: "payload_too_large"}.get(status, "internal")

@@ -41,6 +41,7 @@ __all__ = [
     "SessionLimitError",
     "SessionLostError",
     "SessionNotFoundError",
+    "SpecLimitError",
     "SpecNotFoundError",
     "StreamEndError",
     "StreamEndedError",
@@ -79,16 +80,21 @@ class MusterError(MusterException):
     the SDK refused locally with the code the broker would have used (``status``
     is then 0). A code this SDK does not know stays a plain ``MusterError`` with
     that ``code``.
+
+    ``scope``, on a limit (429), is the bound that was hit: ``"broker"`` (a cap
+    shared by every family), ``"family"`` (the caller's family's quota),
+    ``"session"``, ``"route"`` or ``"root"``; "" otherwise. Values may be added.
     """
 
     #: The contract code of the subclass; "" on the generic class.
     CODE: ClassVar[str] = ""
 
-    def __init__(self, code: str = "", detail: str = "", *, status: int = 0, title: str = "") -> None:
+    def __init__(self, code: str = "", detail: str = "", *, status: int = 0, title: str = "", scope: str = "") -> None:
         self.code = code or self.CODE
         self.status = status
         self.title = title
         self.detail = detail
+        self.scope = scope
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -97,7 +103,8 @@ class MusterError(MusterException):
         return "muster: " + self.code + ": " + self.detail
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(code={self.code!r}, status={self.status}, detail={self.detail!r})"
+        scope = f", scope={self.scope!r}" if self.scope else ""
+        return f"{type(self).__name__}(code={self.code!r}, status={self.status}, detail={self.detail!r}{scope})"
 
     @property
     def advice(self) -> Retry:
@@ -209,7 +216,9 @@ class EpochChangedError(MusterError):
 
 
 class SubscriptionLimitError(MusterError):
-    """The session has 128 wildcard (1,024 in all) registrations. Retry: no."""
+    """The session has 128 wildcard (1,024 in all) registrations (scope "session"),
+    or the family its quota of streams or registrations (scope "family"), or the
+    broker its cap (scope "broker"): unsubscribe or close streams first. Retry: no."""
 
     CODE = "subscription_limit"
 
@@ -270,9 +279,17 @@ class UnavailableError(MusterError):
 
 
 class SessionLimitError(MusterError):
-    """The broker holds its maximum of live sessions (a broker-wide cap). Retry: backoff."""
+    """The broker holds its maximum of live sessions (scope "broker"), or the
+    caller's family its quota (scope "family"). Retry: backoff."""
 
     CODE = "session_limit"
+
+
+class SpecLimitError(MusterError):
+    """The fleet root holds its family's quota of specs (scope "root"): forget
+    specs first. Retry: no."""
+
+    CODE = "spec_limit"
 
 
 for _cls, _retry in (
@@ -303,6 +320,7 @@ for _cls, _retry in (
     (NotImplementedByBrokerError, Retry.NO),
     (UnavailableError, Retry.BACKOFF),
     (SessionLimitError, Retry.BACKOFF),
+    (SpecLimitError, Retry.NO),
 ):
     _TABLE[_cls.CODE] = (_cls, _retry)
 
@@ -312,12 +330,12 @@ def codes() -> list[str]:
     return list(_TABLE)
 
 
-def error_for(code: str, detail: str = "", *, status: int = 0, title: str = "") -> MusterError:
+def error_for(code: str, detail: str = "", *, status: int = 0, title: str = "", scope: str = "") -> MusterError:
     """The exception for a contract code: its subclass when the code is known,
     a generic :class:`MusterError` keeping the code otherwise (never a crash)."""
     entry = _TABLE.get(code)
     cls = entry[0] if entry else MusterError
-    return cls(code, detail, status=status, title=title)
+    return cls(code, detail, status=status, title=title, scope=scope)
 
 
 class ClosedError(MusterException):

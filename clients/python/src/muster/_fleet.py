@@ -89,6 +89,17 @@ class Fleet:
     async def gap(self, live_selector: str) -> Plan:
         """Plans this fleet's desired set against the live lease inventory:
         the resource segment of every held lease matching ``live_selector``,
-        read from one snapshot at ``revision``."""
-        g = await self._c._decode_call(m.Gap, "GET", self._path("gap"), 200, params={"live": live_selector})
-        return Plan(missing=g.missing, orphans=g.orphans, revision=g.revision)
+        read from one snapshot at ``revision``. The broker answers a large gap
+        in pages (10,000 names of each side at most); ``gap`` reads them all.
+        CursorExpiredError midway means the snapshot was evicted: call ``gap``
+        again."""
+        missing: list[str] = []
+        orphans: list[str] = []
+        params: dict[str, str] = {"live": live_selector}
+        while True:
+            g = await self._c._decode_call(m.Gap, "GET", self._path("gap"), 200, params=params)
+            missing.extend(g.missing)
+            orphans.extend(g.orphans)
+            if not g.next_cursor:
+                return Plan(missing=missing, orphans=orphans, revision=g.revision)
+            params["cursor"] = g.next_cursor

@@ -32,6 +32,7 @@ class Problem:
     status: int
     code: str
     detail: str | None = None
+    scope: str | None = None
 
 
 @dataclass(frozen=True)
@@ -199,6 +200,7 @@ class Gap:
     missing: list[str]
     orphans: list[str]
     revision: int
+    next_cursor: str | None = None
 
 
 @dataclass(frozen=True)
