@@ -18,6 +18,10 @@ pub struct Problem {
     pub title: String,
     /// A human-readable explanation (never branch on it).
     pub detail: String,
+    /// On a limit (429), the bound that was hit: `broker` (a cap shared by
+    /// every family), `family` (the caller's family's quota), `session`,
+    /// `route` or `root`. Empty otherwise; values may be added.
+    pub scope: String,
 }
 
 impl Problem {
@@ -27,6 +31,7 @@ impl Problem {
             status: 0,
             title: String::new(),
             detail: detail.into(),
+            scope: String::new(),
         }
     }
 }
@@ -212,8 +217,10 @@ codes! {
     /// `epoch_changed` (410): the cursor belongs to an earlier broker
     /// lifetime. Retry: restart (sessions, leases, views).
     EpochChanged = "epoch_changed" => Restart,
-    /// `subscription_limit` (429): the session's registrations are used up.
-    /// Retry: no (unsubscribe first).
+    /// `subscription_limit` (429): the session has 128 wildcard (1,024 in
+    /// all) registrations (scope `session`), or the family its quota of
+    /// streams or registrations (scope `family`), or the broker its cap
+    /// (scope `broker`). Retry: no (unsubscribe or close streams first).
     SubscriptionLimit = "subscription_limit" => No,
     /// `inventory_unavailable` (503): no snapshot could be taken. Retry:
     /// backoff; never an empty result in disguise.
@@ -236,9 +243,13 @@ codes! {
     /// `unavailable` (503): the broker is shutting down or a gateway answered
     /// 502/503/504 without a problem body. Retry: backoff.
     Unavailable = "unavailable" => Backoff,
-    /// `session_limit` (429): the broker holds its maximum of sessions.
+    /// `session_limit` (429): the broker holds its maximum of live sessions
+    /// (scope `broker`), or the caller's family its quota (scope `family`).
     /// Retry: backoff.
     SessionLimit = "session_limit" => Backoff,
+    /// `spec_limit` (429): the fleet root holds its family's quota of specs
+    /// (scope `root`). Retry: no (forget specs first).
+    SpecLimit = "spec_limit" => No,
 }
 
 impl Error {
@@ -321,6 +332,8 @@ pub(crate) fn problem_error(status: u16, content_type: &str, body: &[u8]) -> Err
         detail: String,
         #[serde(default)]
         code: String,
+        #[serde(default)]
+        scope: String,
     }
     let mt = content_type
         .split(';')
@@ -343,6 +356,7 @@ pub(crate) fn problem_error(status: u16, content_type: &str, body: &[u8]) -> Err
                         status,
                         title,
                         detail: b.detail,
+                        scope: b.scope,
                     },
                 );
             }
@@ -363,6 +377,7 @@ pub(crate) fn problem_error(status: u16, content_type: &str, body: &[u8]) -> Err
             status,
             title,
             detail: format!("HTTP {status} without a problem body: {}", shown.trim()),
+            scope: String::new(),
         },
     )
 }
@@ -400,6 +415,7 @@ mod tests {
             ("internal", Retry::Backoff),
             ("unavailable", Retry::Backoff),
             ("session_limit", Retry::Backoff),
+            ("spec_limit", Retry::No),
             ("not_implemented", Retry::No),
         ];
         for (code, want) in cases {
@@ -432,6 +448,24 @@ mod tests {
             assert_eq!(e.advice(), want);
             assert_eq!(e.to_string(), "muster: brand_new: d");
         }
+    }
+
+    #[test]
+    fn a_limit_keeps_its_scope() {
+        let e = problem_error(
+            429,
+            "application/problem+json",
+            br#"{"type":"about:blank","title":"Too Many Requests","status":429,"code":"spec_limit","detail":"d","scope":"root"}"#,
+        );
+        assert!(matches!(e, Error::SpecLimit(_)), "{e:?}");
+        assert_eq!(e.problem().unwrap().scope, "root");
+        assert_eq!(e.advice(), Retry::No);
+        let e = problem_error(
+            409,
+            "application/problem+json",
+            br#"{"type":"about:blank","title":"Conflict","status":409,"code":"lease_held"}"#,
+        );
+        assert_eq!(e.problem().unwrap().scope, "");
     }
 
     #[test]

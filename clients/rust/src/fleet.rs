@@ -212,15 +212,30 @@ impl Fleet {
 
     /// Plans this fleet's desired set against the live lease inventory: the
     /// resource segment of every held lease matching `live_selector`, read
-    /// from one snapshot at the returned revision.
+    /// from one snapshot at the returned revision. The broker answers a large
+    /// gap in pages (10,000 names of each side at most); `gap` reads them all
+    /// and returns the whole plan. `CursorExpired` midway means the snapshot
+    /// was evicted: call `gap` again.
     pub async fn gap(&self, live_selector: &str) -> Result<Plan> {
-        let mut url = self.c.url(&["v1", "fleets", &self.root, "gap"]);
-        url.query_pairs_mut().append_pair("live", live_selector);
-        let g: GapAnswer = self.c.call(self.c.request(Method::GET, url), 200).await?;
-        Ok(Plan {
-            missing: g.missing,
-            orphans: g.orphans,
-            revision: g.revision,
-        })
+        let mut out = Plan::default();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut url = self.c.url(&["v1", "fleets", &self.root, "gap"]);
+            {
+                let mut q = url.query_pairs_mut();
+                q.append_pair("live", live_selector);
+                if let Some(c) = &cursor {
+                    q.append_pair("cursor", c);
+                }
+            }
+            let g: GapAnswer = self.c.call(self.c.request(Method::GET, url), 200).await?;
+            out.missing.extend(g.missing);
+            out.orphans.extend(g.orphans);
+            out.revision = g.revision;
+            match g.next_cursor {
+                Some(c) if !c.is_empty() => cursor = Some(c),
+                _ => return Ok(out),
+            }
+        }
     }
 }

@@ -342,6 +342,10 @@ pub struct GapAnswer {
     pub orphans: Vec<String>,
     /// The inventory revision the live set was read at.
     pub revision: i64,
+    /// Resumes after the last name this page covered; absent (or null) on
+    /// the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// Answer of `healthz` and `readyz`.
@@ -371,4 +375,8 @@ pub struct ProblemBody {
     pub detail: Option<String>,
     /// The stable code.
     pub code: String,
+    /// On a limit (429), which bound was hit (`broker`, `family`, `session`,
+    /// `route`, `root`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }

@@ -6,7 +6,7 @@ mod common;
 
 use common::{harness, tokens};
 use futures_util::StreamExt;
-use muster_client::{AcquireOptions, ChangeKind, Client, Error, ObserveOptions};
+use muster_client::{AcquireOptions, ChangeKind, Client, Error, ObserveOptions, Retry};
 use std::time::{Duration, Instant};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
@@ -415,6 +415,73 @@ async fn fleet_register_desired_sweep_plan_gap() {
     assert!(g.revision > 0);
     f.forget(&names[0]).await.unwrap();
     f.forget(&names[0]).await.unwrap(); // absent: still fine
+    s.close().await.unwrap();
+}
+
+/// A gap larger than one page (10,000 names a side) is read whole: 10,001
+/// desired specs, one of them held, and one orphan that sorts after every
+/// spec name, so that the plan needs the second page.
+#[tokio::test]
+async fn gap_reads_every_page() {
+    let c = client("b").await;
+    let pid = std::process::id();
+    let f = c.fleet(&format!("sdk-rust/paged{pid}"));
+    let mut names: Vec<String> = futures_util::stream::iter(0..10_001)
+        .map(|_| {
+            let f = f.clone();
+            async move {
+                f.register("job", &serde_json::json!({}))
+                    .await
+                    .unwrap()
+                    .name
+            }
+        })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    names.sort();
+    let s = c.new_session("w", Duration::from_secs(30)).await.unwrap();
+    let held = names.remove(5_000);
+    for r in [held.as_str(), "zz-orphan"] {
+        s.acquire(
+            &format!("lease://paged{pid}/r/{r}"),
+            Duration::from_secs(30),
+            no_wait(),
+        )
+        .await
+        .unwrap();
+    }
+    let g = f.gap(&format!("lease://paged{pid}/r/*")).await.unwrap();
+    assert_eq!(g.missing.len(), 10_000);
+    assert_eq!(g.missing, names);
+    assert_eq!(g.orphans, vec!["zz-orphan".to_string()]);
+    assert!(g.revision > 0);
+    s.close().await.unwrap();
+}
+
+/// A limit (429) names the bound it hit: a session's 129th wildcard
+/// registration is refused with `subscription_limit`, scope `session`.
+#[tokio::test]
+async fn a_limit_names_its_scope() {
+    let c = client("a").await;
+    let pid = std::process::id();
+    let s = c.new_session("w", Duration::from_secs(10)).await.unwrap();
+    let mut subs = Vec::new();
+    for w in 0..4 {
+        let sels: Vec<String> = (0..32)
+            .map(|i| format!("lease://scope{pid}/a{w}-{i}/*"))
+            .collect();
+        let refs: Vec<&str> = sels.iter().map(String::as_str).collect();
+        subs.push(s.watch(&refs).await.unwrap());
+    }
+    let e = s
+        .watch(&[&format!("lease://scope{pid}/over/*")])
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::SubscriptionLimit(_)), "{e:?}");
+    let p = e.problem().unwrap();
+    assert_eq!((p.status, p.scope.as_str()), (429, "session"));
+    assert_eq!(e.advice(), Retry::No);
     s.close().await.unwrap();
 }
 
