@@ -219,11 +219,30 @@ func (s *boltStore) Forget(ctx context.Context, family, root string, names ...st
 }
 
 func (s *boltStore) Desired(ctx context.Context, family, root, after string, limit int) ([]Row, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, false, backendErr("list", err, true)
-	}
 	rows := []Row{}
-	more := false
+	more, err := s.scan(ctx, family, root, after, limit, func(k, v []byte) {
+		rows = append(rows, Row{Name: string(k), Spec: bytes.Clone(v)})
+	})
+	return rows, more, err
+}
+
+// Names is Desired without the specs.
+func (s *boltStore) Names(ctx context.Context, family, root, after string, limit int) ([]string, bool, error) {
+	names := []string{}
+	more, err := s.scan(ctx, family, root, after, limit, func(k, _ []byte) {
+		names = append(names, string(k))
+	})
+	return names, more, err
+}
+
+// scan hands each spec row after the name after (in name order) to take, at
+// most limit of them, inside one read transaction: take must copy what it
+// keeps. more says that rows remain past the last one taken.
+func (s *boltStore) scan(ctx context.Context, family, root, after string, limit int, take func(k, v []byte)) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, backendErr("list", err, true)
+	}
+	more, n := false, 0
 	err := s.db.View(func(tx *bolt.Tx) error {
 		specs, err := specsBucket(tx, family, root)
 		if specs == nil || err != nil {
@@ -235,50 +254,19 @@ func (s *boltStore) Desired(ctx context.Context, family, root, after string, lim
 			k, v = c.Next()
 		}
 		for ; k != nil; k, v = c.Next() {
-			if len(rows) == limit {
+			if n == limit {
 				more = true
 				break
 			}
-			rows = append(rows, Row{Name: string(k), Spec: bytes.Clone(v)})
+			take(k, v)
+			n++
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, false, boltErr("list", err)
+		return false, boltErr("list", err)
 	}
-	return rows, more, nil
-}
-
-// Names is Desired without the specs.
-func (s *boltStore) Names(ctx context.Context, family, root, after string, limit int) ([]string, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, false, backendErr("list", err, true)
-	}
-	names := []string{}
-	more := false
-	err := s.db.View(func(tx *bolt.Tx) error {
-		specs, err := specsBucket(tx, family, root)
-		if specs == nil || err != nil {
-			return err
-		}
-		c := specs.Cursor()
-		k, _ := c.Seek([]byte(after))
-		if k != nil && string(k) == after {
-			k, _ = c.Next()
-		}
-		for ; k != nil; k, _ = c.Next() {
-			if len(names) == limit {
-				more = true
-				break
-			}
-			names = append(names, string(k))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, false, boltErr("list", err)
-	}
-	return names, more, nil
+	return more, nil
 }
 
 func (s *boltStore) Close() error {
