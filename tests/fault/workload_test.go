@@ -170,7 +170,11 @@ func (w *workload) registrar(ctx context.Context) {
 		if i%25 == 24 {
 			st, body, _ := do(ctx, client, "POST", w.b.url()+"/v1/fleets/camp/sweep", workTok.secret, `{"schema":{"type":"object","required":["i"]}}`)
 			if st == 200 && !strings.Contains(string(body), `"dropped":[]`) {
-				w.l.violate("a sweep every spec satisfies dropped some: %.200s", body)
+				var res struct {
+					Dropped []string `json:"dropped"`
+				}
+				_ = json.Unmarshal(body, &res)
+				w.l.violate("a sweep every spec satisfies dropped some: %q", res.Dropped)
 			}
 			if st == 200 {
 				w.l.count("sweep")
