@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/puddle/v2"
 )
 
 // DefaultPostgresConnectTimeout bounds each connection attempt unless the URL's
@@ -96,11 +98,15 @@ type pgStore struct {
 // to connect (DefaultPostgresConnectTimeout). A database whose schema is
 // newer than this broker knows is refused.
 func OpenPostgres(ctx context.Context, connURL string) (Store, error) {
-	cfg, maxConns, err := pgConfig(connURL)
+	cfg, err := pgConfig(connURL)
 	if err != nil {
 		return nil, err
 	}
-	s := &pgStore{pool: newConnPool(cfg, maxConns)}
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, backendErr("open", fmt.Errorf("postgres pool: %w", err), false)
+	}
+	s := &pgStore{pool: &connPool{p: p}}
 	if err := s.pool.with(ctx, func(c *pgx.Conn) error { return migrate(ctx, c) }); err != nil {
 		s.pool.close()
 		return nil, pgErr("open", err)
@@ -108,35 +114,37 @@ func OpenPostgres(ctx context.Context, connURL string) (Store, error) {
 	return s, nil
 }
 
-// pgConfig parses the URL, taking pool_max_conns out of it.
-func pgConfig(connURL string) (*pgx.ConnConfig, int, error) {
+// pgConfig parses the URL with pgxpool's parser, which takes the pool_*
+// parameters out of it.
+func pgConfig(connURL string) (*pgxpool.Config, error) {
 	bad := func(why string) error {
 		return fmt.Errorf("postgres store URL %s", why) // never echo the URL: it may hold a password
 	}
 	u, err := url.Parse(connURL)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return nil, 0, backendErr("open", bad("is not a postgres:// URL"), false)
+		return nil, backendErr("open", bad("is not a postgres:// URL"), false)
 	}
-	maxConns := DefaultPostgresConns
-	q := u.Query()
-	if v := q.Get("pool_max_conns"); v != "" {
-		if maxConns, err = strconv.Atoi(v); err != nil || maxConns < 1 {
-			return nil, 0, backendErr("open", bad("has a bad pool_max_conns"), false)
-		}
-		q.Del("pool_max_conns")
+	if !u.Query().Has("pool_max_conns") {
+		q := u.Query()
+		q.Set("pool_max_conns", strconv.Itoa(DefaultPostgresConns))
 		u.RawQuery = q.Encode()
 	}
-	cfg, err := pgx.ParseConfig(u.String())
+	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
-		return nil, 0, backendErr("open", bad("cannot be parsed"), false)
+		if strings.Contains(err.Error(), "pool_max_conns") {
+			return nil, backendErr("open", bad("has a bad pool_max_conns"), false)
+		}
+		return nil, backendErr("open", bad("cannot be parsed"), false)
 	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = DefaultPostgresConnectTimeout
+	cfg.ShouldPing = shouldPing
+	cc := cfg.ConnConfig
+	if cc.ConnectTimeout == 0 {
+		cc.ConnectTimeout = DefaultPostgresConnectTimeout
 	}
-	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
-		cfg.RuntimeParams["application_name"] = "muster"
+	if _, ok := cc.RuntimeParams["application_name"]; !ok {
+		cc.RuntimeParams["application_name"] = "muster"
 	}
-	return cfg, maxConns, nil
+	return cfg, nil
 }
 
 // migrate creates or migrates the schema in one transaction, under an
@@ -300,6 +308,6 @@ func pgTransient(err error) bool {
 	var ce *pgconn.ConnectError
 	var ne net.Error
 	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) ||
-		pgconn.SafeToRetry(err) || errors.Is(err, errPoolClosed) ||
+		pgconn.SafeToRetry(err) || errors.Is(err, puddle.ErrClosedPool) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }

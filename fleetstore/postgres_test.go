@@ -124,6 +124,36 @@ func TestPostgresPoolMaxConns(t *testing.T) {
 	}
 }
 
+// TestPostgresPoolBound: concurrent calls never hold more server connections
+// than pool_max_conns (or DefaultPostgresConns without it). The pool keeps the
+// connections it opened, so counting them after the burst bounds the peak.
+func TestPostgresPoolBound(t *testing.T) {
+	for _, tc := range []struct {
+		param string
+		max   int
+	}{{"&pool_max_conns=2", 2}, {"", DefaultPostgresConns}} {
+		app := "muster_test_" + randomHex(t, 6)
+		f := New(MustOpenPostgresURL(t, MustPostgresSchema(t)+tc.param+"&application_name="+app))
+		var wg sync.WaitGroup
+		for range 4 * tc.max {
+			wg.Go(func() {
+				for range 8 {
+					if _, err := f.Register(ctx, fam, root, "repo", []byte(`{}`)); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		var n int
+		must(t, pgConnect(t, PostgresURL(t)).QueryRow(ctx,
+			`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n))
+		if n < 1 || n > tc.max {
+			t.Errorf("%q: %d server connections after the burst, want 1..%d", tc.param, n, tc.max)
+		}
+	}
+}
+
 // TestPostgresReconnects: connections killed by the server (a restart, an
 // administrator) cost a reconnect, not a failed call, once they sat idle.
 func TestPostgresReconnects(t *testing.T) {

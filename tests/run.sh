@@ -22,6 +22,7 @@ if [[ "${MUSTER_TEST_BROWSER:-on}" != "off" && -x tests/browser/install.sh ]]; t
   bash tests/browser/install.sh
 fi
 
+go mod tidy -diff && (cd clients/go && go mod tidy -diff) # go.mod/go.sum are tidy
 go test -count=1 -timeout 12m ./...
 # The Go SDK is its own module: generation check, static checks, its tests
 # (against the real broker binary) and the conformance scenarios.
