@@ -124,16 +124,17 @@ func pgConfig(connURL string) (*pgxpool.Config, error) {
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return nil, backendErr("open", bad("is not a postgres:// URL"), false)
 	}
-	if !u.Query().Has("pool_max_conns") {
-		q := u.Query()
+	// pool_max_conns is checked here, not read back from pgxpool's error
+	// text: a positive integer, DefaultPostgresConns when absent.
+	q := u.Query()
+	if !q.Has("pool_max_conns") {
 		q.Set("pool_max_conns", strconv.Itoa(DefaultPostgresConns))
 		u.RawQuery = q.Encode()
+	} else if n, err := strconv.ParseInt(q.Get("pool_max_conns"), 10, 32); err != nil || n < 1 {
+		return nil, backendErr("open", bad("has a bad pool_max_conns"), false)
 	}
 	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
-		if strings.Contains(err.Error(), "pool_max_conns") {
-			return nil, backendErr("open", bad("has a bad pool_max_conns"), false)
-		}
 		return nil, backendErr("open", bad("cannot be parsed"), false)
 	}
 	cfg.ShouldPing = shouldPing

@@ -2,6 +2,7 @@ package fleetstore
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -115,11 +116,13 @@ func TestPostgresPoolMaxConns(t *testing.T) {
 	if got := len(listAll(t, f, fam, root, 0)); got != 16 {
 		t.Fatalf("%d rows through one connection, want 16", got)
 	}
-	for _, bad := range []string{"&pool_max_conns=0", "&pool_max_conns=x"} {
+	for _, bad := range []string{"&pool_max_conns=0", "&pool_max_conns=x", "&pool_max_conns=-3"} {
 		s, err := OpenPostgres(ctx, u+bad)
 		if err == nil {
 			_ = s.Close()
 			t.Errorf("OpenPostgres(%s) succeeded", bad)
+		} else if !strings.Contains(err.Error(), "has a bad pool_max_conns") {
+			t.Errorf("OpenPostgres(%s): %v, want the refusal to name pool_max_conns", bad, err)
 		}
 	}
 }
