@@ -203,7 +203,7 @@ func TestExtend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Token != h.Token || e.Item.Renewals() != 1 || !e.Item.ExpiresAt().Equal(f.now.Add(20*time.Second)) {
+	if e.Token != h.Token || e.Outcome != OutcomeNone || e.Item.Renewals() != 1 || !e.Item.ExpiresAt().Equal(f.now.Add(20*time.Second)) {
 		t.Fatalf("extend = %+v", e.Item)
 	}
 	if f.s.Revision() != rev+1 {
