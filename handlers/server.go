@@ -152,7 +152,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 // (bounded by ctx) for them to close. Register it with
 // http.Server.RegisterOnShutdown: Shutdown does not wait for streams.
 func (s *Server) EndStreams(ctx context.Context) error {
-	return s.hub.EndAll(ctx, endEvent("shutdown"))
+	return s.hub.EndAll(ctx, endEvent("shutdown", nil))
 }
 
 // routes overrides the generated operations that are not JSON: they need
