@@ -69,9 +69,9 @@ func (b *Broker) Acquire(ctx context.Context, req AcquireRequest) (Holding, erro
 // a non-nil error.
 func (b *Broker) cancelWait(ticket uint64, ch chan WaitResult) WaitResult {
 	gone := WaitResult{Err: context.Canceled}
-	removed, err := call(context.Background(), b, func(s *State, now time.Time) (bool, error) {
+	removed, err := call(context.Background(), b, func(s *State, _ time.Time) (bool, error) {
 		delete(b.waiting, ticket)
-		return s.CancelWait(now, ticket), nil
+		return s.CancelWait(ticket), nil
 	})
 	if err != nil || removed {
 		return gone

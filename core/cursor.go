@@ -24,7 +24,6 @@ type Cursor struct {
 type CursorCodec struct {
 	master []byte
 	epoch  string
-	key    []byte
 }
 
 // MaxCursorLen bounds the text of a cursor: unpadded base64url
@@ -40,7 +39,7 @@ const (
 
 // NewCursorCodec returns the codec of epoch under master.
 func NewCursorCodec(master []byte, epoch string) *CursorCodec {
-	return &CursorCodec{master: master, epoch: epoch, key: epochKey(master, epoch)}
+	return &CursorCodec{master: master, epoch: epoch}
 }
 
 func epochKey(master []byte, epoch string) []byte {

@@ -21,13 +21,15 @@ type lease struct {
 	prev, next *lease
 }
 
-// Outcome says how an acquisition was answered.
+// Outcome says how an acquisition was answered. The zero value, OutcomeNone,
+// is the outcome of every holding that no acquisition produced (Extend).
 type Outcome uint8
 
 // Acquisition outcomes.
 const (
-	OutcomeAcquired    Outcome = iota + 1 // newly granted
-	OutcomeAlreadyHeld                    // the session already held it; nothing changed
+	OutcomeNone        Outcome = iota // no acquisition produced the holding
+	OutcomeAcquired                   // newly granted
+	OutcomeAlreadyHeld                // the session already held it; nothing changed
 )
 
 // Holding is what the holder learns of its lease: the public record plus the
@@ -35,7 +37,7 @@ const (
 type Holding struct {
 	Item    *Item
 	Token   uint64
-	Outcome Outcome
+	Outcome Outcome // set by Acquire only; OutcomeNone otherwise
 }
 
 // LeaseStatus is the answer to a query of one route.
@@ -147,7 +149,7 @@ func (s *State) Extend(now time.Time, fam string, id SessionID, r Route, token u
 	l.fam.held.Set(l.item)
 	s.leaseDue.fix(l.heapIdx)
 	s.stats.Renewals++
-	return Holding{Item: l.item, Token: l.token, Outcome: OutcomeAcquired}, nil
+	return Holding{Item: l.item, Token: l.token}, nil
 }
 
 // Release ends a held lease. Only the holder with the current token may;

@@ -179,7 +179,7 @@ func TestCancelWait(t *testing.T) {
 	h := f.mustAcquire(1, rA)
 	_, t2, _ := f.acquire(2, rA, time.Second, 5*time.Second)
 	_, t3, _ := f.acquire(3, rA, time.Second, 5*time.Second)
-	if !f.s.CancelWait(f.now, t2) {
+	if !f.s.CancelWait(t2) {
 		t.Fatal("cancel of a queued waiter failed")
 	}
 	f.s.Release(f.now, "acme", sid(1), rA, h.Token)
@@ -187,7 +187,7 @@ func TestCancelWait(t *testing.T) {
 	if len(r) != 1 || r[0].Ticket != t3 {
 		t.Fatalf("after cancel the grant went to %+v", r)
 	}
-	if f.s.CancelWait(f.now, t3) {
+	if f.s.CancelWait(t3) {
 		t.Fatal("cancel of a granted ticket reported removal")
 	}
 }
@@ -203,7 +203,7 @@ func TestExtend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Token != h.Token || e.Item.Renewals() != 1 || !e.Item.ExpiresAt().Equal(f.now.Add(20*time.Second)) {
+	if e.Token != h.Token || e.Outcome != OutcomeNone || e.Item.Renewals() != 1 || !e.Item.ExpiresAt().Equal(f.now.Add(20*time.Second)) {
 		t.Fatalf("extend = %+v", e.Item)
 	}
 	if f.s.Revision() != rev+1 {

@@ -125,7 +125,7 @@ func TestQuotaWaiters(t *testing.T) {
 	if _, tk, err := s.Acquire(t0, "b", sid(5), r, time.Minute, time.Second); err != nil || tk == 0 {
 		t.Fatalf("family b waits while a is at its quota: %v", err)
 	}
-	s.CancelWait(t0, ticket)
+	s.CancelWait(ticket)
 	if _, tk, err := s.Acquire(t0, "a", sid(3), r, time.Minute, time.Second); err != nil || tk == 0 {
 		t.Fatalf("after the family's waiter left: %v", err)
 	}

@@ -121,7 +121,7 @@ func (s *State) grantNext(now time.Time, f *family, key string) {
 // CancelWait removes a queued acquisition whose requester left. It reports
 // false when the ticket is no longer queued: its result (possibly a grant
 // the caller must roll back) has already been produced.
-func (s *State) CancelWait(now time.Time, ticket uint64) bool {
+func (s *State) CancelWait(ticket uint64) bool {
 	w := s.waiters[ticket]
 	if w == nil {
 		return false

@@ -22,7 +22,7 @@ func itemBody(it *core.Item, now time.Time) api.LeaseItem {
 	}
 }
 
-// callerKey identifies a caller for the per-caller snapshot cap.
+// snapshotOwner identifies a caller for the per-caller snapshot cap.
 func snapshotOwner(c *Caller) string { return c.Family + "\x00" + c.Name }
 
 // page reads one page of sel. The first page takes a snapshot; later pages

@@ -8,8 +8,9 @@ import (
 	"github.com/musterhq/muster/core"
 )
 
-// leaseBody is what the holder is told of its lease.
-func leaseBody(r core.Route, h core.Holding, withOutcome bool) api.Lease {
+// leaseBody is what the holder is told of its lease. The outcome is on the
+// wire when the holding has one: on acquire only, as the contract says.
+func leaseBody(r core.Route, h core.Holding) api.Lease {
 	out := api.Lease{
 		Route:        r.String(),
 		FencingToken: int64(h.Token),
@@ -17,11 +18,12 @@ func leaseBody(r core.Route, h core.Holding, withOutcome bool) api.Lease {
 		ExpiresAt:    h.Item.ExpiresAt(),
 		Renewals:     int64(h.Item.Renewals()),
 	}
-	if withOutcome {
+	switch h.Outcome {
+	case core.OutcomeAcquired:
 		o := api.LeaseOutcomeAcquired
-		if h.Outcome == core.OutcomeAlreadyHeld {
-			o = api.LeaseOutcomeAlreadyHeld
-		}
+		out.Outcome = &o
+	case core.OutcomeAlreadyHeld:
+		o := api.LeaseOutcomeAlreadyHeld
 		out.Outcome = &o
 	}
 	return out
@@ -71,7 +73,7 @@ func (s *Server) AcquireLease(ctx context.Context, req api.AcquireLeaseRequestOb
 	if err != nil {
 		return nil, err
 	}
-	return api.AcquireLease200JSONResponse(leaseBody(m.route, h, true)), nil
+	return api.AcquireLease200JSONResponse(leaseBody(m.route, h)), nil
 }
 
 // ExtendLease extends a held lease.
@@ -84,7 +86,7 @@ func (s *Server) ExtendLease(ctx context.Context, req api.ExtendLeaseRequestObje
 	if err != nil {
 		return nil, err
 	}
-	return api.ExtendLease200JSONResponse(leaseBody(m.route, h, false)), nil
+	return api.ExtendLease200JSONResponse(leaseBody(m.route, h)), nil
 }
 
 // ReleaseLease releases a held lease; not held is a success.

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"errors"
-	"net/http"
 
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
@@ -21,7 +20,7 @@ func (s *Server) Readyz(ctx context.Context, req api.ReadyzRequestObject) (api.R
 		return nil, core.Errorf(core.CodeUnavailable, "the lease core does not answer")
 	}
 	if s.ready != nil {
-		if err := s.ready(readyRequest(ctx)); err != nil {
+		if err := s.ready(ctx); err != nil {
 			var ce *core.Error
 			if errors.As(err, &ce) && ce.Code == core.CodeUnavailable {
 				return nil, ce
@@ -32,13 +31,6 @@ func (s *Server) Readyz(ctx context.Context, req api.ReadyzRequestObject) (api.R
 	}
 	dev := s.auth.DevMode()
 	return api.Readyz200JSONResponse{Status: "ready", Epoch: s.broker.Epoch(), DevMode: &dev}, nil
-}
-
-// readyRequest is the request Options.Ready is called with: the strict layer
-// hands the operation its context only.
-func readyRequest(ctx context.Context) *http.Request {
-	r, _ := http.NewRequestWithContext(ctx, http.MethodGet, "/readyz", nil)
-	return r
 }
 
 // The following are served by routes (they need the writer) and never reach

@@ -36,7 +36,8 @@ type Options struct {
 	// CursorMaster is the secret the per-epoch cursor keys derive from.
 	CursorMaster []byte
 	// Ready reports whether dependencies beyond the actor are reachable.
-	Ready func(*http.Request) error
+	// It is called with the request's context.
+	Ready func(context.Context) error
 	// Fleet is the desired set behind the /v1/fleets operations.
 	Fleet *fleetstore.Fleet
 	// BodyReadTimeout bounds the reading of a request body (see
@@ -53,7 +54,7 @@ type Server struct {
 	auth    *Authenticator
 	metrics *Metrics
 	log     *slog.Logger
-	ready   func(*http.Request) error
+	ready   func(context.Context) error
 	clock   core.Clock
 	cursors *core.CursorCodec
 	hub     sse.Hub
@@ -151,7 +152,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 // (bounded by ctx) for them to close. Register it with
 // http.Server.RegisterOnShutdown: Shutdown does not wait for streams.
 func (s *Server) EndStreams(ctx context.Context) error {
-	return s.hub.EndAll(ctx, endEvent("shutdown"))
+	return s.hub.EndAll(ctx, endEvent("shutdown", nil))
 }
 
 // routes overrides the generated operations that are not JSON: they need

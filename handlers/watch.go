@@ -61,7 +61,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 	defer s.broker.DropStream(id)
 	s.metrics.streams.Inc()
 	defer s.metrics.streams.Dec()
-	_ = s.hub.Serve(w, r, stream, sse.Options{Overflow: endEvent("overflow")})
+	_ = s.hub.Serve(w, r, stream, sse.Options{Overflow: endEvent("overflow", nil)})
 }
 
 // marker is the first event of a stream: the revision and, per selector,
@@ -88,11 +88,11 @@ func (s *Server) marker(c *Caller, ws core.WatchStart) sse.Event {
 
 // endEvent is a terminal event. The core's ends (superseded, unsubscribed,
 // session_closed) carry the revision at which they happened; the edge's
-// (overflow, shutdown) carry none.
-func endEvent(reason string, revision ...uint64) sse.Event {
+// (overflow, shutdown) carry none and pass nil.
+func endEvent(reason string, revision *uint64) sse.Event {
 	ev := api.StreamEndEvent{Reason: api.StreamEndReason(reason)}
-	if len(revision) > 0 {
-		rev := int64(revision[0])
+	if revision != nil {
+		rev := int64(*revision)
 		ev.Revision = &rev
 	}
 	data, _ := json.Marshal(ev)
@@ -123,7 +123,7 @@ func (k *streamSink) Change(e *core.Event, sub string) bool {
 
 // End offers the terminal event decided by the core.
 func (k *streamSink) End(reason core.StreamEndReason, revision uint64) {
-	k.stream.End(endEvent(reason.String(), revision))
+	k.stream.End(endEvent(reason.String(), &revision))
 	if reason == core.EndSuperseded {
 		k.s.metrics.supersedes.Inc()
 	}

@@ -107,7 +107,7 @@ func TestLeaseOutcomes(t *testing.T) {
 	resp := b.extend(t, a, route1, l.FencingToken, 20000)
 	var e leaseBody
 	resp.JSON(t, &e)
-	if resp.Status != 200 || e.Renewals != 1 || e.FencingToken != l.FencingToken || !e.ExpiresAt.Equal(b.Clock.Now().Add(20*time.Second)) {
+	if resp.Status != 200 || e.Outcome != "" || e.Renewals != 1 || e.FencingToken != l.FencingToken || !e.ExpiresAt.Equal(b.Clock.Now().Add(20*time.Second)) {
 		t.Fatalf("extend: %d %+v", resp.Status, e)
 	}
 	wantProblem(t, b.extend(t, a, route1, l.FencingToken+1, 1000), 409, "fenced")

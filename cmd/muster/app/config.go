@@ -65,7 +65,7 @@ func LoadConfig(path string) (*FileConfig, error) {
 	return cfg, nil
 }
 
-// Tokens turns the configured tokens into the authenticator's form,
+// AuthTokens turns the configured tokens into the authenticator's form,
 // parsing every grant with the one selector grammar.
 func (c *FileConfig) AuthTokens() ([]handlers.Token, error) {
 	out := make([]handlers.Token, 0, len(c.Tokens))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/musterhq/muster/core"
@@ -51,8 +50,8 @@ func (m *Main) closeStore() error {
 
 // storeReady is the readiness check of the fleet store: one bounded read.
 // Any failure is `unavailable`; its cause is logged, never shown.
-func (m *Main) storeReady(r *http.Request) error {
-	ctx, cancel := context.WithTimeout(r.Context(), StoreReadyTimeout)
+func (m *Main) storeReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, StoreReadyTimeout)
 	defer cancel()
 	_, _, err := m.fleet.Desired(ctx, readyProbeFamily, "readyz", "", 1)
 	if err == nil {
