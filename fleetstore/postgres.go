@@ -230,46 +230,32 @@ func (s *pgStore) Forget(ctx context.Context, family, root string, names ...stri
 
 // Names is Desired without the specs.
 func (s *pgStore) Names(ctx context.Context, family, root, after string, limit int) ([]string, bool, error) {
-	names := make([]string, 0, min(limit, DefaultPageSize))
-	err := s.pool.with(ctx, func(c *pgx.Conn) error {
-		names = names[:0]
-		r, err := c.Query(ctx, `SELECT name FROM muster_fleet_specs
-			WHERE family = $1 AND root = $2 AND name > $3
-			ORDER BY name LIMIT $4`, family, root, after, limit+1)
-		if err != nil {
-			return err
-		}
-		var name string
-		_, err = pgx.ForEachRow(r, []any{&name}, func() error {
-			names = append(names, name)
-			return nil
-		})
-		return err
-	})
-	if err != nil {
-		return nil, false, pgErr("list", err)
-	}
-	more := len(names) > limit
-	if more {
-		names = names[:limit]
-	}
-	return names, more, nil
+	var name string
+	return pgPage(ctx, s, "name", family, root, after, limit, []any{&name}, func() string { return name })
 }
 
 func (s *pgStore) Desired(ctx context.Context, family, root, after string, limit int) ([]Row, bool, error) {
-	rows := make([]Row, 0, min(limit, DefaultPageSize))
+	var name string
+	var spec []byte // pgx copies bytea into a fresh slice on every scan
+	return pgPage(ctx, s, "name, spec", family, root, after, limit, []any{&name, &spec},
+		func() Row { return Row{Name: name, Spec: spec} })
+}
+
+// pgPage reads the columns cols of at most limit spec rows after the name
+// after, in name order, scanning each into dst and keeping take(); more says
+// that rows remain past the last one kept.
+func pgPage[T any](ctx context.Context, s *pgStore, cols, family, root, after string, limit int, dst []any, take func() T) ([]T, bool, error) {
+	out := make([]T, 0, min(limit, DefaultPageSize))
 	err := s.pool.with(ctx, func(c *pgx.Conn) error {
-		rows = rows[:0]
-		r, err := c.Query(ctx, `SELECT name, spec FROM muster_fleet_specs
+		out = out[:0]
+		r, err := c.Query(ctx, `SELECT `+cols+` FROM muster_fleet_specs
 			WHERE family = $1 AND root = $2 AND name > $3
 			ORDER BY name LIMIT $4`, family, root, after, limit+1)
 		if err != nil {
 			return err
 		}
-		var name string
-		var spec []byte // pgx copies bytea into a fresh slice on every scan
-		_, err = pgx.ForEachRow(r, []any{&name, &spec}, func() error {
-			rows = append(rows, Row{Name: name, Spec: spec})
+		_, err = pgx.ForEachRow(r, dst, func() error {
+			out = append(out, take())
 			return nil
 		})
 		return err
@@ -277,11 +263,11 @@ func (s *pgStore) Desired(ctx context.Context, family, root, after string, limit
 	if err != nil {
 		return nil, false, pgErr("list", err)
 	}
-	more := len(rows) > limit
+	more := len(out) > limit
 	if more {
-		rows = rows[:limit]
+		out = out[:limit]
 	}
-	return rows, more, nil
+	return out, more, nil
 }
 
 func (s *pgStore) Close() error {
