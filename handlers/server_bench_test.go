@@ -1,0 +1,97 @@
+package handlers
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster/fleetstore"
+)
+
+// benchServer is the whole HTTP face of a real broker (chi, epoch header,
+// metrics, recoverer, contract, generated routes, handlers, actor) with one
+// bearer token among four, served in-process without sockets.
+func benchServer(tb testing.TB) *Server {
+	tb.Helper()
+	var tokens []Token
+	for _, secret := range []string{"t1", "t2", "t3", "bench-token"} {
+		g, _ := core.ParseGrants([]string{"lease://**#*"})
+		tokens = append(tokens, Token{Name: secret, Hash: sha256.Sum256([]byte(secret)), Family: "acme", Grants: g})
+	}
+	store, err := fleetstore.OpenBolt(filepath.Join(tb.TempDir(), "fleet.db"), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = store.Close() })
+	broker := core.NewBroker(core.Config{Epoch: "bench-epoch", IncarnationKey: []byte("0123456789abcdef0123456789abcdef")}, nil, nil)
+	tb.Cleanup(broker.Close)
+	s, err := New(Options{
+		Broker: broker, Auth: NewAuthenticator(tokens), Metrics: NewMetrics(broker),
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		CursorMaster: []byte("bench-cursor-master"), Fleet: fleetstore.New(store),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// serve sends one request through s and returns the recorded answer.
+func serve(s http.Handler, method, target, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer bench-token")
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	return w
+}
+
+// newSession opens a session through s and returns its id.
+func newSession(tb testing.TB, s http.Handler) string {
+	tb.Helper()
+	w := serve(s, "POST", "/v1/sessions", `{"owner_id":"bench","ttl_ms":600000}`)
+	var out struct {
+		SessionID string `json:"session_id"`
+	}
+	if w.Code != 201 || json.Unmarshal(w.Body.Bytes(), &out) != nil {
+		tb.Fatalf("create session: %d %s", w.Code, w.Body)
+	}
+	return out.SessionID
+}
+
+// BenchmarkServerLeasePair is the broker's own cost of what the load
+// driver's peak does (BenchmarkHTTPLeases/peak): an acquire and a release
+// of a free route through the whole server, without the sockets and the
+// HTTP/1 parsing that the ceiling shares. ns/op and allocs/op are per pair.
+func BenchmarkServerLeasePair(b *testing.B) {
+	s := benchServer(b)
+	session := newSession(b, s)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		path := "/v1/leases/load/w1/r" + strconv.Itoa(i%1024)
+		w := serve(s, "POST", path+"/acquire", `{"session_id":"`+session+`","ttl_ms":60000}`)
+		if w.Code != 200 {
+			b.Fatalf("acquire: %d %s", w.Code, w.Body)
+		}
+		var l struct {
+			FencingToken int64 `json:"fencing_token"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &l); err != nil {
+			b.Fatal(err)
+		}
+		w = serve(s, "POST", path+"/release", `{"session_id":"`+session+`","fencing_token":`+strconv.FormatInt(l.FencingToken, 10)+`}`)
+		if w.Code != 204 {
+			b.Fatalf("release: %d %s", w.Code, w.Body)
+		}
+	}
+}
