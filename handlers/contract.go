@@ -43,10 +43,11 @@ var bodyLimits = map[string]int64{
 // operation is what the contract middleware knows of one generated route.
 type operation struct {
 	route      routers.Route
-	public     bool  // security: [] — no token needed
-	queryToken bool  // accepts access_token (watch only)
-	bodyLimit  int64 // 0: the operation takes no body
-	noInput    bool  // no parameters and no body: nothing to validate
+	public     bool   // security: [] — no token needed
+	queryToken bool   // accepts access_token (watch only)
+	bodyLimit  int64  // 0: the operation takes no body
+	noInput    bool   // no parameters and no body: nothing to validate
+	hot        *hotOp // the fast path of a lease mutation (hotbody.go), or nil
 }
 
 // contract authenticates, bounds the body and validates the request against
@@ -58,6 +59,8 @@ type contract struct {
 	auth        *Authenticator
 	ops         map[string]*operation // "METHOD pattern"
 	opts        openapi3filter.Options
+	// generalOnly turns the fast path off (tests compare the two).
+	generalOnly bool
 }
 
 func newContract(spec *openapi3.T, auth *Authenticator, log *slog.Logger, bodyTimeout time.Duration) (*contract, error) {
@@ -75,6 +78,13 @@ func newContract(spec *openapi3.T, auth *Authenticator, log *slog.Logger, bodyTi
 			o.public = op.Security != nil && len(*op.Security) == 0
 			o.queryToken = op.OperationID == "watchLeases"
 			o.noInput = len(op.Parameters) == 0 && len(item.Parameters) == 0 && op.RequestBody == nil
+			if body, ok := hotBodies[op.OperationID]; ok {
+				h, err := compileHot(item, op, body)
+				if err != nil {
+					return nil, fmt.Errorf("the fast path of %s no longer follows openapi.yaml (handlers/hotbody.go): %w", op.OperationID, err)
+				}
+				o.hot = h
+			}
 			if op.RequestBody != nil {
 				o.bodyLimit = DefaultBodyLimit
 				if l, ok := bodyLimits[op.OperationID]; ok {
@@ -102,25 +112,36 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 			writeProblem(w, core.CodeNotFound, "no such operation")
 			return
 		}
+		var caller *Caller
 		if !op.public {
 			secret := bearer(r)
 			if secret == "" && op.queryToken {
 				secret = r.URL.Query().Get("access_token")
 			}
-			caller, ok := c.auth.Authenticate(secret)
-			if !ok {
+			var ok bool
+			if caller, ok = c.auth.Authenticate(secret); !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="muster"`)
 				writeProblem(w, core.CodeUnauthenticated, "a valid bearer token is required")
 				return
 			}
-			r = r.WithContext(withCaller(r.Context(), caller))
 		}
+		var data []byte
 		if op.bodyLimit > 0 {
-			if err := bufferBody(r, op.bodyLimit, c.bodyTimeout); err != nil {
+			var err error
+			if data, err = bufferBody(r, op.bodyLimit, c.bodyTimeout); err != nil {
 				writeError(c.log, w, r, err)
 				return
 			}
 			liftBodyDeadline(w)
+		}
+		if op.hot != nil && !c.generalOnly && hotContentType(r.Header.Get("Content-Type")) {
+			if body := op.hot.accept(rctx.URLParams.Keys, rctx.URLParams.Values, data); body != nil {
+				next.ServeHTTP(w, r.WithContext(&hotContext{Context: r.Context(), caller: caller, body: body}))
+				return
+			}
+		}
+		if !op.public {
+			r = r.WithContext(withCaller(r.Context(), caller))
 		}
 		if op.noInput {
 			next.ServeHTTP(w, r)
@@ -152,37 +173,71 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 }
 
 // bufferBody reads at most limit bytes of the body into memory so that the
-// validator and the handler can both read it.
-func bufferBody(r *http.Request, limit int64, timeout time.Duration) error {
+// validator and the handler can both read it, and returns them.
+func bufferBody(r *http.Request, limit int64, timeout time.Duration) ([]byte, error) {
 	if r.ContentLength > limit {
-		return core.Errorf(core.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
+		return nil, core.Errorf(core.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
 	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	data, err := readBody(r.Body, r.ContentLength, limit)
 	if isTimeout(err) {
-		return core.Errorf(core.CodeInvalidRequest, "the request body did not arrive within %s", timeout)
+		return nil, core.Errorf(core.CodeInvalidRequest, "the request body did not arrive within %s", timeout)
 	}
 	if err != nil {
-		return core.Errorf(core.CodeInvalidRequest, "the request body could not be read")
+		return nil, core.Errorf(core.CodeInvalidRequest, "the request body could not be read")
 	}
 	if int64(len(data)) > limit {
-		return core.Errorf(core.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
+		return nil, core.Errorf(core.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
 	}
 	// The validator and the generated decoder both stop after the first JSON
 	// value and replace invalid UTF-8 with U+FFFD; a body must be exactly
 	// one value of valid UTF-8, whatever the case of its media type.
 	if len(data) > 0 && isJSON(r.Header.Get("Content-Type")) {
 		if err := checkOneJSONValue(data); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(data))
 	r.ContentLength = int64(len(data))
-	return nil
+	return data, nil
+}
+
+// readBody is io.ReadAll of at most limit+1 bytes of body, with a buffer
+// sized by the declared length.
+func readBody(body io.Reader, declared, limit int64) ([]byte, error) {
+	size := int64(512)
+	if declared > 0 {
+		size = min(declared, limit) + 1 // +1: room for the read that sees EOF
+	}
+	data := make([]byte, 0, size)
+	lr := io.LimitedReader{R: body, N: limit + 1}
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := lr.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return data, err
+		}
+	}
+}
+
+// hotContentType reports the media types the fast path takes: the plain
+// spellings of application/json, which kin-openapi and isJSON both accept.
+// Any other is judged by the general path.
+func hotContentType(ct string) bool {
+	return ct == "application/json" || ct == "application/json; charset=utf-8"
 }
 
 // isJSON reports whether a Content-Type is application/json; media types
 // are case-insensitive (RFC 9110 §8.3.1).
 func isJSON(contentType string) bool {
+	if contentType == "application/json" {
+		return true
+	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == "application/json"
 }

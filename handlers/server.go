@@ -64,6 +64,7 @@ type Server struct {
 	docs        http.Handler
 	fleet       *fleetstore.Fleet
 	sweeps      *sweepGate
+	contract    *contract
 }
 
 // New builds the router: chi, the generated routes behind the contract
@@ -94,6 +95,7 @@ func New(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.contract = c
 
 	r := chi.NewRouter()
 	// HEAD is served by every GET route (RFC 9110 §9.3.2): chi routes it to
