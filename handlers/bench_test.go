@@ -47,6 +47,8 @@ func benchStackSmallPOST(b *testing.B, generalOnly bool) {
 	})
 	const body = `{"session_id":"0123456789abcdef0123456789abcdef","ttl_ms":15000,"wait_ms":0}`
 	b.ReportAllocs()
+	start := cpuTime()
+	defer func() { reportCPU(b, start) }()
 	for b.Loop() {
 		req := httptest.NewRequest("POST", "/v1/leases/acme/renderers/document-123/acquire", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

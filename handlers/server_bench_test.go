@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/musterhq/muster/core"
 	"github.com/musterhq/muster/fleetstore"
@@ -84,6 +86,8 @@ func benchServerLeasePair(b *testing.B, generalOnly bool) {
 	session := newSession(b, s)
 	b.ReportAllocs()
 	i := 0
+	start := cpuTime()
+	defer func() { reportCPU(b, start) }()
 	for b.Loop() {
 		i++
 		path := "/v1/leases/load/w1/r" + strconv.Itoa(i%1024)
@@ -102,4 +106,18 @@ func benchServerLeasePair(b *testing.B, generalOnly bool) {
 			b.Fatalf("release: %d %s", w.Code, w.Body)
 		}
 	}
+}
+
+// cpuTime is the CPU time (user and system, all threads: GC included) the
+// process has used. Per-operation CPU time is steadier than wall time on a
+// shared machine, where other processes take the cores for a while.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU adds cpu-ns/op, counted from start.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 }
