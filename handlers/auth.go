@@ -32,13 +32,17 @@ const DevFamily = "default"
 // Authenticator resolves bearer tokens. With no tokens it is in dev mode:
 // every request is the caller {family "default", all grants}.
 type Authenticator struct {
-	tokens []Token
-	dev    *Caller
+	tokens  []Token
+	callers []Caller // callers[i] is tokens[i]'s, shared by its requests as dev is
+	dev     *Caller
 }
 
 // NewAuthenticator builds an authenticator over tokens; none means dev mode.
 func NewAuthenticator(tokens []Token) *Authenticator {
-	a := &Authenticator{tokens: tokens}
+	a := &Authenticator{tokens: tokens, callers: make([]Caller, len(tokens))}
+	for i, t := range tokens {
+		a.callers[i] = Caller{Name: t.Name, Family: t.Family, Grants: t.Grants}
+	}
 	if len(tokens) == 0 {
 		a.dev = &Caller{Name: "dev", Family: DevFamily, Grants: core.AllGrants()}
 	}
@@ -67,8 +71,7 @@ func (a *Authenticator) Authenticate(secret string) (*Caller, bool) {
 	if found < 0 {
 		return nil, false
 	}
-	t := &a.tokens[found]
-	return &Caller{Name: t.Name, Family: t.Family, Grants: t.Grants}, true
+	return &a.callers[found], true
 }
 
 // bearer extracts the token of an `Authorization: Bearer` header.

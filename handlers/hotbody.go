@@ -47,7 +47,7 @@ const maxHotMembers = 8
 // kin-openapi counts them, and the pattern.
 type stringRule struct {
 	minLen, maxLen int // maxLen < 0: none
-	re             *regexp.Regexp
+	match          func(string) bool
 }
 
 func (s *stringRule) ok(v string) bool {
@@ -57,7 +57,32 @@ func (s *stringRule) ok(v string) bool {
 			return false
 		}
 	}
-	return s.re == nil || s.re.MatchString(v)
+	return s.match == nil || s.match(v)
+}
+
+// knownPatterns are hand-written matchers of the contract's patterns on the
+// hot path, each equal to Go's regexp of the same pattern
+// (TestKnownPatternsAreTheRegexps); any other pattern is matched by regexp.
+var knownPatterns = map[string]func(string) bool{
+	`^[^/*\x00-\x1f\x7f-\x9f]+$`: func(v string) bool { // Segment
+		for _, r := range v { // an invalid byte is U+FFFD, as for regexp
+			if r == '/' || r == '*' || r <= 0x1f || r >= 0x7f && r <= 0x9f {
+				return false
+			}
+		}
+		return v != ""
+	},
+	`^[0-9a-f]{32}$`: func(v string) bool { // SessionId
+		if len(v) != 32 {
+			return false
+		}
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+		return true
+	},
 }
 
 // intRule is a compiled integer schema (format int64 or none).
@@ -209,7 +234,10 @@ func compileString(s *openapi3.Schema) (*stringRule, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.re = re
+		r.match = re.MatchString
+		if m, ok := knownPatterns[s.Pattern]; ok {
+			r.match = m
+		}
 	}
 	return r, nil
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -191,4 +192,64 @@ func TestAppendLeaseIsEncodingJSON(t *testing.T) {
 	if fast < 2000 {
 		t.Fatalf("only %d of 20000 leases were encoded by hand", fast)
 	}
+}
+
+// TestKnownPatternsAreTheRegexps: each hand-written matcher answers as Go's
+// regexp of its pattern (which is kin-openapi's), on random strings built
+// around the characters the patterns name.
+func TestKnownPatternsAreTheRegexps(t *testing.T) {
+	spec, err := api.GetSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"Segment", "SessionId"} {
+		if _, ok := knownPatterns[spec.Components.Schemas[name].Value.Pattern]; !ok {
+			t.Errorf("the pattern of %s is not matched by hand: the fast path uses regexp for it", name)
+		}
+	}
+	alphabet := []string{"a", "f", "g", "0", "9", "A", "/", "*", "\x00", "\x1f", " ", "~", "\x7f", "\u0080", "\u009f", "\u00a0", "é", "\u2028", "😀", "\xff", "\xc2", "\ufffd", "%"}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for pattern, match := range knownPatterns {
+		re := regexp.MustCompile(pattern)
+		check := func(v string) {
+			if got, want := match(v), re.MatchString(v); got != want {
+				t.Fatalf("%s on %q: %v, regexp says %v", pattern, v, got, want)
+			}
+		}
+		check("")
+		check("0123456789abcdef0123456789abcdef")
+		for i := 0; i < 50000; i++ {
+			var b strings.Builder
+			n := rng.IntN(40)
+			if rng.IntN(2) == 0 {
+				n = 32
+			}
+			for range n {
+				if rng.IntN(3) == 0 {
+					b.WriteString(alphabet[rng.IntN(len(alphabet))])
+				} else {
+					b.WriteByte("0123456789abcdef"[rng.IntN(16)])
+				}
+			}
+			check(b.String())
+		}
+	}
+}
+
+// FuzzKnownPatterns is TestKnownPatternsAreTheRegexps on fuzzed strings.
+func FuzzKnownPatterns(f *testing.F) {
+	for _, s := range []string{"", "acme", "a/b", "\x80", "0123456789abcdef0123456789abcdef"} {
+		f.Add(s)
+	}
+	res := map[string]*regexp.Regexp{}
+	for p := range knownPatterns {
+		res[p] = regexp.MustCompile(p)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		for p, match := range knownPatterns {
+			if got, want := match(v), res[p].MatchString(v); got != want {
+				t.Fatalf("%s on %q: %v, regexp says %v", p, v, got, want)
+			}
+		}
+	})
 }

@@ -180,9 +180,11 @@ func (rt routes) WatchLeases(w http.ResponseWriter, r *http.Request, params api.
 }
 
 func (s *Server) epochHeader(next http.Handler) http.Handler {
-	epoch := s.broker.Epoch()
+	// One value slice for every answer: net/http copies it when it sends
+	// the header, and Set or Add replace it rather than write into it.
+	epoch := []string{s.broker.Epoch()}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Muster-Epoch", epoch)
+		w.Header()["Muster-Epoch"] = epoch
 		next.ServeHTTP(w, r)
 	})
 }
