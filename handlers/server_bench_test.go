@@ -25,7 +25,10 @@ func benchServer(tb testing.TB) *Server {
 	tb.Helper()
 	var tokens []Token
 	for _, secret := range []string{"t1", "t2", "t3", "bench-token"} {
-		g, _ := core.ParseGrants([]string{"lease://**#*"})
+		g, err := core.ParseGrants([]string{"lease://**#*", "fleet://**#*"})
+		if err != nil {
+			tb.Fatal(err)
+		}
 		tokens = append(tokens, Token{Name: secret, Hash: sha256.Sum256([]byte(secret)), Family: "acme", Grants: g})
 	}
 	store, err := fleetstore.OpenBolt(filepath.Join(tb.TempDir(), "fleet.db"), nil)
