@@ -24,6 +24,8 @@ nproc | sed 's/^/cores: /' | tee -a "$out"
 
 # Issue 2: the stack and its ceiling.
 run ./handlers 'StackSmallPOST' 2s
+# Issue 19: the broker's own cost of an acquire+release pair, fast path vs general path.
+run ./handlers 'ServerLeasePair' 2s
 # Issue 3: the lease core, memory, and the HTTP path with the ceiling in one run.
 run ./core 'StateAcquireRelease|BrokerAcquireRelease|ContendedFIFO' 2s
 run ./core 'MemoryPerLease' 1x
