@@ -127,20 +127,26 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 				return
 			}
 		}
-		var data []byte
 		if op.bodyLimit > 0 {
-			var err error
-			if data, err = bufferBody(r, op.bodyLimit, c.bodyTimeout); err != nil {
+			data, err := readRequestBody(r, op.bodyLimit, c.bodyTimeout)
+			if err != nil {
+				writeError(c.log, w, r, err)
+				return
+			}
+			// The fast path accepts only one JSON object of plain ASCII
+			// members without duplicates: what checkJSONBody passes.
+			if op.hot != nil && !c.generalOnly && hotContentType(r.Header.Get("Content-Type")) {
+				if body := op.hot.accept(rctx.URLParams.Keys, rctx.URLParams.Values, data); body != nil {
+					liftBodyDeadline(w)
+					next.ServeHTTP(w, r.WithContext(&hotContext{Context: r.Context(), caller: caller, body: body}))
+					return
+				}
+			}
+			if err := checkJSONBody(r, data); err != nil {
 				writeError(c.log, w, r, err)
 				return
 			}
 			liftBodyDeadline(w)
-		}
-		if op.hot != nil && !c.generalOnly && hotContentType(r.Header.Get("Content-Type")) {
-			if body := op.hot.accept(rctx.URLParams.Keys, rctx.URLParams.Values, data); body != nil {
-				next.ServeHTTP(w, r.WithContext(&hotContext{Context: r.Context(), caller: caller, body: body}))
-				return
-			}
 		}
 		if !op.public {
 			r = r.WithContext(withCaller(r.Context(), caller))
@@ -174,9 +180,10 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 	})
 }
 
-// bufferBody reads at most limit bytes of the body into memory so that the
-// validator and the handler can both read it, and returns them.
-func bufferBody(r *http.Request, limit int64, timeout time.Duration) ([]byte, error) {
+// readRequestBody reads at most limit bytes of the body into memory, so
+// that the validator and the handler can both read it (checkJSONBody puts
+// them back as the body).
+func readRequestBody(r *http.Request, limit int64, timeout time.Duration) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, core.Errorf(core.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
 	}
@@ -190,17 +197,23 @@ func bufferBody(r *http.Request, limit int64, timeout time.Duration) ([]byte, er
 	if int64(len(data)) > limit {
 		return nil, core.Errorf(core.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
 	}
+	return data, nil
+}
+
+// checkJSONBody refuses a JSON body that is not exactly one value of valid
+// UTF-8, and makes data the request's body again.
+func checkJSONBody(r *http.Request, data []byte) error {
 	// The validator and the generated decoder both stop after the first JSON
 	// value and replace invalid UTF-8 with U+FFFD; a body must be exactly
 	// one value of valid UTF-8, whatever the case of its media type.
 	if len(data) > 0 && isJSON(r.Header.Get("Content-Type")) {
 		if err := checkOneJSONValue(data); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(data))
 	r.ContentLength = int64(len(data))
-	return data, nil
+	return nil
 }
 
 // readBody is io.ReadAll of at most limit+1 bytes of body, with a buffer

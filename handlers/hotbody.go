@@ -272,8 +272,9 @@ func compileInt(s *openapi3.Schema) (*intRule, error) {
 // accept checks the path parameters (chi's keys and values, unescaped
 // here as the general path unescapes them) and the body, and returns the
 // decoded body (a pointer to the generated type), or nil when the request
-// must take the general path. data has passed checkOneJSONValue: one JSON
-// value of valid UTF-8 without duplicate member names.
+// must take the general path. It accepts only bodies checkOneJSONValue
+// passes: one object (scanFlat reads nothing else) of valid UTF-8 without
+// duplicate member names.
 func (h *hotOp) accept(keys, values []string, data []byte) any {
 	for _, p := range h.params {
 		i := slices.Index(keys, p.name)
@@ -304,6 +305,9 @@ func (h *hotOp) accept(keys, values []string, data []byte) any {
 		if i < 0 {
 			return nil // unknown member: the general path names it
 		}
+		if seen&(1<<i) != 0 {
+			return nil // a duplicate: checkOneJSONValue refuses it
+		}
 		seen |= 1 << i
 		f := &h.fields[i]
 		dst := elem.Field(f.index)
@@ -318,7 +322,7 @@ func (h *hotOp) accept(keys, values []string, data []byte) any {
 				return nil
 			}
 			v := string(m.value)
-			if !f.str.ok(v) {
+			if !utf8.ValidString(v) || !f.str.ok(v) {
 				return nil
 			}
 			dst.SetString(v)

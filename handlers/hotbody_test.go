@@ -148,7 +148,7 @@ func randomBody(rng *rand.Rand) []byte {
 		if rng.IntN(3) > 0 {
 			name = names[rng.IntN(4)] // mostly real names
 		}
-		if used[name] {
+		if used[name] && rng.IntN(4) > 0 { // now and then a duplicate
 			continue
 		}
 		used[name] = true
@@ -207,6 +207,14 @@ func nearValid(op int, rng *rand.Rand) []byte {
 		}
 		first = false
 		fmt.Fprintf(&b, "%s%q%s:%s%s", spaces[rng.IntN(len(spaces))], names[i], spaces[rng.IntN(len(spaces))], spaces[rng.IntN(len(spaces))], v)
+	}
+	if rng.IntN(8) == 0 { // a member twice, with the same valid value
+		for _, name := range names[:4] {
+			if v, ok := members[name]; ok {
+				fmt.Fprintf(&b, ",%q:%s", name, v)
+				break
+			}
+		}
 	}
 	b.WriteByte('}')
 	return []byte(strings.ReplaceAll(b.String(), `\\u`, `\u`))
