@@ -2,12 +2,8 @@ package load
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,8 +12,16 @@ import (
 
 // startProcess runs the real muster binary as its own process, so the
 // driver's allocations and scheduling do not share a runtime with the
-// broker, and returns its base URL. lastPID is its process id.
+// broker, and returns its base URL.
 func startProcess(b *testing.B, config string) string {
+	b.Helper()
+	url, _ := startProcessPID(b, config)
+	return url
+}
+
+// startProcessPID is startProcess that also returns the broker's process
+// id (to read its CPU time).
+func startProcessPID(b *testing.B, config string) (string, int) {
 	b.Helper()
 	binPath := musterbin.Path(b)
 	dir := b.TempDir()
@@ -34,7 +38,6 @@ func startProcess(b *testing.B, config string) string {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	lastPID = cmd.Process.Pid
 	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	addr := make(chan string, 1)
 	go func() {
@@ -51,33 +54,9 @@ func startProcess(b *testing.B, config string) string {
 	}()
 	select {
 	case a := <-addr:
-		return "http://" + a
+		return "http://" + a, cmd.Process.Pid
 	case <-time.After(20 * time.Second):
 		b.Fatal("muster did not start")
 	}
-	return ""
-}
-
-// processCPU is the CPU time (user and system) process pid has used, read
-// from /proc (Linux); ok is false elsewhere.
-var lastPID int
-
-func processCPU(pid int) (time.Duration, bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	// Fields after the command name, which is in parentheses: utime and
-	// stime are the 12th and 13th (fields 14 and 15 of proc_pid_stat(5)),
-	// in clock ticks of 1/100 s.
-	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-	if len(f) < 13 {
-		return 0, false
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return time.Duration(u+s) * 10 * time.Millisecond, true
+	return "", 0
 }
