@@ -59,12 +59,13 @@ type Server struct {
 	cursors *core.CursorCodec
 	hub     sse.Hub
 	router  http.Handler
+	// contract is the middleware behind router (tests switch its fast path).
+	contract *contract
 	// changeCache is touched only on the actor goroutine.
 	changeCache changeCache
 	docs        http.Handler
 	fleet       *fleetstore.Fleet
 	sweeps      *sweepGate
-	contract    *contract
 }
 
 // New builds the router: chi, the generated routes behind the contract
