@@ -44,12 +44,13 @@ var bodyLimits = map[string]int64{
 
 // operation is what the contract middleware knows of one generated route.
 type operation struct {
-	route      routers.Route
-	public     bool   // security: [] — no token needed
-	queryToken bool   // accepts access_token (watch only)
-	bodyLimit  int64  // 0: the operation takes no body
-	noInput    bool   // no parameters and no body: nothing to validate
-	hot        *hotOp // the fast path of a lease mutation (hotbody.go), or nil
+	route routers.Route
+	// hot is the fast path of a lease mutation (hotbody.go), or nil.
+	hot        *hotOp
+	public     bool  // security: [] — no token needed
+	queryToken bool  // accepts access_token (watch only)
+	bodyLimit  int64 // 0: the operation takes no body
+	noInput    bool  // no parameters and no body: nothing to validate
 }
 
 // contract authenticates, bounds the body and validates the request against
@@ -80,18 +81,18 @@ func newContract(spec *openapi3.T, auth *Authenticator, log *slog.Logger, bodyTi
 			o.public = op.Security != nil && len(*op.Security) == 0
 			o.queryToken = op.OperationID == "watchLeases"
 			o.noInput = len(op.Parameters) == 0 && len(item.Parameters) == 0 && op.RequestBody == nil
+			if op.RequestBody != nil {
+				o.bodyLimit = DefaultBodyLimit
+				if l, ok := bodyLimits[op.OperationID]; ok {
+					o.bodyLimit = l
+				}
+			}
 			if body, ok := hotBodies[op.OperationID]; ok {
 				h, err := compileHot(item, op, body)
 				if err != nil {
 					return nil, fmt.Errorf("the fast path of %s no longer follows openapi.yaml (handlers/hotbody.go): %w", op.OperationID, err)
 				}
 				o.hot = h
-			}
-			if op.RequestBody != nil {
-				o.bodyLimit = DefaultBodyLimit
-				if l, ok := bodyLimits[op.OperationID]; ok {
-					o.bodyLimit = l
-				}
 			}
 			c.ops[method+" "+path] = o
 		}
