@@ -46,6 +46,9 @@ type Options struct {
 	// SweepsRunning bounds the sweeps that validate at once (one per
 	// family in any case); zero is DefaultSweepsRunning.
 	SweepsRunning int
+	// CORSAllowedOrigins are the exact origins (scheme://host[:port]) whose
+	// pages may call the API from a browser; empty turns CORS off. See cors.
+	CORSAllowedOrigins []string
 }
 
 // Server is the HTTP face of one broker.
@@ -95,7 +98,15 @@ func New(opt Options) (*Server, error) {
 		return nil, err
 	}
 
+	corsMW, err := cors(opt.CORSAllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
+
 	r := chi.NewRouter()
+	if corsMW != nil {
+		r.Use(corsMW) // first: a preflight is answered before anything else runs
+	}
 	// HEAD is served by every GET route (RFC 9110 §9.3.2): chi routes it to
 	// the GET handler, and net/http drops the body.
 	r.Use(bodyDeadline(opt.BodyReadTimeout), s.epochHeader, s.metrics.middleware, s.recoverer, middleware.GetHead)
