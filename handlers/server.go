@@ -22,6 +22,7 @@ import (
 	"github.com/musterhq/muster/core"
 	"github.com/musterhq/muster/fleetstore"
 	"github.com/musterhq/muster/handlers/swaggerui"
+	"github.com/musterhq/muster/handlers/ui"
 	"github.com/musterhq/muster/sse"
 )
 
@@ -119,6 +120,9 @@ func New(opt Options) (*Server, error) {
 		writeProblem(w, core.CodeMethodNotAllowed, "the route does not take this method")
 	})
 	r.Handle("/docs/*", s.docs)
+	dashboard := ui.Handler()
+	r.Handle(ui.MountPath, dashboard)
+	r.Handle(ui.MountPath+"/*", dashboard)
 	s.router = r
 	r.Group(func(r chi.Router) {
 		r.Use(c.middleware)
