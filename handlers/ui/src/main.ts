@@ -85,13 +85,13 @@ function render(o: Observer, v: View): void {
     table.show([]);
     ui.scroll.hidden = true;
     ui.empty.hidden = true;
-    log("state", `stopped: ${describe(o.error)}`);
+    log("ev-state", `stopped: ${describe(o.error)}`);
     return;
   }
   if (v.ready) {
-    if (lastEpoch !== "" && v.epoch !== lastEpoch) log("state", `broker restarted: new epoch ${v.epoch}`);
-    if (episode !== "") log("state", `ready again after ${episode}`);
-    else if (!everReady) log("state", `ready: epoch ${v.epoch}`);
+    if (lastEpoch !== "" && v.epoch !== lastEpoch) log("ev-state", `broker restarted: new epoch ${v.epoch}`);
+    if (episode !== "") log("ev-state", `ready again after ${episode}`);
+    else if (!everReady) log("ev-state", `ready: epoch ${v.epoch}`);
     episode = "";
     everReady = true;
     lastEpoch = v.epoch;
@@ -106,7 +106,7 @@ function render(o: Observer, v: View): void {
     if (everReady) {
       if (episode === "") {
         episode = why;
-        log("state", `recovering: ${why}`);
+        log("ev-state", `recovering: ${why}`);
       }
       ui.table.classList.add("stale");
       setState("recovering", `recovering · ${episode}${why !== episode && why !== "" ? ` · last attempt: ${why}` : ""}`);
@@ -159,7 +159,7 @@ function start(selector: string, token: string): void {
   }
   ui.stop.disabled = false;
   setState("bootstrapping", "bootstrapping");
-  log("state", `watching ${selector}`);
+  log("ev-state", `watching ${selector}`);
   if (ui.fleetRoot.value.trim() !== "") showFleet();
 }
 
