@@ -59,3 +59,23 @@ func TestCORSConfig(t *testing.T) {
 		})
 	}
 }
+
+// The cors block of docs/operations.md loads (with the doc's tokens block).
+func TestCORSDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```yaml\ncors:\n")
+	if !ok {
+		t.Fatal("docs/operations.md has no cors yaml block")
+	}
+	block, _, _ := strings.Cut(rest, "```")
+	cfg, err := loadCORS(t, "cors:\n"+block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.CORS.AllowedOrigins) == 0 {
+		t.Error("the documented block allows no origin")
+	}
+}

@@ -106,7 +106,7 @@ var FleetPanel = class {
   }
 };
 function describe(e) {
-  if (e instanceof MusterError) return `${e.code}: ${e.message}`;
+  if (e instanceof MusterError) return e.detail === "" ? e.code : `${e.code}: ${e.detail}`;
   if (e instanceof Error) return e.message;
   return String(e);
 }
@@ -252,7 +252,7 @@ function reasonOf(err) {
   }
   if (isCode2(err, "epoch_changed")) return "broker restart: new epoch during the bootstrap";
   if (err instanceof StreamEndedError) return "network: the stream dropped";
-  if (err instanceof MusterError2) return `${err.code}: ${err.message}`;
+  if (err instanceof MusterError2) return describe(err);
   return `network: ${err.message}`;
 }
 function render(o, v) {

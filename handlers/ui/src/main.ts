@@ -72,7 +72,7 @@ function reasonOf(err: Error | null): string {
   }
   if (isCode(err, "epoch_changed")) return "broker restart: new epoch during the bootstrap";
   if (err instanceof StreamEndedError) return "network: the stream dropped";
-  if (err instanceof MusterError) return `${err.code}: ${err.message}`;
+  if (err instanceof MusterError) return describe(err);
   return `network: ${err.message}`;
 }
 
