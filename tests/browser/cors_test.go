@@ -62,6 +62,9 @@ func crossOriginServer(t *testing.T) *httptest.Server {
 // leases through CORS (cors.allowed_origins), reads the exposed
 // Muster-Epoch; a page on an origin that is not allowed cannot.
 func TestUICrossOriginStreams(t *testing.T) {
+	if strings.EqualFold(os.Getenv(EnvSwitch), "off") {
+		t.Skipf("%s=off: real-browser test skipped", EnvSwitch)
+	}
 	allowed := crossOriginServer(t)
 	other := crossOriginServer(t)
 	b := startUIBroker(t, allowed.URL)

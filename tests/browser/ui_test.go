@@ -118,11 +118,19 @@ func checkUIClean(t *testing.T, s *Session, allowed ...string) {
 // fleet's gap follows the leases, and a broker restart shows recovering,
 // then ready with the new epoch and the leases of the new broker only.
 func TestUILiveLeases(t *testing.T) {
-	b := startUIBroker(t)
 	s := Start(t, Options{Width: 1280, Height: 900, Timeout: 150 * time.Second})
+	b := startUIBroker(t)
 	const sel = "lease://acme/**"
 	openUI(t, s, b, sel)
 	poll(t, s, "ready", 10*time.Second, stateJS, "ready", b.Epoch)
+
+	// Every control has an accessible name.
+	unnamed, _ := chromedp.Run(s.Ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("input, button, select, textarea")]
+	  .filter((e) => !(e.labels?.length || e.getAttribute("aria-label") || e.textContent.trim()))
+	  .map((e) => e.outerHTML)`))
+	if len(unnamed) > 0 {
+		t.Errorf("controls without an accessible name: %q", unnamed)
+	}
 
 	// The token is kept in sessionStorage, never in the URL.
 	where, _ := chromedp.Run(s.Ctx, chromedp.Evaluate[string](`location.href + " | " + (sessionStorage.getItem("muster.ui.token") ?? "")`))
@@ -209,9 +217,9 @@ func TestUILiveLeases(t *testing.T) {
 // TestUIForbiddenSelector: a selector the token has no grant for shows the
 // broker's forbidden error, not an empty table.
 func TestUIForbiddenSelector(t *testing.T) {
+	s := Start(t, Options{Width: 1280, Height: 900})
 	b := startUIBroker(t)
 	b.acquire("worker-1", "lease://acme/renderers/doc-1", 30*time.Second)
-	s := Start(t, Options{Width: 1280, Height: 900})
 	openUI(t, s, b, "lease://other/**")
 	poll(t, s, "stopped", 10*time.Second, stateJS, "stopped", "forbidden")
 	msg := poll(t, s, "the error", time.Second, `() => { const e = document.getElementById("error"); return e && !e.hidden ? e.textContent : ""; }`)
