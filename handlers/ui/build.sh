@@ -25,7 +25,7 @@ if [[ ! -x "$ts/node_modules/.bin/esbuild" || ! -x "$ts/node_modules/.bin/tsc" ]
 	(cd "$ts" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 
-"$ts/node_modules/.bin/tsc" -p "$here/tsconfig.json"
+"$ts/node_modules/.bin/tsc" -p "$here/tsconfig.json" # src and test, --strict
 (cd "$ts" && npm run --silent build >/dev/null 2>&1) || (cd "$ts" && npm run build) # quiet unless it fails
 mkdir -p "$out"
 cp "$ts/dist/browser/muster.js" "$out/muster.js"

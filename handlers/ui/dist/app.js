@@ -1,7 +1,7 @@
 // Built by handlers/ui/build.sh from handlers/ui/src: do not edit.
 
 // src/main.ts
-import { ClosedError, MusterClient, MusterError as MusterError2, StreamEndError, StreamEndedError, isCode as isCode2 } from "./muster.js";
+import { ClosedError, MusterClient, MusterError as MusterError4 } from "./muster.js";
 
 // src/dom.ts
 function byId(id) {
@@ -29,7 +29,17 @@ function clock(d) {
 }
 
 // src/fleet.ts
-import { isCode, MusterError } from "./muster.js";
+import { isCode, MusterError as MusterError2 } from "./muster.js";
+
+// src/describe.ts
+import { MusterError } from "./muster.js";
+function describe(e) {
+  if (e instanceof MusterError) return e.detail === "" ? e.code : `${e.code}: ${e.detail}`;
+  if (e instanceof Error) return e.message;
+  return String(e);
+}
+
+// src/fleet.ts
 var minGapMs = 1e3;
 var everyMs = 1e4;
 var FleetPanel = class {
@@ -92,7 +102,7 @@ var FleetPanel = class {
       if (signal.aborted) return;
       byId("fleet").hidden = true;
       setAlert(byId("fleet-error"), describe(e));
-      if (e instanceof MusterError && (isCode(e, "forbidden") || isCode(e, "unauthenticated") || e.advice === "retry-no")) return;
+      if (e instanceof MusterError2 && (isCode(e, "forbidden") || isCode(e, "unauthenticated") || e.advice === "retry-no")) return;
     } finally {
       this.#busy = false;
     }
@@ -105,10 +115,25 @@ var FleetPanel = class {
     }
   }
 };
-function describe(e) {
-  if (e instanceof MusterError) return e.detail === "" ? e.code : `${e.code}: ${e.detail}`;
-  if (e instanceof Error) return e.message;
-  return String(e);
+
+// src/reason.ts
+import { MusterError as MusterError3, StreamEndError, StreamEndedError, isCode as isCode2 } from "./muster.js";
+function reasonOf(err) {
+  if (err === null) return "";
+  if (err instanceof StreamEndError) {
+    switch (err.reason) {
+      case "overflow":
+        return "overflow: changes were lost, rebuilding the view";
+      case "shutdown":
+        return "broker restart: the broker shut down";
+      default:
+        return `the stream ended: ${err.reason}`;
+    }
+  }
+  if (isCode2(err, "epoch_changed")) return "broker restart: new epoch during the bootstrap";
+  if (err instanceof StreamEndedError) return "network: the stream dropped";
+  if (err instanceof MusterError3) return describe(err);
+  return `network: ${err.message}`;
 }
 
 // src/leases.ts
@@ -238,28 +263,11 @@ function log(cls, text, revision) {
   ui.events.prepend(li);
   while (ui.events.childElementCount > maxEvents) ui.events.lastElementChild.remove();
 }
-function reasonOf(err) {
-  if (err === null) return "";
-  if (err instanceof StreamEndError) {
-    switch (err.reason) {
-      case "overflow":
-        return "overflow: changes were lost, rebuilding the view";
-      case "shutdown":
-        return "broker restart: the broker shut down";
-      default:
-        return `the stream ended: ${err.reason}`;
-    }
-  }
-  if (isCode2(err, "epoch_changed")) return "broker restart: new epoch during the bootstrap";
-  if (err instanceof StreamEndedError) return "network: the stream dropped";
-  if (err instanceof MusterError2) return describe(err);
-  return `network: ${err.message}`;
-}
 function render(o, v) {
   if (o !== observer) return;
   if (o.stopped) {
     if (o.error instanceof ClosedError) return;
-    setState("stopped", `stopped: ${o.error instanceof MusterError2 ? o.error.code : "error"}`);
+    setState("stopped", `stopped: ${o.error instanceof MusterError4 ? o.error.code : "error"}`);
     setAlert(ui.error, `The broker refused to watch ${o.selector}: ${describe(o.error)}`);
     table.show([]);
     ui.scroll.hidden = true;

@@ -4,6 +4,9 @@
  * observed leases change (at most every second) and every 10 s.
  */
 import { isCode, MusterError, type MusterClient } from "@muster/client";
+
+export { describe };
+import { describe } from "./describe.js";
 import { byId, fillList, setAlert } from "./dom.js";
 
 const minGapMs = 1_000;
@@ -87,9 +90,3 @@ export class FleetPanel {
   }
 }
 
-/** An error in a sentence: the contract's code first when there is one. */
-export function describe(e: unknown): string {
-  if (e instanceof MusterError) return e.detail === "" ? e.code : `${e.code}: ${e.detail}`;
-  if (e instanceof Error) return e.message;
-  return String(e);
-}

@@ -5,9 +5,10 @@
  * gap. Built with @muster/client's browser bundle (served beside it as
  * muster.js); talks only to the origin that served it.
  */
-import { ClosedError, MusterClient, MusterError, StreamEndError, StreamEndedError, isCode, type Observer, type View } from "@muster/client";
+import { ClosedError, MusterClient, MusterError, type Observer, type View } from "@muster/client";
 import { byId, clock, el, setAlert } from "./dom.js";
 import { FleetPanel, describe } from "./fleet.js";
+import { reasonOf } from "./reason.js";
 import { LeaseTable, diff, type Diff } from "./leases.js";
 
 /** sessionStorage keys: the token lives only as long as the tab. */
@@ -55,25 +56,6 @@ function log(cls: string, text: string, revision?: number): void {
   li.append(document.createTextNode(text));
   ui.events.prepend(li);
   while (ui.events.childElementCount > maxEvents) ui.events.lastElementChild!.remove();
-}
-
-/** Why the view is not ready, in words. */
-function reasonOf(err: Error | null): string {
-  if (err === null) return "";
-  if (err instanceof StreamEndError) {
-    switch (err.reason) {
-      case "overflow":
-        return "overflow: changes were lost, rebuilding the view";
-      case "shutdown":
-        return "broker restart: the broker shut down";
-      default:
-        return `the stream ended: ${err.reason}`;
-    }
-  }
-  if (isCode(err, "epoch_changed")) return "broker restart: new epoch during the bootstrap";
-  if (err instanceof StreamEndedError) return "network: the stream dropped";
-  if (err instanceof MusterError) return describe(err);
-  return `network: ${err.message}`;
 }
 
 function render(o: Observer, v: View): void {
