@@ -2,6 +2,8 @@ package core
 
 import (
 	"strings"
+
+	"github.com/musterhq/muster"
 )
 
 // Access is a set of permissions. Write does not imply Read.
@@ -58,8 +60,8 @@ type Grant struct {
 	fleet  []string // schemeFleet: legal segments, "*" and "**"
 }
 
-// ParseGrant parses one grant string. A malformed one fails with an *Error
-// of code CodeInvalidRequest whose message never repeats the input.
+// ParseGrant parses one grant string. A malformed one fails with a *muster.Error
+// of code muster.CodeInvalidRequest whose message never repeats the input.
 func ParseGrant(s string) (Grant, error) {
 	i := strings.LastIndexByte(s, '#')
 	if i < 0 {
@@ -81,7 +83,7 @@ func ParseGrant(s string) (Grant, error) {
 	case strings.HasPrefix(pattern, LeaseScheme):
 		sel, err := ParseSelector(pattern)
 		if err != nil {
-			return Grant{}, grantError("lease pattern: " + err.(*Error).Message)
+			return Grant{}, grantError("lease pattern: " + err.(*muster.Error).Message)
 		}
 		g.scheme, g.lease = schemeLease, sel
 	case strings.HasPrefix(pattern, FleetScheme):
@@ -97,7 +99,7 @@ func ParseGrant(s string) (Grant, error) {
 }
 
 func grantError(msg string) error {
-	return &Error{Code: CodeInvalidRequest, Message: "grant: " + msg}
+	return &muster.Error{Code: muster.CodeInvalidRequest, Message: "grant: " + msg}
 }
 
 // String is the original grant text.
@@ -118,8 +120,8 @@ func ParseGrants(ss []string) (Grants, error) {
 	for i, s := range ss {
 		g, err := ParseGrant(s)
 		if err != nil {
-			e := err.(*Error)
-			return nil, Errorf(e.Code, "grant %d: %s", i, strings.TrimPrefix(e.Message, "grant: "))
+			e := err.(*muster.Error)
+			return nil, muster.Errorf(e.Code, "grant %d: %s", i, strings.TrimPrefix(e.Message, "grant: "))
 		}
 		gs = append(gs, g)
 	}
@@ -207,7 +209,7 @@ func splitFleet(s string, wild bool) ([]string, string) {
 }
 
 func legalFleetSegment(seg string) bool {
-	if seg == "" || len(seg) > MaxSegmentLen {
+	if seg == "" || len(seg) > muster.MaxSegmentLen {
 		return false
 	}
 	for i := 0; i < len(seg); i++ {

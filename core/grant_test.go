@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/musterhq/muster"
 )
 
 func mustParseGrants(tb testing.TB, ss ...string) Grants {
@@ -47,7 +49,7 @@ func TestParseGrant(t *testing.T) {
 		t.Run(tt.s, func(t *testing.T) {
 			g, err := ParseGrant(tt.s)
 			if tt.want == 0 {
-				assertSafeError(t, tt.s, err, CodeInvalidRequest)
+				assertSafeError(t, tt.s, err, muster.CodeInvalidRequest)
 				return
 			}
 			if err != nil {
@@ -62,7 +64,7 @@ func TestParseGrant(t *testing.T) {
 
 func TestParseGrants_ReportsPosition(t *testing.T) {
 	_, err := ParseGrants([]string{"lease://**#read", "lease://secret-realm#read"})
-	assertSafeError(t, "lease://secret-realm", err, CodeInvalidRequest)
+	assertSafeError(t, "lease://secret-realm", err, muster.CodeInvalidRequest)
 	if !strings.Contains(err.Error(), "grant 1:") {
 		t.Errorf("err = %v, want the position", err)
 	}

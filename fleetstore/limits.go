@@ -1,6 +1,6 @@
 package fleetstore
 
-import "github.com/musterhq/muster/core"
+import "github.com/musterhq/muster"
 
 // Limits. They are part of the contract: the HTTP layer documents them and
 // the SDKs may rely on them. Raising one is compatible; lowering one is not.
@@ -20,9 +20,9 @@ const (
 	MaxRootSegments = 8
 
 	// MaxRootSegmentBytes is the longest segment of a root: the grammar's
-	// segment bound (core.MaxSegmentLen), so that every legal root can be
+	// segment bound (muster.MaxSegmentLen), so that every legal root can be
 	// named by a fleet grant.
-	MaxRootSegmentBytes = core.MaxSegmentLen
+	MaxRootSegmentBytes = muster.MaxSegmentLen
 
 	// MaxKindBytes is the longest kind.
 	MaxKindBytes = 64

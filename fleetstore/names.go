@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 )
 
 // LegalSegment reports whether s is a legal segment: one or more of a-z, 0-9,
@@ -30,24 +30,24 @@ func LegalSegment(s string) bool {
 // "/" as %2F). It fails with CodeInvalidRequest.
 func CheckRoot(root string) error {
 	if root == "" {
-		return core.Errorf(core.CodeInvalidRequest, "root is empty")
+		return muster.Errorf(muster.CodeInvalidRequest, "root is empty")
 	}
 	if len(root) > MaxRootBytes {
-		return core.Errorf(core.CodeInvalidRequest, "root is longer than %d bytes", MaxRootBytes)
+		return muster.Errorf(muster.CodeInvalidRequest, "root is longer than %d bytes", MaxRootBytes)
 	}
 	n := 0
 	for seg := range strings.SplitSeq(root, "/") {
 		n++
 		if !LegalSegment(seg) {
-			return core.Errorf(core.CodeInvalidRequest,
+			return muster.Errorf(muster.CodeInvalidRequest,
 				"root must be segments of a-z, 0-9, '-' and '_' joined by '/'")
 		}
 		if len(seg) > MaxRootSegmentBytes {
-			return core.Errorf(core.CodeInvalidRequest, "a root segment is longer than %d bytes", MaxRootSegmentBytes)
+			return muster.Errorf(muster.CodeInvalidRequest, "a root segment is longer than %d bytes", MaxRootSegmentBytes)
 		}
 	}
 	if n > MaxRootSegments {
-		return core.Errorf(core.CodeInvalidRequest, "root has more than %d segments", MaxRootSegments)
+		return muster.Errorf(muster.CodeInvalidRequest, "root has more than %d segments", MaxRootSegments)
 	}
 	return nil
 }
@@ -56,10 +56,10 @@ func CheckRoot(root string) error {
 // with CodeInvalidRequest.
 func CheckKind(kind string) error {
 	if !LegalSegment(kind) {
-		return core.Errorf(core.CodeInvalidRequest, "kind must be one segment of a-z, 0-9, '-' and '_'")
+		return muster.Errorf(muster.CodeInvalidRequest, "kind must be one segment of a-z, 0-9, '-' and '_'")
 	}
 	if len(kind) > MaxKindBytes {
-		return core.Errorf(core.CodeInvalidRequest, "kind is longer than %d bytes", MaxKindBytes)
+		return muster.Errorf(muster.CodeInvalidRequest, "kind is longer than %d bytes", MaxKindBytes)
 	}
 	return nil
 }
@@ -70,7 +70,7 @@ func CheckKind(kind string) error {
 // CodeInvalidName.
 func CheckName(name string) error {
 	if !LegalSegment(name) || len(name) > MaxNameBytes {
-		return core.Errorf(core.CodeInvalidName,
+		return muster.Errorf(muster.CodeInvalidName,
 			"a name is one segment of a-z, 0-9, '-' and '_' of at most %d bytes", MaxNameBytes)
 	}
 	return nil
@@ -83,7 +83,7 @@ func CheckName(name string) error {
 func CheckFamily(family string) error {
 	if family == "" || len(family) > MaxFamilyBytes || !utf8.ValidString(family) ||
 		strings.IndexByte(family, 0) >= 0 {
-		return core.Errorf(core.CodeInvalidRequest,
+		return muster.Errorf(muster.CodeInvalidRequest,
 			"family must be 1 to %d bytes of UTF-8 without NUL", MaxFamilyBytes)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/core"
 )
 
@@ -59,8 +60,8 @@ func TestCheckRoot(t *testing.T) {
 		if (err == nil) != tt.want {
 			t.Errorf("CheckRoot(%q) = %v, want ok %v", tt.in, err, tt.want)
 		}
-		if err != nil && core.ErrorCode(err) != core.CodeInvalidRequest {
-			t.Errorf("CheckRoot(%q) code = %s, want invalid_request", tt.in, core.ErrorCode(err))
+		if err != nil && muster.ErrorCode(err) != muster.CodeInvalidRequest {
+			t.Errorf("CheckRoot(%q) code = %s, want invalid_request", tt.in, muster.ErrorCode(err))
 		}
 	}
 }
@@ -87,8 +88,8 @@ func FuzzCheckName(f *testing.F) {
 		if (err == nil) != want {
 			t.Fatalf("CheckName(%q) = %v, reference says legal %v", s, err, want)
 		}
-		if err != nil && core.ErrorCode(err) != core.CodeInvalidName {
-			t.Fatalf("CheckName(%q) code = %s, want invalid_name", s, core.ErrorCode(err))
+		if err != nil && muster.ErrorCode(err) != muster.CodeInvalidName {
+			t.Fatalf("CheckName(%q) code = %s, want invalid_name", s, muster.ErrorCode(err))
 		}
 		if err == nil && strings.ToLower(s) != s {
 			t.Fatalf("CheckName accepted %q, which folding would change", s)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 	"github.com/musterhq/muster/fleetstore"
@@ -46,7 +47,7 @@ func TestContractLimitsAreTheServers(t *testing.T) {
 		what      string
 		got, want int
 	}{
-		{"Segment maxLength", maxLen(schema("Segment")), core.MaxSegmentLen},
+		{"Segment maxLength", maxLen(schema("Segment")), muster.MaxSegmentLen},
 		{"Selector maxLength", maxLen(schema("Selector")), core.MaxSelectorLen},
 		{"OwnerId maxLength", maxLen(schema("OwnerId")), core.MaxOwnerIDLen},
 		{"Cursor maxLength", maxLen(param("Cursor")), core.MaxCursorLen},
