@@ -368,8 +368,8 @@ func testRefused(t *testing.T, st storage) {
 		{"LeadingSlash", fam, "/a", "repo", `{}`, muster.CodeInvalidRequest},
 		{"TrailingSlash", fam, "a/", "repo", `{}`, muster.CodeInvalidRequest},
 		{"EscapedSlash", fam, "a%2Fb", "repo", `{}`, muster.CodeInvalidRequest},
-		{"LongRoot", fam, strings.Repeat("a", MaxRootBytes+1), "repo", `{}`, muster.CodeInvalidRequest},
-		{"DeepRoot", fam, strings.Repeat("a/", MaxRootSegments) + "a", "repo", `{}`, muster.CodeInvalidRequest},
+		{"LongRoot", fam, strings.Repeat("a", muster.MaxFleetRootLen+1), "repo", `{}`, muster.CodeInvalidRequest},
+		{"DeepRoot", fam, strings.Repeat("a/", muster.MaxFleetDepth) + "a", "repo", `{}`, muster.CodeInvalidRequest},
 		{"EmptyKind", fam, root, "", `{}`, muster.CodeInvalidRequest},
 		{"UpperKind", fam, root, "Repo", `{}`, muster.CodeInvalidRequest},
 		{"SlashKind", fam, root, "re/po", `{}`, muster.CodeInvalidRequest},
@@ -393,7 +393,7 @@ func testRefused(t *testing.T, st storage) {
 	if got := mustRegister(t, f, fam, root, "repo", `{}`); got != "repo-1" {
 		t.Fatalf("first accepted Register = %s, want repo-1", got)
 	}
-	deepest := strings.Repeat("a/", MaxRootSegments-1) + "a"
+	deepest := strings.Repeat("a/", muster.MaxFleetDepth-1) + "a"
 	if got := mustRegister(t, f, fam, deepest, strings.Repeat("k", MaxKindBytes), `{}`); got != strings.Repeat("k", MaxKindBytes)+"-1" {
 		t.Fatalf("Register at the limits = %s", got)
 	}

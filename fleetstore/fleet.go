@@ -164,7 +164,8 @@ func checkScope(family, root string) error {
 	if err := CheckFamily(family); err != nil {
 		return err
 	}
-	return CheckRoot(root)
+	_, err := muster.ParseFleetRoot(root)
+	return err
 }
 
 func checkSpec(spec []byte) error {

@@ -239,7 +239,7 @@ var paramCodes = map[string]muster.Code{
 // same one whichever layer sees it first).
 var domainChecks = map[string]func(string) error{
 	"name":     fleetstore.CheckName,
-	"root":     fleetstore.CheckRoot,
+	"root":     func(v string) error { _, err := muster.ParseFleetRoot(v); return err },
 	"selector": checkSelector,
 	"live":     checkSelector,
 	"realm":    func(v string) error { _, err := core.NewRoute(v, "a", "a"); return err },

@@ -35,7 +35,7 @@ func fleetCursorSelector(root string) string { return "fleet:" + root }
 // fleetScope checks the root and that one grant of the caller covers it with
 // access a, and returns the caller's family.
 func fleetScope(ctx context.Context, root string, a core.Access) (string, error) {
-	if err := fleetstore.CheckRoot(root); err != nil {
+	if _, err := muster.ParseFleetRoot(root); err != nil {
 		return "", err
 	}
 	c := callerFrom(ctx)
@@ -111,12 +111,9 @@ func (s *Server) ListSpecs(ctx context.Context, req api.ListSpecsRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	limit := fleetstore.DefaultPageSize
-	if req.Params.Limit != nil {
-		limit = *req.Params.Limit
-	}
-	if limit < 1 || limit > fleetstore.MaxPageSize {
-		return nil, muster.Errorf(muster.CodeInvalidRequest, "limit must be 1..%d", fleetstore.MaxPageSize)
+	limit, err := pageLimit(req.Params.Limit, fleetstore.DefaultPageSize, fleetstore.MaxPageSize)
+	if err != nil {
+		return nil, err
 	}
 	sel := fleetCursorSelector(req.Root)
 	after := ""
@@ -253,12 +250,9 @@ func (s *Server) FleetGap(ctx context.Context, req api.FleetGapRequestObject) (a
 	if err != nil {
 		return nil, err
 	}
-	limit := core.DefaultGapPage
-	if req.Params.Limit != nil {
-		limit = *req.Params.Limit
-	}
-	if limit < 1 || limit > core.MaxGapPage {
-		return nil, muster.Errorf(muster.CodeInvalidRequest, "limit must be 1..%d", core.MaxGapPage)
+	limit, err := pageLimit(req.Params.Limit, core.DefaultGapPage, core.MaxGapPage)
+	if err != nil {
+		return nil, err
 	}
 	bound := gapCursorSelector(req.Root, sel)
 	var sn *core.Snapshot

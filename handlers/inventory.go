@@ -88,16 +88,26 @@ func (s *Server) ListLeases(ctx context.Context, req api.ListLeasesRequestObject
 	if err != nil {
 		return nil, err
 	}
-	limit := core.DefaultPageLimit
-	if req.Params.Limit != nil {
-		limit = *req.Params.Limit
-	}
-	if limit < 1 || limit > core.MaxPageLimit {
-		return nil, muster.Errorf(muster.CodeInvalidRequest, "limit must be 1..%d", core.MaxPageLimit)
+	limit, err := pageLimit(req.Params.Limit, core.DefaultPageLimit, core.MaxPageLimit)
+	if err != nil {
+		return nil, err
 	}
 	out, err := s.page(ctx, sel, req.Params.Cursor, limit)
 	if err != nil {
 		return nil, err
 	}
 	return api.ListLeases200JSONResponse(out), nil
+}
+
+// pageLimit is the `limit` parameter of a paged operation: def when absent,
+// else a value in 1..max (the contract states both; a request outside them
+// fails with CodeInvalidRequest).
+func pageLimit(p *int, def, max int) (int, error) {
+	if p == nil {
+		return def, nil
+	}
+	if *p < 1 || *p > max {
+		return 0, muster.Errorf(muster.CodeInvalidRequest, "limit must be 1..%d", max)
+	}
+	return *p, nil
 }
