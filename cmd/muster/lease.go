@@ -13,6 +13,7 @@ import (
 
 	muster "github.com/musterhq/muster/clients/go"
 	"github.com/musterhq/muster/clients/go/api"
+	"github.com/musterhq/muster/core"
 )
 
 // itemJSON is a held lease as `-o json` prints it (the contract's LeaseItem).
@@ -51,7 +52,7 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 		return func(fs *flag.FlagSet) {
 			sessionFlag(fs, &session)
 			if withTTL {
-				fs.DurationVar(&ttl, "ttl", 30*time.Second, "lease `TTL` (100ms..10m)")
+				fs.DurationVar(&ttl, "ttl", 30*time.Second, "lease `TTL` ("+span(core.MinLeaseTTL, core.MaxLeaseTTL)+")")
 			}
 			if withToken {
 				fs.Int64Var(&fencing, "fencing-token", 0, "the lease's fencing `token` (from acquire)")
@@ -79,7 +80,7 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 		{name: "acquire", args: "ROUTE", summary: "acquire an exact lease for a session (waiting up to --wait in its queue)", nargs: [2]int{1, 1},
 			flags: func(fs *flag.FlagSet) {
 				leaseFlags(true, false)(fs)
-				fs.DurationVar(&wait, "wait", 0, "how long to wait when it is held (0..30s)")
+				fs.DurationVar(&wait, "wait", 0, "how long to wait when it is held ("+span(0, core.MaxWait)+")")
 			},
 			run: func(ctx context.Context, cf *clientFlags, args []string, out io.Writer) error {
 				c, err := cf.client()
@@ -198,7 +199,7 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 		{name: "run", args: "ROUTE -- COMMAND [ARG…]", summary: "hold a lease while a command runs (renewed; the command is signalled if it is lost)", nargs: [2]int{2, -1},
 			flags: func(fs *flag.FlagSet) {
 				fs.DurationVar(&ttl, "ttl", 30*time.Second, "lease and session `TTL`; renewed every third of it")
-				fs.DurationVar(&wait, "wait", 0, "how long to wait for the lease when it is held (0..30s)")
+				fs.DurationVar(&wait, "wait", 0, "how long to wait for the lease when it is held ("+span(0, core.MaxWait)+")")
 				fs.StringVar(&owner, "owner", "", "owner `ID` shown in the inventory (default: the command's name)")
 			},
 			run: func(ctx context.Context, cf *clientFlags, args []string, out io.Writer) error {
