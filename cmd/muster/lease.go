@@ -66,6 +66,18 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 		}
 		return nil
 	}
+	// sessionRoute opens the commands that act for a session on one route:
+	// a client, the route's segments, and the session (flag or environment).
+	sessionRoute := func(cf *clientFlags, route string) (c *muster.Client, realm, area, res string, err error) {
+		if c, err = cf.client(); err != nil {
+			return nil, "", "", "", err
+		}
+		realm, area, res, err = splitRoute(route)
+		if err := errors.Join(err, needSession()); err != nil {
+			return nil, "", "", "", err
+		}
+		return c, realm, area, res, nil
+	}
 	printLease := func(cf *clientFlags, out io.Writer, l api.Lease) error {
 		if cf.json() {
 			return printJSON(out, l)
@@ -83,12 +95,8 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 				fs.DurationVar(&wait, "wait", 0, "how long to wait when it is held ("+span(0, core.MaxWait)+")")
 			},
 			run: func(ctx context.Context, cf *clientFlags, args []string, out io.Writer) error {
-				c, err := cf.client()
+				c, realm, area, res, err := sessionRoute(cf, args[0])
 				if err != nil {
-					return err
-				}
-				realm, area, res, err := splitRoute(args[0])
-				if err := errors.Join(err, needSession()); err != nil {
 					return err
 				}
 				body := api.AcquireRequest{SessionId: session, TtlMs: ttl.Milliseconds()}
@@ -105,12 +113,8 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 			}},
 		{name: "extend", args: "ROUTE", summary: "extend a held lease to now + --ttl", nargs: [2]int{1, 1}, flags: leaseFlags(true, true),
 			run: func(ctx context.Context, cf *clientFlags, args []string, out io.Writer) error {
-				c, err := cf.client()
+				c, realm, area, res, err := sessionRoute(cf, args[0])
 				if err != nil {
-					return err
-				}
-				realm, area, res, err := splitRoute(args[0])
-				if err := errors.Join(err, needSession()); err != nil {
 					return err
 				}
 				var l api.Lease
@@ -122,12 +126,8 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 			}},
 		{name: "release", args: "ROUTE", summary: "release a held lease", nargs: [2]int{1, 1}, flags: leaseFlags(false, true),
 			run: func(ctx context.Context, cf *clientFlags, args []string, out io.Writer) error {
-				c, err := cf.client()
+				c, realm, area, res, err := sessionRoute(cf, args[0])
 				if err != nil {
-					return err
-				}
-				realm, area, res, err := splitRoute(args[0])
-				if err := errors.Join(err, needSession()); err != nil {
 					return err
 				}
 				resp, err := c.Raw().ReleaseLease(ctx, realm, area, res, api.ReleaseRequest{SessionId: session, FencingToken: fencing})
