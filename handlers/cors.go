@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 )
 
 // CORS: cross-origin access for pages served elsewhere than the broker.
@@ -108,7 +108,7 @@ func cors(origins []string) (func(http.Handler) http.Handler, error) {
 				h.Add("Vary", "Access-Control-Request-Method")
 				h.Add("Vary", "Access-Control-Request-Headers")
 				if !allowed[origin] || !preflightOK(r) {
-					writeProblem(w, core.CodeForbidden, "CORS preflight refused: the origin, method or a request header is not allowed")
+					writeProblem(w, muster.CodeForbidden, "CORS preflight refused: the origin, method or a request header is not allowed")
 					return
 				}
 				h.Set("Access-Control-Allow-Origin", origin)
