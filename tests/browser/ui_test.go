@@ -74,14 +74,24 @@ const stateJS = `(want, part) => {
 // openUI opens /ui/ and starts watching selector with the test token.
 func openUI(t *testing.T, s *Session, b *uiBroker, selector string) {
 	t.Helper()
-	s.Step(t, "opening /ui and watching "+selector, 0,
+	s.Step(t, "opening /ui", 0,
 		chromedp.Navigate(b.URL()+"/ui"),
 		chromedp.WaitVisible(chromedp.ID("selector")),
-		chromedp.Clear(chromedp.ID("selector")),
+	)
+	clearSelector(t, s)
+	s.Step(t, "watching "+selector, 0,
 		chromedp.SendKeys(chromedp.ID("selector"), selector),
 		chromedp.SendKeys(chromedp.ID("token"), uiToken),
 		chromedp.Click(chromedp.ID("watch")),
 	)
+}
+
+// clearSelector empties the selector box (its property, whatever was typed).
+func clearSelector(t *testing.T, s *Session) {
+	t.Helper()
+	if _, err := chromedp.Run(s.Ctx, chromedp.Evaluate[bool](`(document.getElementById("selector").value = "") === ""`)); err != nil {
+		s.Fail(t, "clearing the selector: "+err.Error())
+	}
 }
 
 // allowedProblems drops what a test provokes on purpose: a refused
@@ -231,5 +241,18 @@ func TestUIForbiddenSelector(t *testing.T) {
 		t.Errorf("table container and empty note hidden: %s, want true,true (no empty table)", hidden)
 	}
 	shot(t, s, "ui-forbidden.png")
+
+	// Another selector in the same tab: the error goes, the table comes back.
+	clearSelector(t, s)
+	s.Step(t, "watching lease://acme/** instead", 0,
+		chromedp.SendKeys(chromedp.ID("selector"), "lease://acme/**"),
+		chromedp.Click(chromedp.ID("watch")),
+	)
+	poll(t, s, "ready", 10*time.Second, stateJS, "ready", b.Epoch)
+	poll(t, s, "the held lease", time.Second, rowsJS, "lease://acme/renderers/doc-1")
+	shown, _ := chromedp.Run(s.Ctx, chromedp.Evaluate[string](`[document.getElementById("error").hidden, document.getElementById("leases").parentElement.hidden].join()`))
+	if shown != "true,false" {
+		t.Errorf("error hidden, table hidden: %s, want true,false", shown)
+	}
 	checkUIClean(t, s, "status of 403")
 }

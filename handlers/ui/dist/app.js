@@ -329,6 +329,7 @@ function start(selector, token) {
   lastEpoch = "";
   episode = "";
   setAlert(ui.error, "");
+  table.show([]);
   ui.scroll.hidden = false;
   try {
     client = new MusterClient(location.origin, { token });
@@ -354,7 +355,7 @@ async function stop() {
   ui.stop.disabled = true;
   if (o !== null) {
     await o.close();
-    setState("idle", "idle: stopped");
+    if (observer === null) setState("idle", "idle: stopped");
   }
 }
 function showFleet() {

@@ -127,6 +127,7 @@ function start(selector: string, token: string): void {
   lastEpoch = "";
   episode = "";
   setAlert(ui.error, "");
+  table.show([]); // a new selector starts from an empty table
   ui.scroll.hidden = false;
   try {
     client = new MusterClient(location.origin, { token });
@@ -152,7 +153,7 @@ async function stop(): Promise<void> {
   ui.stop.disabled = true;
   if (o !== null) {
     await o.close();
-    setState("idle", "idle: stopped");
+    if (observer === null) setState("idle", "idle: stopped"); // not when a new watch started meanwhile
   }
 }
 
