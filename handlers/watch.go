@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
@@ -50,13 +51,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	_, _ = rand.Read(req.Anon[:])
-	stream := sse.NewStream(StreamQueue)
-	req.Sink = &streamSink{metrics: s.metrics, stream: stream}
-	req.Start = func(ws core.WatchStart) {
-		stream.Offer(sse.Event{Name: "snapshot", Payload: &marker{s: s, family: c.Family, ws: ws}})
-	}
-	id, err := s.broker.Watch(ctx, req)
+	stream, id, err := s.openStream(ctx, c, req)
 	if err != nil {
 		writeError(s.log, w, r, err)
 		return
@@ -65,6 +60,20 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 	s.metrics.streams.Inc()
 	defer s.metrics.streams.Dec()
 	_ = s.hub.Serve(w, r, stream, sse.Options{Overflow: endEvent("overflow", nil)})
+}
+
+// openStream registers req's selectors for a new stream of caller c, in
+// one actor step that also queues the marker first; the stream's sink and
+// marker only enqueue typed values.
+func (s *Server) openStream(ctx context.Context, c *Caller, req core.WatchRequest) (*sse.Stream, core.StreamID, error) {
+	_, _ = rand.Read(req.Anon[:])
+	stream := sse.NewStream(StreamQueue)
+	req.Sink = &streamSink{metrics: s.metrics, stream: stream}
+	req.Start = func(ws core.WatchStart) {
+		stream.Offer(sse.Event{Name: "snapshot", Payload: &marker{s: s, family: c.Family, ws: ws}})
+	}
+	id, err := s.broker.Watch(ctx, req)
+	return stream, id, err
 }
 
 // The watch stream's events are typed values handed over by the actor
