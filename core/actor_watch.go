@@ -84,8 +84,9 @@ func (b *Broker) Unsubscribe(ctx context.Context, fam string, id SessionID, sel 
 }
 
 // fanOut offers the step's changes to the streams of their deliveries (in
-// revision order, one per registration), tells the core which streams
-// refused one, then ends the streams the core ended.
+// revision order, one per registration), ends the streams the core ended,
+// then tells the core which streams refused a change (an input: rd is not
+// read after it).
 func (b *Broker) fanOut(rd Ready, now time.Time) {
 	for i, to := range rd.To {
 		if len(to) == 0 {
@@ -100,14 +101,14 @@ func (b *Broker) fanOut(rd Ready, now time.Time) {
 		}
 	}
 	b.change = Change{}
-	for _, st := range b.refused {
-		b.state.Overflowed(st)
-	}
-	b.refused = b.refused[:0]
 	for _, end := range rd.Ends {
 		if sink := b.sinks[end.Stream]; sink != nil {
 			sink.End(end.Reason, b.state.Revision())
 			delete(b.sinks, end.Stream)
 		}
 	}
+	for _, st := range b.refused {
+		b.state.Overflowed(st)
+	}
+	b.refused = b.refused[:0]
 }
