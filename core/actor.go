@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"time"
+
+	"github.com/musterhq/muster"
 )
 
 // TickInterval is how often the actor processes expiry without being asked.
@@ -15,7 +17,7 @@ const TickInterval = 50 * time.Millisecond
 // Concurrency properties: commands run one at a time in arrival order; a
 // command that was accepted runs to completion even if its caller's context
 // ends (the caller still gets its reply when it waits); after Close every
-// call fails with CodeUnavailable.
+// call fails with muster.CodeUnavailable.
 type Broker struct {
 	clock Clock
 	state *State
@@ -104,7 +106,7 @@ func (b *Broker) Close() {
 // Epoch is the id of this broker lifetime.
 func (b *Broker) Epoch() string { return b.state.cfg.Epoch }
 
-var errClosed = Errorf(CodeUnavailable, "the broker is shutting down")
+var errClosed = muster.Errorf(muster.CodeUnavailable, "the broker is shutting down")
 
 // call runs f on the actor and returns its result. The caller's context only
 // bounds the wait to enqueue; once enqueued the command runs and its reply is

@@ -3,6 +3,8 @@ package core
 import (
 	"strconv"
 	"time"
+
+	"github.com/musterhq/muster"
 )
 
 // Watch limits (design §7).
@@ -108,7 +110,7 @@ func (s *State) index(fam string) *watchIndex {
 // stream.
 func (s *State) Subscribe(now time.Time, fam string, id *SessionID, anon SessionID, sels []Selector, st StreamID, caller string) (WatchStart, error) {
 	if len(sels) == 0 || len(sels) > MaxSelectorsPerStream {
-		return WatchStart{}, Errorf(CodeInvalidRequest, "a stream watches 1..%d selectors", MaxSelectorsPerStream)
+		return WatchStart{}, muster.Errorf(muster.CodeInvalidRequest, "a stream watches 1..%d selectors", MaxSelectorsPerStream)
 	}
 	s.expireDue(now)
 	s.matchPending()
@@ -116,11 +118,11 @@ func (s *State) Subscribe(now time.Time, fam string, id *SessionID, anon Session
 	if over(u.Streams, 1, q.Streams) {
 		s.stats.SubscriptionLimit++
 		u.StreamsRefused++
-		return WatchStart{}, LimitErrorf(CodeSubscriptionLimit, ScopeFamily, "the family holds its quota of %d watch streams", q.Streams)
+		return WatchStart{}, muster.LimitErrorf(muster.CodeSubscriptionLimit, muster.ScopeFamily, "the family holds its quota of %d watch streams", q.Streams)
 	}
 	if len(s.streams) >= s.cfg.MaxStreams {
 		s.stats.SubscriptionLimit++
-		return WatchStart{}, LimitErrorf(CodeSubscriptionLimit, ScopeBroker, "the broker holds its maximum of %d watch streams", s.cfg.MaxStreams)
+		return WatchStart{}, muster.LimitErrorf(muster.CodeSubscriptionLimit, muster.ScopeBroker, "the broker holds its maximum of %d watch streams", s.cfg.MaxStreams)
 	}
 	var ss *session
 	if id != nil {
@@ -149,16 +151,16 @@ func (s *State) Subscribe(now time.Time, fam string, id *SessionID, anon Session
 	}
 	if ss != nil && (ss.wildcards+newWild > MaxWildcardRegistrations || len(ss.regs)+newAll > MaxRegistrations) {
 		s.stats.SubscriptionLimit++
-		return WatchStart{}, LimitErrorf(CodeSubscriptionLimit, ScopeSession, "a session holds at most %d wildcard and %d registrations in all", MaxWildcardRegistrations, MaxRegistrations)
+		return WatchStart{}, muster.LimitErrorf(muster.CodeSubscriptionLimit, muster.ScopeSession, "a session holds at most %d wildcard and %d registrations in all", MaxWildcardRegistrations, MaxRegistrations)
 	}
 	if over(u.Registrations, newAll, q.Registrations) {
 		s.stats.SubscriptionLimit++
 		u.RegistrationsRefused++
-		return WatchStart{}, LimitErrorf(CodeSubscriptionLimit, ScopeFamily, "the family holds its quota of %d watch registrations", q.Registrations)
+		return WatchStart{}, muster.LimitErrorf(muster.CodeSubscriptionLimit, muster.ScopeFamily, "the family holds its quota of %d watch registrations", q.Registrations)
 	}
 	if over(s.stats.ExactRegistrations+s.stats.WildcardRegistrations, newAll, s.cfg.MaxRegistrations) {
 		s.stats.SubscriptionLimit++
-		return WatchStart{}, LimitErrorf(CodeSubscriptionLimit, ScopeBroker, "the broker holds its maximum of %d watch registrations", s.cfg.MaxRegistrations)
+		return WatchStart{}, muster.LimitErrorf(muster.CodeSubscriptionLimit, muster.ScopeBroker, "the broker holds its maximum of %d watch registrations", s.cfg.MaxRegistrations)
 	}
 	if ss == nil {
 		ss = s.readOnlySession(now, fam, anon, st)

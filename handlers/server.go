@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 	"github.com/musterhq/muster/fleetstore"
@@ -98,12 +99,12 @@ func New(opt Options) (*Server, error) {
 	// the GET handler, and net/http drops the body.
 	r.Use(bodyDeadline(opt.BodyReadTimeout), s.epochHeader, s.metrics.middleware, s.recoverer, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
-		writeProblem(w, core.CodeNotFound, "no such route")
+		writeProblem(w, muster.CodeNotFound, "no such route")
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		// RFC 9110 §15.5.6: a 405 lists the methods the route takes.
 		w.Header().Set("Allow", strings.Join(allowed(r, req.URL.Path), ", "))
-		writeProblem(w, core.CodeMethodNotAllowed, "the route does not take this method")
+		writeProblem(w, muster.CodeMethodNotAllowed, "the route does not take this method")
 	})
 	r.Handle("/docs/*", s.docs)
 	s.router = r
@@ -111,7 +112,7 @@ func New(opt Options) (*Server, error) {
 		r.Use(c.middleware)
 		strict := api.NewStrictHandlerWithOptions(s, nil, api.StrictHTTPServerOptions{
 			RequestErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, _ error) {
-				writeProblem(w, core.CodeInvalidRequest, "the request body does not match its schema")
+				writeProblem(w, muster.CodeInvalidRequest, "the request body does not match its schema")
 			},
 			ResponseErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
 				writeError(s.log, w, r, err)
@@ -120,7 +121,7 @@ func New(opt Options) (*Server, error) {
 		api.HandlerWithOptions(routes{ServerInterface: strict, s: s}, api.ChiServerOptions{
 			BaseRouter: r,
 			ErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, _ error) {
-				writeProblem(w, core.CodeInvalidRequest, "a parameter is missing or invalid")
+				writeProblem(w, muster.CodeInvalidRequest, "a parameter is missing or invalid")
 			},
 		})
 	})
@@ -195,7 +196,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				panic(v)
 			}
 			s.log.Error("panic", "route", routePattern(r), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			writeProblem(w, core.CodeInternal, "internal error")
+			writeProblem(w, muster.CodeInternal, "internal error")
 		}()
 		next.ServeHTTP(w, r)
 	})
@@ -203,4 +204,4 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 
 func (s *Server) now() time.Time { return s.clock.Now() }
 
-var errNotImplemented = core.Errorf(core.CodeNotImplemented, "this operation is not implemented yet")
+var errNotImplemented = muster.Errorf(muster.CodeNotImplemented, "this operation is not implemented yet")

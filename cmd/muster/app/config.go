@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/core"
 	"github.com/musterhq/muster/handlers"
 )
@@ -82,7 +83,7 @@ func (c *FileConfig) AuthTokens() ([]handlers.Token, error) {
 		for j, g := range t.Grants {
 			grant, err := core.ParseGrant(g)
 			if err != nil {
-				var ce *core.Error
+				var ce *muster.Error
 				if errors.As(err, &ce) {
 					err = errors.New(ce.Message)
 				}
