@@ -17,7 +17,11 @@ const TickInterval = 50 * time.Millisecond
 // Concurrency properties: commands run one at a time in arrival order; a
 // command that was accepted runs to completion even if its caller's context
 // ends (the caller still gets its reply when it waits); after Close every
-// call fails with muster.CodeUnavailable.
+// call fails with muster.CodeUnavailable. After each step the actor hands
+// out what the step produced (State.Ready) as typed values, through
+// non-blocking sends and offers only: it encodes nothing, and what it hands
+// to the streams is never changed afterwards, so the streams' writers read
+// it on their own goroutines.
 type Broker struct {
 	clock Clock
 	state *State
