@@ -20,26 +20,7 @@ const (
 	// With MaxFleetDepth segments of MaxSegmentLen a root could be longer;
 	// this bound is the one that applies.
 	MaxFleetRootLen = 255
-
-	// MaxFamilyLen is the longest family (the tenant a token belongs to).
-	MaxFamilyLen = 128
 )
-
-// ValidFamily reports whether s is a legal family: 1 to MaxFamilyLen bytes
-// of printable ASCII without space and "/". Families come from the
-// configuration, never from requests; its `family` keys state the same rule
-// in validation tags, which a test of cmd/muster/app holds to this one.
-func ValidFamily(s string) bool {
-	if s == "" || len(s) > MaxFamilyLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c > '~' || c == '/' {
-			return false
-		}
-	}
-	return true
-}
 
 // FleetChars reports whether s is one or more of a-z, 0-9, '-' and '_': the
 // alphabet of fleet root segments, kinds and spec names, each of which has a

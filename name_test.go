@@ -114,21 +114,3 @@ func FuzzParseFleetRoot(f *testing.F) {
 		}
 	})
 }
-
-func TestValidFamily(t *testing.T) {
-	tests := []struct {
-		in   string
-		want bool
-	}{
-		{"default", true}, {"acme", true}, {"a", true}, {"Acme.io:7~!", true},
-		{strings.Repeat("f", MaxFamilyLen), true},
-		{strings.Repeat("f", MaxFamilyLen+1), false},
-		{"", false}, {"a b", false}, {"a/b", false}, {"é", false}, {"a\x00", false},
-		{"a\tb", false}, {"a\x7f", false},
-	}
-	for _, tt := range tests {
-		if got := ValidFamily(tt.in); got != tt.want {
-			t.Errorf("ValidFamily(%q) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}

@@ -24,6 +24,9 @@ const (
 	// counter value. Longer names are refused with CodeInvalidName.
 	MaxNameBytes = MaxKindBytes + 1 + MaxCounterDigits
 
+	// MaxFamilyBytes is the longest family (tenant) identifier.
+	MaxFamilyBytes = 255
+
 	// DefaultPageSize is the page size of Desired when the caller asks for 0.
 	DefaultPageSize = 100
 

@@ -2,6 +2,8 @@ package fleetstore
 
 import (
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/musterhq/muster"
 )
@@ -30,14 +32,15 @@ func CheckName(name string) error {
 	return nil
 }
 
-// CheckFamily accepts a family the configuration accepts
-// (muster.ValidFamily). Families come from the broker's configuration, not
-// from requests; the check keeps the backends' keys well formed. It fails
-// with CodeInvalidRequest.
+// CheckFamily accepts a family: non-empty UTF-8 of at most MaxFamilyBytes,
+// without NUL. Families come from the broker's configuration, not from
+// requests; the check keeps the backends' keys well formed. It fails with
+// CodeInvalidRequest.
 func CheckFamily(family string) error {
-	if !muster.ValidFamily(family) {
+	if family == "" || len(family) > MaxFamilyBytes || !utf8.ValidString(family) ||
+		strings.IndexByte(family, 0) >= 0 {
 		return muster.Errorf(muster.CodeInvalidRequest,
-			"family must be 1 to %d bytes of printable ASCII without space and '/'", muster.MaxFamilyLen)
+			"family must be 1 to %d bytes of UTF-8 without NUL", MaxFamilyBytes)
 	}
 	return nil
 }

@@ -64,11 +64,9 @@ type Server struct {
 	cursors *core.CursorCodec
 	hub     sse.Hub
 	router  http.Handler
-	// changeCache is touched only on the actor goroutine.
-	changeCache changeCache
-	docs        http.Handler
-	fleet       *fleetstore.Fleet
-	sweeps      *sweepGate
+	docs    http.Handler
+	fleet   *fleetstore.Fleet
+	sweeps  *sweepGate
 }
 
 // New builds the router: chi, the generated routes behind the contract
