@@ -11,8 +11,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
-	"github.com/musterhq/muster/core"
 )
 
 // TestKinOpenAPIErrorShapes pins every property of kin-openapi's errors
@@ -161,7 +161,7 @@ func TestKinOpenAPIErrorShapes(t *testing.T) {
 				t.Fatalf("kin-openapi changed the error validationError reads: %s (%v)", msg, err)
 			}
 			got := validationError(err, tc.ct, func(p *openapi3.Parameter) string { return tc.params[p.Name] })
-			var ce *core.Error
+			var ce *muster.Error
 			if !errors.As(got, &ce) || string(ce.Code) != tc.wantCode || tc.wantText != "" && ce.Message != tc.wantText {
 				t.Fatalf("problem %v, want %s: %s", got, tc.wantCode, tc.wantText)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/oapi-codegen/runtime"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 )
@@ -69,7 +70,7 @@ func contractRouter(t testing.TB, generalOnly bool) http.Handler {
 			}
 			body := reflect.New(typ).Interface()
 			if err := runtime.BindJSONBody(r, body); err != nil {
-				writeProblem(w, core.CodeInvalidRequest, "the request body does not match its schema")
+				writeProblem(w, muster.CodeInvalidRequest, "the request body does not match its schema")
 				return
 			}
 			o.body = body
