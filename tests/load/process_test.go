@@ -10,17 +10,10 @@ import (
 	"github.com/musterhq/muster/tests/musterbin"
 )
 
-// startProcess runs the real muster binary as its own process, so the
+// startProcessPID runs the real muster binary as its own process, so the
 // driver's allocations and scheduling do not share a runtime with the
-// broker, and returns its base URL.
-func startProcess(b *testing.B, config string) string {
-	b.Helper()
-	url, _ := startProcessPID(b, config)
-	return url
-}
-
-// startProcessPID is startProcess that also returns the broker's process
-// id (to read its CPU time).
+// broker, and returns its base URL and its process id (to read its CPU
+// time).
 func startProcessPID(b *testing.B, config string) (string, int) {
 	b.Helper()
 	binPath := musterbin.Path(b)
