@@ -38,6 +38,7 @@ var bodyLimits = map[string]int64{
 	"registerSpec": FleetBodyLimit,
 	"sweepSpecs":   SweepBodyLimit,
 	"planFleet":    PlanBodyLimit,
+	"batchLeases":  BatchBodyLimit,
 }
 
 // operation is what the contract middleware knows of one generated route.
