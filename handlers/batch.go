@@ -12,29 +12,40 @@ import (
 // route with every member, and room for whitespace.
 const BatchBodyLimit = 256 << 10
 
-// BatchLeases applies up to core.MaxBatchOps lease operations of one
+// BatchLeases is the strict-interface form of the batch operation. The
+// router serves batchHTTP instead (one-pass decoding and encoding, see
+// batch_http.go); both apply a batch with applyBatch.
+func (s *Server) BatchLeases(ctx context.Context, req api.BatchLeasesRequestObject) (api.BatchLeasesResponseObject, error) {
+	out, err := s.applyBatch(ctx, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return api.BatchLeases200JSONResponse(out), nil
+}
+
+// applyBatch applies up to core.MaxBatchOps lease operations of one
 // session in one actor step. A malformed operation refuses the whole
 // batch before anything is applied; an operation the caller's grants do
 // not cover fails alone with forbidden.
-func (s *Server) BatchLeases(ctx context.Context, req api.BatchLeasesRequestObject) (api.BatchLeasesResponseObject, error) {
-	id, err := core.ParseSessionID(req.Body.SessionId)
+func (s *Server) applyBatch(ctx context.Context, body *api.BatchRequest) (api.BatchResponse, error) {
+	id, err := core.ParseSessionID(body.SessionId)
 	if err != nil {
-		return nil, err
+		return api.BatchResponse{}, err
 	}
 	caller := callerFrom(ctx)
-	ops, err := batchOps(req.Body.Ops, caller.Grants)
+	ops, err := batchOps(body.Ops, caller.Grants)
 	if err != nil {
-		return nil, err
+		return api.BatchResponse{}, err
 	}
 	res, rev, err := s.broker.Batch(ctx, caller.Family, id, ops)
 	if err != nil {
-		return nil, err
+		return api.BatchResponse{}, err
 	}
 	out := api.BatchResponse{Results: make([]api.BatchResult, len(res)), Revision: int64(rev)}
 	for i, r := range res {
-		out.Results[i] = batchResult(&req.Body.Ops[i], ops[i].Route, r)
+		out.Results[i] = batchResult(&body.Ops[i], ops[i].Route, r)
 	}
-	return api.BatchLeases200JSONResponse(out), nil
+	return out, nil
 }
 
 // batchOps turns the operations of a request into core operations: every
