@@ -2,10 +2,12 @@ package handlers
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -94,9 +96,9 @@ func invalidField(field string) error { return batchFieldError(field, "is missin
 // UTF-8 without duplicate names: the decoder refuses anything else, and a
 // refusal is worded by checkOneJSONValue when the body breaks its rules, so
 // that the problem is the one any other operation would answer.
-func decodeBatch(data []byte, lim *batchLimits) (api.BatchRequest, error) {
+func decodeBatch(data []byte, lim *batchLimits) (batchBody, error) {
 	if len(data) == 0 {
-		return api.BatchRequest{}, core.Errorf(core.CodeInvalidRequest, "a request body is required")
+		return batchBody{}, core.Errorf(core.CodeInvalidRequest, "a request body is required")
 	}
 	req, err := decodeBatchValue(data, lim)
 	if err != nil {
@@ -107,9 +109,38 @@ func decodeBatch(data []byte, lim *batchLimits) (api.BatchRequest, error) {
 	return req, err
 }
 
-func decodeBatchValue(data []byte, lim *batchLimits) (api.BatchRequest, error) {
-	var req api.BatchRequest
-	dec := jsontext.NewDecoder(bytes.NewReader(data))
+// batchBody is a decoded batch body.
+type batchBody struct {
+	Session string
+	Ops     []wireOp
+}
+
+// decoders recycles decoders and their buffers across requests.
+var decoders = sync.Pool{New: func() any {
+	pd := &pooledDecoder{}
+	pd.dec = jsontext.NewDecoder(&pd.r)
+	return pd
+}}
+
+type pooledDecoder struct {
+	r   bytes.Reader
+	dec *jsontext.Decoder
+}
+
+func decodeBatchValue(data []byte, lim *batchLimits) (batchBody, error) {
+	pd := decoders.Get().(*pooledDecoder)
+	defer func() {
+		pd.r.Reset(nil)
+		pd.dec.Reset(&pd.r)
+		decoders.Put(pd)
+	}()
+	pd.r.Reset(data)
+	pd.dec.Reset(&pd.r)
+	return decodeBatchFrom(pd.dec, lim)
+}
+
+func decodeBatchFrom(dec *jsontext.Decoder, lim *batchLimits) (batchBody, error) {
+	var req batchBody
 	if dec.PeekKind() != '{' {
 		return req, core.Errorf(core.CodeInvalidRequest, "the request body does not match its schema")
 	}
@@ -129,7 +160,7 @@ func decodeBatchValue(data []byte, lim *batchLimits) (api.BatchRequest, error) {
 			if len(s) != lim.sessionLen || !isLowerHex(s) {
 				return req, invalidField("/session_id")
 			}
-			req.SessionId, haveSession = s, true
+			req.Session, haveSession = s, true
 		case "ops":
 			if req.Ops, err = decodeOps(dec, lim); err != nil {
 				return req, err
@@ -152,7 +183,7 @@ func decodeBatchValue(data []byte, lim *batchLimits) (api.BatchRequest, error) {
 	return req, nil
 }
 
-func decodeOps(dec *jsontext.Decoder, lim *batchLimits) ([]api.BatchOp, error) {
+func decodeOps(dec *jsontext.Decoder, lim *batchLimits) ([]wireOp, error) {
 	if err := nonNull(dec, "/ops"); err != nil {
 		return nil, err
 	}
@@ -160,7 +191,7 @@ func decodeOps(dec *jsontext.Decoder, lim *batchLimits) ([]api.BatchOp, error) {
 		return nil, invalidField("/ops")
 	}
 	dec.ReadToken()
-	ops := make([]api.BatchOp, 0, 64)
+	ops := make([]wireOp, 0, 64)
 	for dec.PeekKind() != ']' {
 		if len(ops) == lim.maxOps {
 			return nil, invalidField("/ops")
@@ -180,8 +211,8 @@ func decodeOps(dec *jsontext.Decoder, lim *batchLimits) ([]api.BatchOp, error) {
 
 // decodeOp decodes operation i; the names of its fields (for problems) are
 // built only when one is at fault.
-func decodeOp(dec *jsontext.Decoder, lim *batchLimits, i int) (api.BatchOp, error) {
-	var op api.BatchOp
+func decodeOp(dec *jsontext.Decoder, lim *batchLimits, i int) (wireOp, error) {
+	var op wireOp
 	at := opPath(i)
 	if err := nonNull(dec, at); err != nil {
 		return op, err
@@ -221,13 +252,13 @@ func decodeOp(dec *jsontext.Decoder, lim *batchLimits, i int) (api.BatchOp, erro
 			if err != nil {
 				return op, err
 			}
-			op.TtlMs = &n
+			op.TTL, op.HasTTL = n, true
 		case "fencing_token":
 			n, err := readInt(dec, at, "fencing_token", lim.minToken, 1<<63-1)
 			if err != nil {
 				return op, err
 			}
-			op.FencingToken = &n
+			op.Token, op.HasToken = n, true
 		default:
 			return op, unknownField(at, name)
 		}
@@ -290,12 +321,28 @@ func unknownField(at, name string) error {
 	return core.Errorf(core.CodeInvalidRequest, "request body has an unknown field (its name is not shown: it is not a plain identifier)")
 }
 
+// readName reads a member name. The names the batch schemas know are
+// returned without allocating; an escaped or unknown name is unquoted.
 func readName(dec *jsontext.Decoder) (string, error) {
-	tok, err := dec.ReadToken()
+	v, err := dec.ReadValue()
 	if err != nil {
 		return "", bodyNotJSON(err)
 	}
-	return tok.String(), nil
+	if n, ok := batchNames[string(v)]; ok { // no allocation: a map lookup by []byte
+		return n, nil
+	}
+	var name string
+	if err := json.Unmarshal(v, &name); err != nil {
+		return "", bodyNotJSON(err)
+	}
+	return name, nil
+}
+
+// batchNames are the member names of the batch schemas, quoted as they
+// are most often sent (unescaped).
+var batchNames = map[string]string{
+	`"session_id"`: "session_id", `"ops"`: "ops", `"op"`: "op", `"route"`: "route",
+	`"ttl_ms"`: "ttl_ms", `"fencing_token"`: "fencing_token",
 }
 
 // nonNull refuses a null where the contract has no nullable schema.

@@ -69,7 +69,8 @@ func batchRoute(t testing.TB) *routers.Route {
 // the same request, or both refuse with invalid_request.
 func checkSameVerdict(t *testing.T, data []byte) {
 	t.Helper()
-	want, werr := contractVerdict(t, data)
+	wantReq, werr := contractVerdict(t, data)
+	want := batchBody{Session: wantReq.SessionId, Ops: wireOps(wantReq.Ops)}
 	got, gerr := decodeBatch(data, batchRouteOnce.lim)
 	switch {
 	case (werr == nil) != (gerr == nil):
@@ -112,6 +113,8 @@ var batchSeeds = func() []string {
 		`{"session_id":"0123456789ABCDEF0123456789abcdef","ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000}]}`,
 		`{"session_id":"0123456789abcdef","ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000}]}`,
 		`{"session_id":7,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000}]}`,
+		`{"session\u005fid":"0123456789abcdef0123456789abcdef","ops":[{"\u006fp":"acquire","route":"lease://a/b/c","ttl_ms":1000}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000,"\u006fp":"release"}]}`,
 		`[]`, `null`, `"x"`, `{`, ``, ` `,
 		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://` + strings.Repeat("é", 392) + `","ttl_ms":1000}]}`,
 		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://` + strings.Repeat("é", 393) + `","ttl_ms":1000}]}`,

@@ -33,7 +33,7 @@ func FuzzBatchOps(f *testing.F) {
 		if json.Unmarshal(data, &in) != nil {
 			return
 		}
-		ops, err := batchOps(in, grants)
+		ops, err := batchOps(wireOps(in), grants)
 		if err != nil {
 			var e *core.Error
 			if !errors.As(err, &e) || (e.Code != core.CodeInvalidRequest && e.Code != core.CodeInvalidRoute) {
