@@ -88,6 +88,37 @@ class Lease:
 
 
 @dataclass(frozen=True)
+class BatchOp:
+    op: str
+    route: str
+    ttl_ms: int | None = None
+    fencing_token: int | None = None
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    session_id: str
+    ops: list[BatchOp]
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    op: str
+    route: str
+    ok: bool
+    lease: Lease | None = None
+    code: str | None = None
+    status: int | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class BatchResponse:
+    results: list[BatchResult]
+    revision: int
+
+
+@dataclass(frozen=True)
 class LeaseStatus:
     route: str
     held: bool
@@ -222,6 +253,10 @@ MODELS: dict[str, type[Any]] = {
         ExtendRequest,
         ReleaseRequest,
         Lease,
+        BatchOp,
+        BatchRequest,
+        BatchResult,
+        BatchResponse,
         LeaseStatus,
         LeaseItem,
         Snapshot,
