@@ -14,8 +14,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
-	"github.com/musterhq/muster/core"
 )
 
 // contractVerdict is what the generic path answers for a batch body:
@@ -34,10 +34,10 @@ func contractVerdict(t testing.TB, data []byte) (api.BatchRequest, error) {
 	in := &openapi3filter.RequestValidationInput{Request: hr, Route: route,
 		Options: &openapi3filter.Options{AuthenticationFunc: func(context.Context, *openapi3filter.AuthenticationInput) error { return nil }, SkipSettingDefaults: true}}
 	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
-		return req, core.Errorf(core.CodeInvalidRequest, "kin-openapi: %v", err)
+		return req, muster.Errorf(muster.CodeInvalidRequest, "kin-openapi: %v", err)
 	}
 	if err := json.Unmarshal(data, &req); err != nil {
-		return req, core.Errorf(core.CodeInvalidRequest, "the request body does not match its schema")
+		return req, muster.Errorf(muster.CodeInvalidRequest, "the request body does not match its schema")
 	}
 	return req, nil
 }
@@ -76,7 +76,7 @@ func checkSameVerdict(t *testing.T, data []byte) {
 		t.Fatalf("body %q: decodeBatch says %v, the contract says %v", data, gerr, werr)
 	case werr == nil && !reflect.DeepEqual(got, want):
 		t.Fatalf("body %q: decodeBatch read %+v, the generated decoder %+v", data, got, want)
-	case werr != nil && (core.ErrorCode(gerr) != core.CodeInvalidRequest || core.ErrorCode(werr) != core.CodeInvalidRequest):
+	case werr != nil && (muster.ErrorCode(gerr) != muster.CodeInvalidRequest || muster.ErrorCode(werr) != muster.CodeInvalidRequest):
 		t.Fatalf("body %q: codes %v / %v", data, gerr, werr)
 	}
 }
