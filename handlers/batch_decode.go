@@ -75,6 +75,9 @@ func loadBatchLimits(spec *openapi3.T) (*batchLimits, error) {
 		ops.MaxItems == nil || ttl.Min == nil || ttl.Max == nil || tok.Min == nil || req.AdditionalProperties.Has == nil {
 		return nil, errors.New("handlers: the contract's batch schemas changed: update decodeBatch to match")
 	}
+	if int(*ops.MaxItems) != core.MaxBatchOps {
+		return nil, fmt.Errorf("handlers: the contract allows %d batch operations, the core %d", int(*ops.MaxItems), core.MaxBatchOps)
+	}
 	return &batchLimits{
 		minOps: int(ops.MinItems), maxOps: int(*ops.MaxItems),
 		minTTL: int64(*ttl.Min), maxTTL: int64(*ttl.Max),

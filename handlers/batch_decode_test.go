@@ -115,8 +115,8 @@ var batchSeeds = func() []string {
 		`{"session\u005fid":"0123456789abcdef0123456789abcdef","ops":[{"\u006fp":"acquire","route":"lease://a/b/c","ttl_ms":1000}]}`,
 		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000,"\u006fp":"release"}]}`,
 		`[]`, `null`, `"x"`, `{`, ``, ` `,
-		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://` + strings.Repeat("é", 392) + `","ttl_ms":1000}]}`,
-		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://` + strings.Repeat("é", 393) + `","ttl_ms":1000}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://` + strings.Repeat("é", 386) + `","ttl_ms":1000}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://` + strings.Repeat("é", 387) + `","ttl_ms":1000}]}`,
 	}
 	var many []string
 	for i := 0; i < 257; i++ {
