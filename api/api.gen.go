@@ -23,6 +23,27 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for BatchOpKind.
+const (
+	Acquire BatchOpKind = "acquire"
+	Extend  BatchOpKind = "extend"
+	Release BatchOpKind = "release"
+)
+
+// Valid indicates whether the value is a known member of the BatchOpKind enum.
+func (e BatchOpKind) Valid() bool {
+	switch e {
+	case Acquire:
+		return true
+	case Extend:
+		return true
+	case Release:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChangeKind.
 const (
 	ChangeKindAcquired      ChangeKind = "acquired"
@@ -105,6 +126,77 @@ type AcquireRequest struct {
 
 	// WaitMs How long to wait in the FIFO queue when the lease is held by another session.
 	WaitMs *int64 `json:"wait_ms,omitempty"`
+}
+
+// BatchOp One operation. `acquire` takes `ttl_ms` (it never waits); `extend`
+// takes `fencing_token` and `ttl_ms`; `release` takes `fencing_token`.
+// A member the kind does not take is refused (`invalid_request`).
+type BatchOp struct {
+	// FencingToken The revision at which the lease was granted; strictly increasing per route, stable across renewals, meaningless across routes or epochs.
+	FencingToken *FencingToken `json:"fencing_token,omitempty"`
+	Op           BatchOpKind   `json:"op"`
+
+	// Route An exact route `lease://{realm}/{area}/{resource}`: three segments
+	// under the `Segment` rules, no wildcard (else `invalid_route`); at
+	// most 394 bytes (three segments of 128).
+	//
+	//
+	// Example: lease://acme/renderers/document-123
+	Route Route `json:"route"`
+
+	// TtlMs Lease TTL in milliseconds (100 ms .. 10 min). A lower bound; expiry may be late by one tick (50 ms).
+	TtlMs *LeaseTTL `json:"ttl_ms,omitempty"`
+}
+
+// BatchOpKind defines model for BatchOpKind.
+type BatchOpKind string
+
+// BatchRequest defines model for BatchRequest.
+type BatchRequest struct {
+	// Ops 1 to 256 operations, applied in order.
+	Ops []BatchOp `json:"ops"`
+
+	// SessionId A session id (128-bit secret, lowercase hex).
+	SessionId SessionId `json:"session_id"`
+}
+
+// BatchResponse defines model for BatchResponse.
+type BatchResponse struct {
+	// Results One per operation, in the order of `ops`.
+	Results []BatchResult `json:"results"`
+
+	// Revision The broker revision after the batch.
+	Revision Revision `json:"revision"`
+}
+
+// BatchResult The outcome of one operation. On success `ok` is true and `lease` is
+// the holding after an `acquire` (with its `outcome`) or an `extend`
+// (absent after a `release`). On failure `ok` is false, and `code`,
+// `status` (what the operation's own endpoint would answer) and
+// `detail` say why.
+type BatchResult struct {
+	// Code Stable error code; the same table drives the server and the SDKs. The
+	// set is open: codes are never renamed or removed, but new ones may be
+	// added, so a client must accept a code it does not know (and act on the
+	// HTTP status). The codes known today are listed in `x-extensible-enum`
+	// (and, with their status and retry advice, in docs/client-operations.md);
+	// it is deliberately not an `enum`, which generated clients would enforce.
+	//
+	//
+	// Example: lease_held
+	Code *ErrorCode `json:"code,omitempty"`
+
+	// Detail Example: the lease is held by another session
+	Detail *string     `json:"detail,omitempty"`
+	Lease  *Lease      `json:"lease,omitempty"`
+	Ok     bool        `json:"ok"`
+	Op     BatchOpKind `json:"op"`
+
+	// Route Example: lease://acme/renderers/document-123
+	Route string `json:"route"`
+
+	// Status Example: 409
+	Status *int `json:"status,omitempty"`
 }
 
 // ChangeEvent Data of `event: change`; the SSE `id` is the revision.
@@ -347,6 +439,13 @@ type ReleaseRequest struct {
 // Revision The broker revision, +1 on every committed state change.
 type Revision = int64
 
+// Route An exact route `lease://{realm}/{area}/{resource}`: three segments
+// under the `Segment` rules, no wildcard (else `invalid_route`); at
+// most 394 bytes (three segments of 128).
+//
+// Example: lease://acme/renderers/document-123
+type Route = string
+
 // Segment One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
 // characters; the server counts bytes) without `/`, without `*` and
 // without control characters (U+0000..U+001F, U+007F..U+009F).
@@ -576,6 +675,9 @@ type RegisterSpecJSONRequestBody = RegisterRequest
 // SweepSpecsJSONRequestBody defines body for SweepSpecs for application/json ContentType.
 type SweepSpecsJSONRequestBody = SweepRequest
 
+// BatchLeasesJSONRequestBody defines body for BatchLeases for application/json ContentType.
+type BatchLeasesJSONRequestBody = BatchRequest
+
 // AcquireLeaseJSONRequestBody defines body for AcquireLease for application/json ContentType.
 type AcquireLeaseJSONRequestBody = AcquireRequest
 
@@ -717,6 +819,9 @@ type ServerInterface interface {
 	// ListLeases List held leases matching a selector
 	// (GET /v1/leases)
 	ListLeases(w http.ResponseWriter, r *http.Request, params ListLeasesParams)
+	// BatchLeases Acquire, extend and release many leases of one session in one request
+	// (POST /v1/leases/batch)
+	BatchLeases(w http.ResponseWriter, r *http.Request)
 	// WatchLeases Watch held-lease changes as Server-Sent Events
 	// (GET /v1/leases/watch)
 	WatchLeases(w http.ResponseWriter, r *http.Request, params WatchLeasesParams)
@@ -825,6 +930,12 @@ func (_ Unimplemented) SweepSpecs(w http.ResponseWriter, r *http.Request, root R
 // ListLeases List held leases matching a selector
 // (GET /v1/leases)
 func (_ Unimplemented) ListLeases(w http.ResponseWriter, r *http.Request, params ListLeasesParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// BatchLeases Acquire, extend and release many leases of one session in one request
+// (POST /v1/leases/batch)
+func (_ Unimplemented) BatchLeases(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1270,6 +1381,20 @@ func (siw *ServerInterfaceWrapper) ListLeases(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ListLeases(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// BatchLeases operation middleware
+func (siw *ServerInterfaceWrapper) BatchLeases(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.BatchLeases(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1763,6 +1888,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/leases/{realm}/{area}/{resource}/release", wrapper.ReleaseLease)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/leases/batch", wrapper.BatchLeases)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/leases/{realm}/{area}/{resource}", wrapper.GetLease)
@@ -2776,6 +2904,109 @@ type ListLeasesdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListLeasesdefaultApplicationProblemPlusJSONResponse) VisitListLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchLeasesRequestObject struct {
+	Body *BatchLeasesJSONRequestBody
+}
+
+type BatchLeasesResponseObject interface {
+	VisitBatchLeasesResponse(w http.ResponseWriter) error
+}
+
+type BatchLeases200JSONResponse BatchResponse
+
+func (response BatchLeases200JSONResponse) VisitBatchLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchLeases400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response BatchLeases400ApplicationProblemPlusJSONResponse) VisitBatchLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchLeases401ApplicationProblemPlusJSONResponse struct {
+	UnauthenticatedApplicationProblemPlusJSONResponse
+}
+
+func (response BatchLeases401ApplicationProblemPlusJSONResponse) VisitBatchLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchLeases404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response BatchLeases404ApplicationProblemPlusJSONResponse) VisitBatchLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchLeases413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response BatchLeases413ApplicationProblemPlusJSONResponse) VisitBatchLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchLeasesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response BatchLeasesdefaultApplicationProblemPlusJSONResponse) VisitBatchLeasesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3874,6 +4105,9 @@ type StrictServerInterface interface {
 	// ListLeases List held leases matching a selector
 	// (GET /v1/leases)
 	ListLeases(ctx context.Context, request ListLeasesRequestObject) (ListLeasesResponseObject, error)
+	// BatchLeases Acquire, extend and release many leases of one session in one request
+	// (POST /v1/leases/batch)
+	BatchLeases(ctx context.Context, request BatchLeasesRequestObject) (BatchLeasesResponseObject, error)
 	// WatchLeases Watch held-lease changes as Server-Sent Events
 	// (GET /v1/leases/watch)
 	WatchLeases(ctx context.Context, request WatchLeasesRequestObject) (WatchLeasesResponseObject, error)
@@ -4293,6 +4527,37 @@ func (sh *strictHandler) ListLeases(w http.ResponseWriter, r *http.Request, para
 	}
 }
 
+// BatchLeases operation middleware
+func (sh *strictHandler) BatchLeases(w http.ResponseWriter, r *http.Request) {
+	var request BatchLeasesRequestObject
+
+	var body BatchLeasesJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.BatchLeases(ctx, request.(BatchLeasesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "BatchLeases")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(BatchLeasesResponseObject); ok {
+		if err := validResponse.VisitBatchLeasesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // WatchLeases operation middleware
 func (sh *strictHandler) WatchLeases(w http.ResponseWriter, r *http.Request, params WatchLeasesParams) {
 	var request WatchLeasesRequestObject
@@ -4567,162 +4832,179 @@ func (sh *strictHandler) Unsubscribe(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3tchs3tuCrnOLMlimnRZGynLGpmqp1MnLGN46daymTrXF71GA3SGLcBBgAFMW4VLW/7gPch9gHmyfZ",
-	"wjlAN5psSpQUO07uVLnKYn+ggYPz/YUPnVzN5kpyaU1n+KEzZ5rNuOUafz3TnLn/+SWbzUveGXY0lwXX",
-	"7nbSEbIz7MyZnXaSjmQzd5u5F5KO5j8thOZFZ2j1gicdk0/5DEf6o+bjzrDzh4P6swd01xyc8smMS9u5",
-	"uko6Xy+0Udq9UXCTazG3QrnPnU05ZJJf2vMcn8hAjcFOOcw1vxBqYWDOJjyBhcynTE54AV01Zz8t8NKc",
-	"FQUvYMQM//JoocsEmIWZMhYG/cMjyKdMs9ytfa8XlvfTgutVvT76aCde0YxdvuRyYqedoRsl6cyErC4k",
-	"Dj6WazfUP94+2/872/+5v//0fP/dF3/sJB27mrtRjdVCTnDdbzgrZ5vLfi60saDVwnIwBKawMGDzeSly",
-	"5p4EN00zZznf60H2MANhQPPxwvAClsJOIRPygpWiOMehMrfMem9ZPuPt26pxVr/Evr7hRi10zptYVah8",
-	"4R7ZHxw+2jYD/94vMgml7CaMn8G45NxBWdkhDMAqeBKAbRya4aXB4RMo1ZLrnBkOJXe7axIoxERYk0C2",
-	"nwGTBWTnWQL/VEI6fFtBdpDVyHb4+DGMVpYbEBJYWR4DA8mN5QV+222acRtMO3aQATc5m/MCmIHsfx0+",
-	"z3rwTK7sVMgJ8NLwjV0+6vejneY/Lbixa3s9U1JYtY2M3TSuhXSE9IePH1+H8xXCfxgkg8MnV92DjUt7",
-	"H/rJn67a6eGUGyOUfFE0EaY/OHx09PjLPz15ykZ5wcfrv9uXZWiwc1HcA43CfHB2c56/wrE3kcnMeY70",
-	"OAQla6pV453RJ+DLkyOPLl0G74Us6scY5GohLdd7x8DWUaLCADeJte3XfK72B+1Qwv923PwnRzvtfSuz",
-	"u3LfMHMlDUdh8xUr3hCuul+5ktbR6/BDJ2JwB3OtRiWfffFP48AcoYR7o3Djr+F9J+kU3DJRdoYdJyf8",
-	"ZRipYuWgJJUFfAH+4/T1K8fZLbML0xke9ftJxwqL8PqKFfCmGtCvhI3Uwg5HJZPvO1e7ItD3tABafxNn",
-	"XtDMQcj5wg43KThZZ9/RBcNLnlul42teQiYbmODkq5LjUuT3A3XJmeHnU14W61DGOw687qZjgEwqO+Ua",
-	"PAk24Py0hnM1rY8G5KyetIMMKzVnxer8pwVfcLyyZMKeWzHjaoEgl8qeq6XkCMgxlzk9RsPwy7mjEYLp",
-	"idaksuwI0Huv5ZlcAYGVu09DNxOOGUhWhokLt2OO79CkZ9xOVXHu7rDSsSF39V//9//t4fyfKz0SRcHl",
-	"vZBiXI0S4YRUMNFMWsjVBdcG7BRlViCoGhce1bjwPBroIyHDKwVGyEnJ/ey8LpmzsuS6nmvNNbpZtbyM",
-	"gPaNkvxe8CIqDZi0TkhGsrmZKgsjPhWyIMDRK468Ju7rEfwGEc/6hu59LDpqztthF5+rfHru9e5sCMYy",
-	"bYFNmJAw1mqGkByjJuuUdATfK2Wfq4Us7gXCINcdXo9xtHUo0gNQKE4cn18KY0FpmDIDzqQpGlh4VEPx",
-	"lbLw3I/5sUC5MX8HTac/NK/UPxB037NVqVhxptRLpif3Q8I5jXVulTovcbQbxKZVCsKDNfZF1OulJZxI",
-	"K+wKzpSCl/75jwRGZxqG6eHUNNgpk4h1as41WUjI9wx0s40le4I+U+o7Jld+/uZeYEWpcj5elOU6PJ2U",
-	"AbxNTMfNOchM/3wF1sNIQDo4uulBNb+Ph5b17BEfF6Pq7nkpZgKlY0Dd+oJDW/p1DJnJ1ZxnYNjKwHIq",
-	"8imMHAIjoH+QbGGnXFoHT34/DrBYGyuCNoMRZ9ohg3rPJXi543ltTfKDGsY0MaXFz7z4qLIHZ5Q4NsT8",
-	"7BxqjLR6z3XNq95LtYRutrZEj60/SHbBRMlGJb8vAKtx1lDVz8dZpdOFtc7EKNQyVuEex2L7lOsLkXP4",
-	"oTHix8JRIS+4tEqvzqMVODyMfw5Bc6tXZByPWP5ejcc9NOD8J9DXlSNWRCYIKwrhvsPK77VjIFY4Q2XM",
-	"SsOTzjy69CG2LHc3IJOOteX5zNz0ykvHGM7OXro3UDulVwo+ZovSdob9daj8VS2hVHICVhGjEYRZz188",
-	"f+2ZznLqse0mTd3ZjWOlZ8yibWW/POokzgIUs8WsM3zU7zszaSYk/e5XO+000QnXHTLzgin5tmmD+/W/",
-	"q95So3/y3KKBgmrEyYXH5uYC/8Isc3wz4+7+EEjnyI5xRaenJ5CJAp1fJLouRFhJc9eE5bOdgP/CPXiV",
-	"dJz1fdMLNPFv3ZO4dPr4TW+9Cc+5d5xx1/R34C4NDw5YPuMHlQ/2YM1vtmZhJ50Gzybc3HSxNHZn7YUw",
-	"Gb/0aD3b9+xbDyQuHUa87bC8Yrea40IK9EUEfTdgRF4quqVVWfLi3BFq9Jl6VV9rziz3hHQ3ekWDbgdq",
-	"fe2eW6fVJi76ecDZ2UtHZzNRlsLwXMnCQHcABno9GPRhJuTeMTB4z/mcleKCw2xhLDCt3d+OMwkJwl5P",
-	"bl/21+htgD9vILlqsdcS3InT3jeX94bJQs1AFJWe4uXBXKucGwOlGHNnLjcdTH9//2j08slPh/95+c1F",
-	"3/w4asNOtJe/RvmzAVTrGLc3a52IItI2bMaBbhUObkTghusLrtEhhvT/l29ND86mPJWGozdVzbkc4jAG",
-	"mOYguXtec8lmvHDiV/OZuuBFAqOFBcmXoCQ3MGMrGPFUYtQgAaOAQV4KLq3fuzznc4tOuIKDsOsiGz10",
-	"uQWFnDaVfz07+x5IZu7hBP2U3NMSrCrYCqdXCvQFCwnZ5T6/tFwaMSr5viOoLJVu3IRkmZ1yof2QuH6S",
-	"c6xwEjhxIxQqNwc06f1KCTa9WbF3nEqB0Cl4KUbuDi9XOHsmIcNvJV5nm3CJ9wu/fANLtSgL4HKsdM57",
-	"qWzsfcMt1Nz1pLOxIoehDbcWeiWbXq3oUu002NT5YtdDm03YmFjT89PxotU7fjpJU3evnEDuK+gDqoar",
-	"GVnT79ZJNk37hoXcWePPqDTTMJsqTTS898827UMn21psuOAP8ksIj276gfwDkb+IIBx9v6HqhwnQj3eO",
-	"mt22Fndjxw6kQk7OUQm+iSc/p4fP8Nmr5FPpXtfpMc35X8tmG7NvDW8GEQvMevqr9bQlM+Sq4sUxOJrK",
-	"bbkCIXPNmXGa+dwxNkdFiWMLjlGyXCvjjB7Jl6w0Ccw4k+j0Mqa66d4wjhMihpp2KVQJnU2Jk3S+YXOM",
-	"Hzf2dSaMm1XQtUyLAlKbBlqzlfsdRXdbxBE3i5lj42OL9j2HkhmLcRaSTnM24eS5cyBiI4ykKVk/Sq6n",
-	"pCMXpTebKL6xMS+l51Mmze0mf3t9bw2vAsjq79+gdP2Vs9JON2Ff8IvzmReu/qWRUiVnSDQ8SPvrJkkq",
-	"wVVt6MUqqXrfGrBr0Ai9Fr7WOntVFly/kDnTklkPuOaWv6YwN2kgSjr5eFG59CK9YOzs6LIEYb0vxSQo",
-	"ywlVtFPJJM8tyXv0TTZVlvzwbz/nh+XFSAzmo9mraT57PC2+KS9Gkzbl5dugx21Cnvi9OWfIBis6Kpjl",
-	"+06+tA1Xc6MNurtBu4u+di3jQU62Odmgnd9qtndZ4b14vFrYXLXFWU85UrdfBShZrnBXN22PIO9R/LeZ",
-	"FYFDtm7CdRbuL2exrW1tUIfWxUu8Z0kTAapFbEWBF97oXSMyyckDgPNOwMFqH6EJr1BbZuBnEbxW0l8O",
-	"vnVRbBrYnwy5pshGzkWTj1yHYZuMx6HZ7c1CzWdMOHm6jXxvwJzPFukiq7EFujcgYQSTXXDyezZpYU2V",
-	"1K3+2NlRcyud4plXEjQ4neBuykKI092ogobn1sFOa4wG2gqs00oY/1rE5jhoq1bxGZPhLUnvGnLbgIcz",
-	"HH3C5A2yOtCWN0HDi1u32hkeG+iKd7a4m/p9mMUepx48o3QjirscA+73yrs2oGSWw2iFWpUV+XvoPnYD",
-	"7N3eC9UGsbA9rVZOFJ54YKBUE5GzEnDnnZ5Xy5XuoNd7PDj0KVBq7LN1fjh7vv/kGLxRTD+jRLikcvLM",
-	"S5bzYq+p6y2Vfs81ZkBF2UyPB4fr6Uwbm/19yeQvZOjcwcC40VhoQyU35bvZ5QU39Kloho3Uvy9bIDRj",
-	"ly/o4UE/dk9W6w5a8y825BpUwqz9l1pB4kNKm/bl86/h6dHjP4EPmQGFwgz521gwqrNcFZRT1wRY7g2u",
-	"a62qyu15VUfaYim+U5rapgTK1Zy3KXbAAL000D06fLqXxHFY9CdMhR1CRl7dDLoMcjYHM2UaU1dTpKMV",
-	"jNlMlKu9BDL6K4NunSrzwPj7Dwz8tFCWHVNeUirxsvB+14Vk4zHPLS/26tBxlkBG6WxOAmdaKZv1IMhk",
-	"mcoow8n04G+sXFS+WUDX7Lr/kabSCqNNO/aonXf5aGa8La05gOuEGr8QBztv0rrwbvhsUlvOiFBtGPyG",
-	"T4SxXN+NsEMga9MIKPmElXWO+fW5qglk5xmy1oiEv7x7Tig5FVs0NLlCvHcksODopc+cSpZBd0t6u0+Z",
-	"3EtgMQer4Msj+FZ8lYCxyuE1v2ToOWMGJuKCY2zwcn+i9v2E/mmU7L1hy++4MU43Xd8uHw3D2bbvDqri",
-	"vxVv6O6+zfbF1j6vlpQcChcFH1YCXwycik1cJVezmbCWFxjE4D6Qe737sZVeQ3p/K0436iaGdR5/pVKQ",
-	"9tDNKizOKLHapLIuCjmOg010m0bYQ+RTDikPsqT+8RCTtFMZLuRKWq3KqM4Euj984QRar+f+HzxPwP3/",
-	"p+f0++nzPWJtcYnJ4ZPrqOsfBw/T9LLf30/Ty8E4TS//NHZ/Ph1vIbfTEGDZgFsWbMkPWPxxdfCBac6u",
-	"3E+qxLjKYDnlmgOTq4pfeLbslt5VEiNweGMPeftDd/lnrpX7NVO62hOz14MTR5LBE83wHs3N9FL5ouCU",
-	"R+Zj+kqLiZCOUeFS3BOW8g29pK6mn0HXsa99w6URVlzwvWMondpdczkDY1WWaplKN3TmUSkDvSi56cEz",
-	"n4ZfKaGt8a5Nq/vhDcplv7F1YZC3/7jlBppAemtOyFs5eH9bPpd7R3xu62NtMMRWb8hmjH3NJ7LdBd4o",
-	"cdmoIqm8a9AdHD7ZHwkLhuea2ySqI5nyy3Up/KiJbe5nzCj6+0/Z/vjdh0eHV+14Ffkz7oNY946H0Odu",
-	"iIGE2e6YLhR8LFkCrFyylYkyk/ERb4FazdlsU8n/2BBoxoV394D9yGw+PY1evdF+3ADu+qdbgT3n+S/h",
-	"sHPjvFHLHdx1N3jfWj1p22buvrgxcelruFoKpHbUUJ2mgxVfkWapvYrOi9uql1GIv30hiJknsrgB4R1a",
-	"W65nKCoRsw1k6oLrcamWlNQ759rwghL4F9Lv/oh+NzOz8Mp0YQu1lD7VjigE8H6IyVIOUxO+mjNzMwVU",
-	"q3pDj68RDyvL1+PO8O2uZPQuuVkbbcbY/U2sB4jX170dnPbiuHMNbirsqyDY2/QO0rKv3fA3FSRDiCuM",
-	"j7QbZonJG/Uk27LswkRaY2GnS87nd0yFrXJ612UZWnCneBu6hWZjC4f9w/7+4BAWEtMRsj/S2z5jHC3/",
-	"pTB8z5sL7/ncEpkZZoUZC46pCk1w3Y7U/HRbgU5AMJhkuxFe12o+X3ON3ejxc/O/P39ct0XdoEk1obaV",
-	"oGTYwiscVRSeXzhVfumeDZiPPMOBWEm+A/E15fBVskum7G7PrnG8q3dhVQ15tymRtnifYykHojgmzMKk",
-	"aAbFglzTWDYioaIq09AJNjb7U4WrnOwNmc3GVmmZwVx6YOqiMTvVajFx1pAwFr9ost3CWZFdeL1+7Z/b",
-	"EMLEc+r0vS1CGb+VL7SwK+QMIZSVc2OuyZGiRFAsmWBuW7BNA1TNK459bqYvvkeU9suvUgTa2jvQd+s0",
-	"Lr8tc/Etx32hSpJnCztt4280n6rSzUuTXMmxmCwo87IHP9bOALzsJI17z8Tv6IXE5gAFv4CZKjgVe+OS",
-	"DBJpcA+z4HiFzJcD4P7i9mBsDidcL2Vq7ZzqKIQcq81FfLcwlmo9mM848zMaKw0UNKEuCaYHLywmMxuk",
-	"GE1JueR5B8MdXqbSvYH82kCXXttLSEPyGTqwk5vBGfRnZy+TVGIFgw+bIVAaSQkmAQZzNhESk1UxT6jK",
-	"pnSEUmc4GHRtL0VZ5EwXFfEkOOgp+nj2T7m0+yekNcVc0cByqkzTYHAQS2VFeDPmQNVLZSpPUHKFSnfI",
-	"mdbC029G4N5HWyGDKWcF10Mi7S1p16ncyLuGZyGfifZN8iWl8fkWAZIvE+CzuV35LV1IceE4WjQ9SrR2",
-	"r0uoQiDZthKijMISbSGRVM74bMQ1dA3ntEgfa8mAmMZeD75uz8TG+Tyrc3qRN7sVxQVcbrlEaCNeKjkx",
-	"YFWldCvJAz10MeXacsmkpWAH06s9BEnYAkykNGAWDlQRKqIf5+HBwz9ozooMlE5lhtg7PDgIfTP+sNTC",
-	"8oyAT7TopkrJtMhjSJq8fnVSVT5LywTReSqXU1VymBFW8arymDyVSlcICYKSG73TqRQ5l5TG5VnWsznL",
-	"p3z/sNd3Op8uPZGb4cHBcrnsMbzdU3py4N81By9ffH3y6vQE36lDHZ72O0nHIQexg35vQM84QcjmojPs",
-	"POr1e48w29hOkVcfFCrHPybctuVn6QteEFMci5IbcOiBbXh8UdJISKZXxzDmNp9S/jy2saj4KOUwc1JD",
-	"Qgr7i4LaxlB+SdRF4rDfXyuEs/zSHkztrGxqpy3tKDblzOmSTSZcww8vQslyJLA6w7fvnNI9mzG9cmut",
-	"HnYMl00MqudV0n3nnXv5YIr5mj9HEGsuKty/cV0xdd6upYBPGd2y5sBgEJ/FxQ2LfikuuOTGXLfkGbda",
-	"NJCkueRwf7etnJdMyFvu5Xf0hYBz32s143bKFwbckMAv58qggQPkGrx+zdHr9dS3rt7TTm/FCAVbQeAf",
-	"cjr/7XY+jLoBjErDat3k13Mun33/ApCcISSIJejgRmGPf6CrXfI48LFkBkYLUVok0OvhdIbNCpS0mlFL",
-	"j20gwszMn7cykTfudl2ymCvNgSF3ZNIsgyqAPjzs4IRBPkoGYfnUSadN3uE/+atQGa3HKoIp1vE+7j/a",
-	"Nl41wYO4pPY6uLvxxU1EeTE4IJXMERSZTsq0AD/zSSYZ/LnS7xy4pbKoYR1D5pNP3BOoc4Xb/vFjGCk7",
-	"BaO05UUPyOyrGP3m1rj5PHdT812IuLFfqWK1w8ZEdc1V6srb2peHfxw6K4RSUN6GK/7WUyxk2bEoOUqq",
-	"uWpaP86muvqIiIUpSFvoesLmiE9H9L3r8SnquISvDHZCwUbRlXtvsAPqrjerwMn7+uWb3qW+OojwEWvh",
-	"MF9oDoUYj7nmMucw4nbJuWxgKeIjKlARLRDeb9DBB62UvTqYUCVLKyf6Ws3mGKDEloMlkyHaKC64Q39v",
-	"laPlErf8IvdVbX6kElU/tFymPDI/HFsi1cfx3dp4qSwLZiEL3susl8pXnBfGXUJVVUKlqaaLfv9R7paE",
-	"f3Hvf6wejL+Lmjf5FZRj8ggwJyxRCiiNZgmLamtM1Zwso14P9Eoq3VqZ02lFwcmYanZr7G6pyNlzYFvg",
-	"EO2lPbxR2ZNUK3B3N8GUSsxOquxRUQR5UAAba26mCZTiPXfmy5znWHIp5ATzJSdsjr4wKh+VqtFMJCxX",
-	"GNwgajbpRCIfO5mDxueE2suExKQmc8Pt+YbNUYWue21ucazVjxxg08KrZGu6d7BMMO7c5txAnnf3vne1",
-	"o+fDluF9WWDk//UE7pP2qgTSwXr+aFsA9kaA+BahV+8+Iqt1G/UZcdpdlIS6bdad1Ip78mUnm6BBety3",
-	"gDKWaNoxZN90IpDtzqwZXUlbmTMWTyplHxjvcxLUEJUYGHRrZraXEDcZrcisg5iLpvJaNtpG1I59nOLc",
-	"7kzVtyepNYL6TdBTFTtuIarXnp9+/lR1NNhhcth+7b7k9FJ4sonIqY1aki3K+3dCWlJWkBAywub3QhaE",
-	"zft0QQYVoXK6eDry7UVRkKNV5TsuzHmeyvUkSmw4gOaiZtKwnBzer1CXiJ19lJ/PSqNSWVUnU/JWRYnk",
-	"XrteoUHnm1IWpqosnNgV1viM4yoR2UlyYgbBVDw6fNroUgVdzJz2mcd7beQdAvneOr8Lhb+7hylDybpo",
-	"onTq/ANHUsUC9YD/PVULTRnPai5yfJa83FGTo5vzT5oJxTsZNYNflDNgtLPNXK7zKD5/1nA3Y+jo8OnN",
-	"7623prsvdwmADVqwkLvwmu2S+eCD4zJXxIZKblvKEf6C12uWVOCXe/BMgigp9xw5Vbfyyr9B6z3bi4p7",
-	"KKV2ra1t8DqgUUVtTbil9i5jVRa86MFzpSecOpixVHq/Bn3PLPLccZ7bMaA2/R6/cQ9OcbOgrrpOt4jq",
-	"o5be8UpPlLW+09ySGZ+d8vkT072QmzY7oHY3uDILpTSoRRVxiZB9r12ytvprf8097n8KphsS2n4DLJeQ",
-	"/vo3qj6z9+eZrKCG7rT9O7LHJefz7T7Wvzk2xhxfJEeRr1JBzK0ig6ppSMXZVKR+pbKouKsyHOyUWRgz",
-	"UQbGjs6SOTNVr6iFlgaW7jHHFjAHBisWAnc24LOKnKqFs6lzGmE5FaUPDbjV+aQFQ2pemEuBwQQ3CeS6",
-	"VMPmQ7sWCkGO4oUsuJ6oTeYbRV7buG8qEU0RCM7qm7I5r2IBmHwQ6kUZcX3NKRbMC+hKjj6fJJU+MRqM",
-	"+JknkKvZSEhmcd5yXy1sAplDlAz45ZxJajvCL1i5IIc6zN16ETzu29iChwhhbwgjvlIYhqeCOzcx0kQd",
-	"qI76/VRuFC359AIqDfT7QKbzTNjER/Vp0bVEHGOsOMAgIELwsbcIKty0+xit91Fpa/bUzNfy+utNbQrp",
-	"sfZsot0YX5zf+Ind93Fa4TbG6x55gGbRorS/X633Xpw4MM19pfcdm9rkndewZ28ebXMlObubiC5faI2R",
-	"Uankvu/k1sgjavSMrwphkfl6Lz9k0ekMZATHKUx0ZSHVUuIJMAuLVUeSslpSWaeCGOwfueIFlEq9X8zr",
-	"YioMFlg+q9uykMMdHdohy6k5FPrCYy8YGf8syh5kmGazWuvbPkxlrqSHi6/Y81wfcrYwvJlCqYFJUKhs",
-	"Kxk1ukxlMzKAfRrppCYjJhJdBLIIbFOtxUlwSgjphMRVnfEUt83f3gEMntGiUUiaOZc2lY5/OiYlJC/2",
-	"ubSYJTRaFE6PDEV8zCftBOmJO4DZjcSYU0kLavoUw/cp7ScKu7S6EilVcZMt71Ry1uZIjBIxfx33f+Sr",
-	"fPwbcVXWjWn+5/gqP3m4AP2bMTetwqIMIqQNXLyOGKwx8gPMz9zKzl/PucTcxtPTk5DCDZT5GLNEryn6",
-	"0HHdBN5H91JZnbGE/NMyPN6ry8oSmweRruVbu64nh2KdWSqzqvYMul6FyxpZ89nesJEJXJVNe9UyYuJs",
-	"PY09WePUJJscf9vMDU8ls3SzroWhE6XocBGnT1Y55l0cTdgq2l1lk+/1UAeXkPke3KHMqFpdlOWfJXVz",
-	"7j9X391LAEuFnd5cbT/ZGcQX0a9czRIDOGiPUIlCwUtMZyXxHwXWaULok8b4j8LKnqqTR7MuKsw3lVmz",
-	"1MDtx84lU25/m7VAWPdc1/xANqw7QGdY/o7QonpnacMiBo/BIIaGm1MhrRmCVNTRZuX0EWD5e6mWJS8m",
-	"2LMVDaIfaXUhtdgXl4bkYr+lNWyNT6MlCYuogi+ksit8zfWwKkL9Iqq7DkhIGvoxlkpU6QxkZwqdSjr9",
-	"JSqhQD9M6abi989hHeWR283CDIdeIWNe2LgmSxg0d9RS1r3qqp718JVWS4PdKtCWwjRnaU8pLyNn0hmd",
-	"hsvCg8UkWLmOpjHWzIXKgiyuCCCL8+FDdAEIS5UHnps8fAjUu9WneZM6hPiGpi7OdEhKl3Cqhsw1bhor",
-	"y1XicXC0oj98d2fPrzTtXJc5nuBW9cA01pNAli90CfuvMvTwhR7YD3zSugOwGlH6XgKG81Rmvo/zwURl",
-	"qCL6ttZ1o2cfCIry93AebsVhjamkLHBUaXz+A2lFFIuhoBGdQGAAWwW4Zy64PganJQrrfof+MtTlpdKF",
-	"vJkr3Uq8DulgUYqRZnrluRMlYaSyu7XLdQIplQmR8kyblXZaozxRlcg1qtfb7brXOyz5LrEFEClXd9bF",
-	"disQq5SyuEOSL/wO/ZI2i4uMXZX+oK5ZHXomQqin2eQfnTudj9jaDiTK5U9wH0NPcWQ/LbTZg2dRMQ/t",
-	"enWczy2qeVoPMMSuDOvOhne7JSIjre4TTq1XD1u9GsJhv993LGOt7DyVBbNsCB9SKsBOO8O089PR/1n1",
-	"er20k6RV1WvaGR4NkrRZk506fEw7osDXzGK0P8CXAl7h5W04ik8icqWYNJrGpWZpZygXZXn17iqaNEnR",
-	"VIpiCEeH0dTXjopYmw2asddNJe5JiW9gUNq9EPoYboDi0M897Qw/3OULoUcDvhQ6wOGdzZYO+Mzo0X9M",
-	"w55E3RXx3mH/8Mv9wWD/Uf9s0B/23b+/44N114f25waP/+5XVncsTDvDweN+v4+XqSth2hn2r65SuWZS",
-	"NSvOfvzrs7Mfv2mrVyKsPHbsHrK6/DOr9LpQ8onZelWZ542J9M+kl1WRFi19iQqybBzXc4MhROruv/7r",
-	"v51y1dB1j2u18V//9d9NXfF4u9qVytuUqtPQa1qdEwC/u8DGXYPIn8rsq9PVPzRKKd++c7KiUfT59t1V",
-	"I6WdhLizFPcpeSz4nZiJ0d+rzO0mY9K5rLg1OnmbJuTWCsRrE86CH4z6V/kO5cibhqj2EWuJWlxmgQ1R",
-	"xJp8XqnMNnlQloAVM26Sqnl/5d+SCyyyU+PgSazaNDv7MLSMqb2BjTLJdtcUzrlNL5pwMvZuHybAU8N3",
-	"cOfgMfM7PFcdHv7xHT++ye4W/zyhIG757zyK/p9YWM1kXLUbUZd3o7/blZQOvBjdHgr9hooyoyMvphxj",
-	"hcLAWHN/EFADn0NTsDWXCSaju+tYf9mDH0P9EJqngUp8W3ikU2dSJiFRLJWZ7zo/hLh3fFYdvdOoQnei",
-	"Lxz/o7nhZKyenb10Fiz2FWieq1Z9cOiPHJ6ZIfSzOk2t/xTis4qPfSPMpTC8cSQtmVdC0uluPtU1ZOcP",
-	"+v3AIRI4OnyayvhUxz1vZEVfbJx+XJdc4SlyzpqtjcVUosJecnbBjQ8Gu8fctviL7k383DEwXwUbK/kj",
-	"DlMmC16k0ipkluH9qKSWDgPDU/tacnOuZVwe1z5P5nXXwGnU+myXU/BDzzNSL+vjA/s7h0rXzkX8xMFS",
-	"2rwWNkxdsMOhhSEC55CnOrjw96ff9XfQ76oj1H9r2Yge0X5BYYMnjRXbZc1rWRLqhATiwJsrDh+0u6a8",
-	"mbEV0NhYgLUMXdX/DFIt4QvIiOqcCRM0twy+gMFx5FwUBhbSnwTWS+XJzPE/qbwpdktOR5P5XTG6tSa4",
-	"R4fJ/XjfzvyueY7Z58XuaJ9/E3nQny1vuxePIuQAFsUs78OgfJr+x+FQfvBeKqkbNUVVSalGNcy3lcel",
-	"1PnPzr6R/NJC1GsHhEmlP3futrzJT+PfzClmTreoymg0Et+JHR21dVCgg3cTH6jGTf83F/mVuIjfjV3Z",
-	"iEcts51N0InIJjo1BQ/D8x27iKazGkMzHw3DPsJDCrbgKeGppInNFpbCKyNVCF67nbZFldEPFTXIorNl",
-	"vfNpPudMo4VaqgmeP4ktU5KobBsjEklIHVDVaQ8+v9evCaOpoxVkfzl5eXJ2QtFONFGlis5VpiOVTUg1",
-	"C8pYG2/K45Ok79Ntom5iHR8tExQQPCV9Z5JvPd76U1djeZC0aCLhvGuCXfFb6Tbxq5g0tJU1WUZEXhH1",
-	"BpkffKgp9dpaqhNHDzYiEF9+aSyfD6NjMDGBJBy9Dl2K+MywWHKjdW1S+WG4NuTH8adMoyPH0P1mBgnT",
-	"PJX+CG1kFaIKQBlHtD5rKERBm19sI0tacE2Wt9MZohD0TvVRpzV7+TU0609ZvHJCpQN3RcaD941DT9sr",
-	"jlV9LDu++MAE89gqbx87/KjY8sbuVx/5KAjwy9lq9Qmw13BJqqnxbdR+x5jlgBGpH8w3G7ktgm00vt/G",
-	"+94guzFV58f1vDbo+mGTrTlre71UVlmEJR/77EZMsYsGqnMGAwdrxJ7RvJqpC7KuGm+ikVUFBbAnTG1n",
-	"tbC9aNz74HzymSSKv9vNMIkAFmRIt1GnuvfvEsR188GBCUX90tci1EDcli19Q/z9nbutLwK2USPRA2Sg",
-	"frjN7BPSdB8Y7OkiuTE9OJFFSN4mRhAaETTUESw+JPqNtQ26HmkWvRgxPQPZzCo7ifsJV72C4YZWwdHY",
-	"oVVC0tJpu72VMMOj8+KOwNg2a6OdcPyVejfaE+PaeyhD3UI5GstXM20ORD0HqY0YdgCMzC1qneiTOYOa",
-	"FpKkqDt1/YWoXeDVu6v/HwAA//8=",
+	"7L3rbhs5tij8KoT2fIicLsuS4/QkMgb43BmnJ7szSe8kPX0wqYyLqqIkTkqkmqSsqAMD59d+gP0Q58Hm",
+	"SQ7WWmQVSypZsp2kL2eAALHqwiIX1/3Gj51cz+ZaCeVsZ/ixM+eGz4QTBn+dGcHhf/GBz+al6Aw7RqhC",
+	"GLiddKTqDDtz7qadpKP4DG5zeCHpGPHTQhpRdIbOLETSsflUzHCkPxgx7gw7/3FUf/aI7tqj12IyE8p1",
+	"rq6SzpOFsdrAG4WwuZFzJzV87s1UsEyJD+4ixycypsfMTQWbG3Ep9cKyOZ+IhC1UPuVqIgrW1XP+0wIv",
+	"zXlRiIKNuBVfnyxMmTDu2Exbxwb94xOWT7nhOaz9oBeW99NCmFW9PvpoJ17RjH94LtTETTtDGCXpzKSq",
+	"LiQAHycMDPWPt2eHf+eHP/cPH18cvvvqD52k41ZzGNU6I9UE1/1K8HK2ueyn0ljHjF44wSyBKSyM8fm8",
+	"lDmHJxlM0855Lg56LLufMWmZEeOFFQVbSjdlmVSXvJTFBQ6VwTLrveX5TLRvq8FZfYp9fSWsXphcNLGq",
+	"0PkCHjkcHD/YNgP/3ieZhNZuE8ZnbFwKAVDWbsgGzGn2KADbAprhpcHxI1bqpTA5t4KVAnbXJqyQE+ls",
+	"wrLDjHFVsOwiS9g/tVSAbyuWHWU1sh0/fMhGKycsk4rxsjxlnClhnSjw27BpFjaYduwoY8LmfC4Kxi3L",
+	"/r/jp1mPnamVm0o1YaK0YmOXT/r9aKfFTwth3dpez7SSTm8jY5jGtZCOkP744cPrcL5C+I+DZHD86Kp7",
+	"tHHp4GM/+eNVOz28FtZKrZ4VTYTpD44fnDz8+o+PHvNRXojx+u/2ZVka7EIWd0CjMB+c3VzkL3DsTWSy",
+	"c5EjPQ6ZVjXV6vHe6BPw5dGJR5cuZ++lKurHOMv1QjlhDk4ZX0eJCgNgEmvbb8RcHw7aoYT/7bn5j072",
+	"2vtWZncF37BzraxAYfMNL14RrsKvXCsH9Dr82IkY3NHc6FEpZl/90wKYI5SANwoYfw3vO0mnEI7LsjPs",
+	"gJzwl9lIFyuAktKO4QvsP1+/fAGc3XG3sJ3hSb+fdJx0CK9veMFeVQP6lfCRXrjhqOTqfedqXwT6nhZA",
+	"62/izDOaOZNqvnDDTQpO1tl3dMGKUuROm/ial5DJBiaAfNVqXMr8bqAuBbfiYirKYh3KeAfACzeBAXKl",
+	"3VQY5kmwAefHNZyraX02IGf1pAEyvDSCF6uLnxZiIfDKkkt34eRM6AWCXGl3oZdKICDHQuX0GA0jPsyB",
+	"Rgim58aQyrInQO+8ljO1YgRWAZ9m3UwCM1C8DBOXsGPAd2jSM+GmuriAO7wENgRX//W//88Bzv+pNiNZ",
+	"FELdCSnG1SgRTijNJoYrx3J9KYxlbooyKxBUjQsPalx4Gg30mZDhhWZWqkkp/Oy8LpnzshSmnmvNNbpZ",
+	"tbyMgPatVuJO8CIqDZi0TkhW8bmdasdGYipVQYCjV4C8JvD1CH6DiGd9S/c+Fx015w3YJeY6n154vTsb",
+	"Muu4cYxPuFRsbPQMITlGTRaUdATfC+2e6oUq7gTCINcBr8c42joU6QFWaEEcX3yQ1jFt2JRbBiZN0cDC",
+	"kxqKL7RjT/2YnwuUG/MHaIL+0LxS/0DQfc9XpebFG62fczO5GxLOaawLp/VFiaPtEJtOaxYerLEvol4v",
+	"Ldm5ctKt2But2XP//GcCI5iGYXo4NcPclCvEOj0Xhiwk5HuWdbONJXuCfqP1X7la+fnbO4EVpcrFeFGW",
+	"6/AEKcPwNjEdmHOQmf75CqzHkYAEOML0WDW/z4eW9ewRHxej6u5FKWcSpWNA3foCoC39OmWZzfVcZMzy",
+	"lWXLqcynbAQIjID+QfGFmwrlAJ7ibhxgsTZWBG3ORoIbQAb9Xijm5Y7ntTXJD2oY08S0kT+L4rPKHpxR",
+	"AmyI+9kBaoyMfi9MzaveK71k3WxtiR5bf1D8ksuSj0pxVwBW46yhqp8PWKXThXNgYhR6GatwD2Ox/VqY",
+	"S5kL9kNjxM+Fo1JdCuW0WV1EKwA8jH8OmRHOrMg4HvH8vR6Pe2jA+U+grytHrIhMEF4UEr7Dy+8NMBAn",
+	"wVAZ89KKpDOPLn2MLcv9Dcik41x5MbO7XnkOjOHNm+fwBmqn9EohxnxRus6wvw6Vv+glK7WaMKeJ0UjC",
+	"rKfPnr70TGc59di2S1MHu3GszYw7tK3c1yedBCxAOVvMOsMH/T6YSTOp6He/2mnQRCfCdMjMC6bk26YN",
+	"7tf/rnpLj/4pcgcL/Ya7fPpyvnMfmit/qSJe32MZp03NmOPvhWUZfTBjXemYEpfCIHzswSnLxAcnVJGl",
+	"yj8Kqr5UkwskTG+V+9dPWWYEAq4auPl0L1VnbCZmI5RBAq32mqDhldhn092w9A56KdBXE8can9iFM0/p",
+	"4Tf47FXS0fNdb3iAfycVoiZamLveeYUP3QKR15BCzzvhi9fgAk4NuJcCVHvb8ZuLjg3YO3Ra4LZEowR3",
+	"gx/lduSt53bTxYPuwOOHX9cIZxNyxgqw4Zk2hTDoSHZiN2wCvl8hdT2jV44ffo3E5X8Oaj5qDF8hB70N",
+	"47mOJGGpW/fglffXYKSgASEj7KJ0LVACipwLUwMpCdwI4QPaT6bnNrsZoF7h5xDz1gBixKVEDwPscFm+",
+	"HHeGb3cgcXjj6l2rSkniL4zL+Nh5qh7BTHob4AygiOZyHUCRhbeFOfTC5XqG+qFusrWXitlFngtrWabf",
+	"o5ffmYUgHuX5krSpgklOdVmAyKZpcxXxxC7KQ+lgFPpWdoDKiIq4YZeP0Bnt36853wHOY8xluTCimgeR",
+	"D80EVIssSVVGegJ8cMpdUx+/Z5leKjDB5loqx5Z6URaMK7sU5gCGSVVG2ghqkWw5XbXxRtJirt9ndM88",
+	"gQevag0ndirv6bjaYCzEcvbhfciJ38OjfpCR1qXgd+TQ9QpwJsOjI57PxFEVqjtaC69sLCDocdFQ5JW7",
+	"XpRHXBuX1YblT9AbcH7pldImlv+ZO44MQMD9ISPXQXaKKPL69TnLZEHYjRYoEVNvY/OBbewFfmCjMKn3",
+	"XpBc9wJNvIJ1xFX24yWfdH9i04s4/WakpMHR116otwmXvoMzRUvflLaRlC1Q8ga3VZAieanpltFlKYoL",
+	"0Ldb5fETI7gTXizdUi4vlTB7yL6X8Ny6yt3ERT8P9ubNcxBQM1mW0opcq8Ky7oBZ1uuxQZ/NpDo4ZZy9",
+	"F2LOS3kp2GxhHePGwN/AUKVi0l2vNX/dX1ObB/hzF7mFxV6rN5/PdT7dXN4rrgo9Y7Ko3A1ers2NRkFS",
+	"yrFwciaacaK/v38wev7op+P/+vDtZd/+OGrDzpqvbgLVgf3lvdPAo4m0LZ8JRrcKgBsRuBXmEkVUQfT/",
+	"5+9sj72ZilRZgUFRPRdqiMNYxo3wCrwRis9EAYLLiJm+FEXCRgtQ75cgNy2b8RUbiVRh8D9hVjPO8lKC",
+	"UKO9y3MxdxhLKwSTbt3yxkBb7phGtSVVf3nz5ntGLPMAJ+inBE8r5nTBVzi9UmJIVyqWfThEeWrlqBSH",
+	"QFAoWFWRkEnqpkIaPySun8xVXoAhjfpSoXN7RJM+rNXN3qw4OE2VROgUopQjuCPKFc4exTh8K/Gul4lQ",
+	"eL/wy7de2go11iYXJFfXmFWI7jR3PelsrAgwtBGdwuBiMzgVXap9/5uumziC0ObabUysGcDpeAvZx286",
+	"SdMFV8Vy4CsYyqmGqxlZM3zWSTY99A1Hd2eNP6Pvi4bZ9ExEw/swa9PNC7KtxRUbwjp+CeHRzXCOfyAK",
+	"+xCEo+83PHZhAvTjHVAzKn63Y8d3slC/kAvlOtunOf9r2Wxj9q3qe20wOE9/tX655JYiTqI4ZUBTuStX",
+	"TKrcCG5BWweLCakoAbYAjJLnRlsL3E4seWkTNhNcYezK2uomvGGBEyKG2nYpVAmdTYmTdL7l803jbiYt",
+	"zCroWrZFAdk0xKIkrRZxJOxiBmy8MqZKbh2mS5B0mvOJoAAcgMjbIFrVj1IEKemoRem9n5SmsDEvbeZT",
+	"ruzNJn9zfW8NrwLI6u/vULr+InjpppuwL8TlxcwL102jQQRpf63hgw+16/mgtye7tEl6LXytdfa6LIR5",
+	"pnJuFHcecGuOAMpWIw0EDFrUnjz9RXrBGCzQskS7FKnFJijLCVUMqGRK5I7kPYYYmypLfvy3n/Pj8nIk",
+	"B/PR7MU0nz2cFt+Wl6NJm/LyXdDjNiFP/N5ecGSDFR0V3IlDkC9tw9XcaIPudmh30deuZTzPg7HZnGzQ",
+	"zm8029us8G5eSHIztGnfSN1+FUyrcoW7uml7BHmP4r/NrAgcsnUTrnNUfzqLbd0h5NWhdfES71nSRIBq",
+	"EVtR4Jk3eje9bei5wHknDGB1iNBkL1Bb5szPIgSflL8cQuSy2DSwvxhyTZGNXMgmH7kOwzYZD6DZzc1C",
+	"I2ZcgjzdRr47MOdXi3SR1dgC3R1IGMFkH5z8nk9aWFMldfdy7zYcNTfSKc68kmAY6AS3UxZCus1OFTQ8",
+	"tw52WmM00FZgva6E8S9FbMBBW7WKXzEZ3pD0riG3DXiA4ejrHnbI6kBb3gQNL27dajA8NtAV72xxN/X7",
+	"bBZ7nHrsjLKGKX3ilOF+r7xrg5XcCTZaoVblZP6edR/CAAc390K1QSxsT6uVE2UZ3LOs1BOZ85LhzoOe",
+	"V8uV7qDXezg49pnMeuyTbn948/Tw0SnzRjH9jGKjSeXkmZc8F8VBU9dbavNeGExkjpKSHw6O17OSNzb7",
+	"+5KrT2To3MLA2GkstKESTPl2dnkhLH0qmmEjg//rFgjVUchBP3ZPVusOWvMnG3INKmHW/kutIPGZIZv2",
+	"5dMn7PHJwz8yn/nCKN5jyd/Gg1FNIare5wsn7cw235RAuZ6LNsWOcYZeGtY9OX58kMTpVOhPmEo3ZBl5",
+	"dTPW5Sznc2an3GAFSop0tGJjPpPl6iBhGf2VsW6d8XrP+vv3LPtpoR0/pfTiVOFl6f2uC8XHY5E7URzU",
+	"GWBZwjLKSgcJnBmtXdZjQSarVEWJyrbH/sbLReWbZeiaXfc/0lT2jle18i6flBRvS2sq/zqhxi/EOUu7",
+	"tC68Gz6b1JYzIlQbBr8SE2mdMLcj7BDI2jQCSjHhZV0qdn3JScKyiwxZa0TCX9++tIOcii0amloh3gMJ",
+	"LAR66TNQyTLW3VKlFvJhEraYM6fZ1yfsO/lNwqzTgNfiA0fPGbdsIi8FxgY/HE70oZ/QP61WvVd8+Vdh",
+	"Leim69vlo2E42/bdQVX8t+IN3d+32b7Y2ue1Mw0iYV8NQMUmrpLr2Uw6JwoMYggfyL3e/dhKr6+CdraO",
+	"OLTVvgIyCwbSRyxMvDr6yI3gV/CTqgSvsiFzUyOqsiubqgWYUWgSZL4WMGNmUaJ7SbOlLIucm4J1sXxq",
+	"rdDm4JRxlyqsxnrwuCrHan4CSwSPHx20xlF2WnMR5T14vEZ6Dxq0F8Z7+480/dDvH6bph8E4TT/8cQx/",
+	"Ph5vIclQANnKLhqVpcO60rHS1kgx62bVNDMqPbOpqstmT+M4Ht2mEQ6QrjXQ+1GW1D/uZ5TiES7kWjmj",
+	"y6gSl3V/+Ap0hV4P/h88TRj8/8en9PvxUw/tuAj3+NF1jOsfR/dvCDYfu9qA2x5YyJZTYQTjalWxYi/x",
+	"YOldrTC4iTcw8ya7D5d/FkbDr5k2NXYd9Nh5TQIkiENczfZS9awQlGnv0yW0kROpQAbgUuAJRxUZXgmq",
+	"pp+xLkiGQyuUlU5eioNTVoJFUwsQy8a6LPWSUorW6KfHznyhYqXf70kC93fo7f1Pg/c2cLU1/+6NfOe/",
+	"LXfWnYNpN3VfN2RNq6NpM31hzd20PbrQKALeqLOtHJesOzh+dDiSjlmRG+GSqNJ2Kj6sKzgPmtgGP2NG",
+	"0T98zA/H7z4+OL5qx6vIVXQXxLpzqIk+tyO8FGa7ZyZWcF9lCePlkq9sVLuFj3jj3hnBZ5v20+eGQDPk",
+	"vr9z8Ufu8unr6NWdpvkGcNc/3Qrsucg/hS8Uxnmll3t4Qnc4NludlNtmDl/cmLjyVe4tJeR7Kv+gRGJN",
+	"fKS0G2/9iOKmmnuUPdG+EMTMc1XsQHhAayfMDEUlYrZlmb4UZlzqJZU9zYWxoqASx4Xyuz+i382kN7wy",
+	"XbhCL5XPYiQKYXg/hLspPWw9f5rb3RRQreoVPf5F8p3j9AV/Eysm4/V1bwangzikX4Ob0oYrCLalVuOy",
+	"r93wVxUkQ/QwjI+0G2aJeTH1JNsSGMNEWsOMr5dCzG9ZLFRVPa3LMjSOX+Nt1i0MHzt23D/uHw6O2UJh",
+	"pkf2B3rb19ShU2UprTjwlth7MXdEZpY7acdSYBZIE1w3IzU/3VagExBCDvua19Ho+XzN67jTmQrzvzt/",
+	"XDfzYdCkmlDbSlAybOEVQBWF5xegyi/h2YD5yDMAxFqJPYivKYevkn2SkPd7do3jXb0Lq2rIu02JtMWx",
+	"H0s5JotTwiwsG+OsWJDXHxP5FauoyjZ0go3N/lKRQJC9IWncuirjNZhL92xdVu+mRi8mYA1J6/CLVIqy",
+	"O1IY2YXX69f+uQ0hTDynzozcIpTxW/nCSLdCzhCihLmw9pr0M8qxxaJSDtuCjaxY1d7r1Ke9+vZEiNJ+",
+	"+VX2RVsDLPpunSHnt2UuvxO4L1Rre7Zw0zb+RvOpegF4aZJrNZaTRahu+bF2BuBlkDTwno3fMQuF7ZMK",
+	"cclmuqDaF1qSRSINnncefNos8wWTuL+4PRj2xAnXS5k6N6dKU6nGenMRf11YR9Ww3Cfz+RmNtWEUj6I+",
+	"UrbHnjnME7dIMYbynSmowawAvEwVvIH82rIuvXaQeF8XJT+xvdwMYNC/efM8SRXWePqIJAKlke9hE8bZ",
+	"nE+kwjxgTMGqElWBUOrkEYtRg8ovFjCVanteo4/n8LVQ7vCctKaYK1q2nGrbNBgAYqmqCG/GAVS9VKXq",
+	"HCVX6AXEcm6M9PSbEbgP0VbI2FTwQpghkfaWjPZUbaS0s7OQKkb7psSSMiR9EyUllgkTs7lb+S1dKHkJ",
+	"HC2aHuWww+uKVdGlbFuRdUYRn7ZoU6p8YWjXCkGL9GGsjBHTOOixJ+1J7jifszpdGnkzrCgucYflEqGN",
+	"RKnVxDKnK6VbKxHooYvZ7E4orhzFkbhZYc1VtQWYo2qZXQCoIlREP879o/v/YQQvMqZNqjLE3uHRUegs",
+	"9h9LI53ICPhEizBVylNGHkPS5OWL86o3jHJcEp2najnVpWAzwipR9WYhT6U2FUIySXmj3ulUylz4CkXP",
+	"ss7mPJ+Kw+NeH3Q+U3oit8Ojo+Vy2eN4u6fN5Mi/a4+eP3ty/uL1Ob5TR5E87XeSDiAHsYN+b0DPgCDk",
+	"c9kZdh70+r0HmMjtpsirjwqd4x8T4dpS38ylKIgpjmUpLAP0wEaFvlByJBU3q1M2Fi6fUmkCNvqq+Cil",
+	"hwtSQ0J1wLOCGutR6k7UZ+u4319rFeDEB3c0dbOyqZ22NOzalDOvl3wyEYb98Cw0dYkEVmf49h0o3bMZ",
+	"NytYa/UwMFw+sVRGFuoZOu/g5aMppsL+HEGsuahwf+e6Yuq8WdMln427Zc2BwSA+y8sdi34uL4US1l63",
+	"5JlwRjaQpLnkcH+/rZyXXKob7uVf6QsB5743eibcVCwsgyGZ+DDXFg0cRq7B69ccvV5PfevqPe30VpxQ",
+	"sBUE/iHQ+W+282HUDWBUGlbrJr+cC3X2/TOG5MxCtCZBBzcKe/wDXe1KxIGPJbdstJClQwK9Hk5vsJ2T",
+	"Vs5wanq2DUSY9PrzVibyCm7XTR1ybQTjyB2plNZWZVXU4xLjp5Rnw/MpSKdN3uE/+YtQGa3HaYIpdjp5",
+	"2H+wbbxqgkdx05Hr4A7jy11EeTk4IpUMCIpMJ21bgJ/5/J2M/anS7wDcSjvUsE5Z5vN64AnUucJt//gp",
+	"G2k3ZVYbJ4oeI7OvYvSbWwPzeQpT830ahXXf6GK1x8ZEnV+qrKC3tS8P/zgGK4Sye96GK/7WY6wR2rNt",
+	"S5SvdNW0fsCmuvqMiIXZXVvoesLniE8n9L3r8SnqSYmvDPZCwUY9G7w32AN119t54eR9h5dd71LnQUT4",
+	"iLUINl8YwQo5HgsjVC7YSLilEKqBpYiPqEBFtEB4v0EHH43W7upoQkVCrZzoiZ7NMUCJTZlLrkK0UV4K",
+	"QH9vlaPlEjdFJfdVbX6kClU/tFymIjI/gC2R6gN8tzZeKsuCO5YF72XWS9ULIQoLl1BVVazSVNNFv/8g",
+	"hyXhX8L7H6sH4++i5k1+BQ1MHgEGwhKlALayGJJpJULfwNC+NaNuWPRKqmCtHHRaWYRGCY1+1t0txU4H",
+	"ALYFDtFeNSUaRVNJtQK4uwmmVGHiV2WPyiLIg4LxsRF2mrBSvhdgvsxFjtWsUk0wFXXC5+gLo8pcpRvt",
+	"1sJypcUNonbcIBLFGGQOGp8TasAXcr6azA2351s+RxW67ka+xbFWP3KEbZ2vkq2Z9MEywbhzm3MDed7t",
+	"OwPXjp6PW4b3FZeR/9cTuM+HrHJzB+upuW0B2J0A8U3Ur959RlYLG/Ur4rT7KAl1Y9FbqRV35Msgm1iD",
+	"9IRvkmmpNwoyZN+HJJDt3qwZXUlbmTPWpWrt7lnvc5LUMt734unWzOwgIW4yWpFZx2Iumqpr2WgbUQP7",
+	"eI1zuzVV35yk1gjqN0FPVey4haheen7666eqk8Eek8MGtXclp+fSk01ETm3UkmxR3v8qlSNlBQkhI2x+",
+	"L1VB2HxIF1RQESqni6cj34AdBTlaVb6ZxVzkqVrPT8VeDmguGq4sz8nh/QJ1idjZR6UPvLQ6VVXhNyVv",
+	"VZRI7rXrFRp0vmntqi5Q0lmfzF3leIMkJ2YQTMWT48eNPp6si0npPqn7oI28QyDfW+e3ofB3dzBlKA8a",
+	"TZROnX8AJFUsUA/4/6d6YSiZXM9ljs+SlztqA7k7/6SZq72XUTP4pJwBo51t5nKdR/HrZw23M4ZOjh/v",
+	"fm+9ee9duUsAbNCCpdqH12yXzEcfgctcERsqRVuu85/xes2SCvxyj50pJktK60dO1a288q/Qes8Oorop",
+	"Sqlda/wfvA5oVFHHGOGoc85Yl4UoeuypNhNBPV55qrxfg76HHedEcUMG1Kbf4zfuwCl2C+rqXI4WUX3S",
+	"crqONhPtnO/Fu+TWZ6f8+onpTshNmx1QuxtcmYXWhulFFXGJkP2gXbK2+mt/yT3ufwmmGxLafgMsl5D+",
+	"+jeqTvx355m8oCNvaPv3ZI9LIebbfax/AzbGgS+So8gXACHmVpFB3TSk4mwqUr9SVVTcVVvB3JQ7bGEZ",
+	"GDs6S+bcVm24FkZZhm0rgS1gDgxWLATubJnPKgJVC2dT5zSy5VSWPjQAq/NJC5bUvDCXAoMJMAnkulQe",
+	"6EO7jhWSHMVYvTLRm8w3iry2cd9UIZoiEMDqm/K5qGIBmHwQSnE5cX0jKBYsCtZVAn0+Sap8YjSz8meR",
+	"sFzPRlJxh/NWh3rhEpYBomRMfJhzRR1dxCUvF+RQZ3NYL4IHvo3djYgQDoZsJFYaw/BUywgTI00UQHXS",
+	"76dqox7MpxdQ1aXfBzKdZ9IlPqpPi64l4hhjxQEGARGCj71FUOGm3cVovYtKW7OnZr6W1193dYCkx9qz",
+	"ifZjfHF+4xd238dphdsYLzxyD82iRel+v1rvnThxYJqH2hwCm9rkndewZ28ebXMlgd1NRJcvjMHIqNLq",
+	"0DfJa+QRNU7VqWqMkfl6Lz/LovOr6r7sIW5JVxZKLxWekbdwWHXkiwJTVaeCWGzNuRIFK7V+v5jXxVQY",
+	"LHBiVne8IYc7OrRDllNzKPSFx14wMv55lD3IMc1mtXayzTBVuVYeLr4Y0nN9lvOFFc0USuy4rFHZ1irq",
+	"IZqqZmQAW2DSWZZWThS6CFQR2KZei5PglBDSCYmrOuMpPlhoe3M1dkaLRiFp50K5VAH/BCYllSgOhXKY",
+	"JTRaFKBHhiI+7pN2gvTEHcDsRmLMqaIFNX2K4fuU9hOFXVpdiZSquMmW9yo5a3MkRomYv4z7P/JVPvyN",
+	"uCrrnj//7/gqv3i4AP2bMTetwqKcRUgbuHgdMVhj5EfYrX67gn2GBxdYX2ffPNaAdeum8YHKgT+Dbli1",
+	"ik9SVfeGr7hJJQHoDExrwwkAGGWo/KHWibmXE6miPE6vxnmfJDxEsr55mkBDcacTFyqlF8aUtkp9bPSd",
+	"t9VJDTCy753jm9PDWKkCM4IrN6Ro7ZT7slrqYJc0WpJXTNUXEHWtThXmw8LUQ5onTtELgwPQ7an77pRf",
+	"gt2NqmncCh8EXKrqhVa2iq0livflhM9ju+NQY8Ssk2WZKljnasjm3DjJy+rgAGxGYma8JDjjImF0ELAE",
+	"5ygPN1WUu7oxyUa/ftZdO1wxOjoRzJQtZycmLDpUL2lp/tBj5zyfxrBQ6x4omBfqBae4kWAx+Ti4Bxkv",
+	"sdiavGL156h/M+4MJZbO+AowQ3Bffo0hba1yUaEVCagopbVqVYSQRn8Z7UtSJ2T5/i+g7pRjbWZgXZ30",
+	"+8PoIxsniagIywPV4V5Q/rDFRePJMgiOhHG/BsQU32yGNzonHNRTSlXbWWkwie/kN6x7MniAFenVCtqP",
+	"0EtVfIYerOmEtRxnh0qW77mNsysFvxQhJ4DUE49DMBgsDFMQQgIytZLHo5swl0DXx1igEGr1M47qmoa7",
+	"pEnh2S9vP+L5DNGRM76P2DXdHag40ldUDx72+32Q22tdQU6O6eSH6Aib3QMf7zNw3w8cjsTZa+QHqDHE",
+	"1eO7j1re26RsHMDzhU3K5vE1W/SVNgGTREf5fGlN5oZeu1/ExvTHpiWMENj7zSh9YcbVql0FCHK/bgMf",
+	"FBhvdq5rL8ugvbQaoy/nQmFlxuvX56EAjVHdRmzQeT+XT3yrD/mr+FB1hjaydcfx+PYuL0vsKklc3ff8",
+	"Xy9twSr5VGVV5TzregdU1qj5yw6GjTqmqp+Od4xFJihfL8JL1uxM0pjAOtusbEsV97y2oaUEsxedjlWF",
+	"XBdHk67K1atq4Q56KPUUy/zhLLWO41cX1ShmSX1qy5+q7x4kDGUvkFWlvJKXNCKxapZEa+wsFFgWosRi",
+	"HHJeRGmBNKGKPLHtuSqqFm/Nqu4w31RlzUJJ2I+9C75hf5uVzNi1pa5YZtmwPhokw75ICC3q1qJcWMTg",
+	"IbOIoeHmVCpnh0xpanW4wqZEPH+v9LIUxQSb+aMK8iOtLhRG+dYYoTTKb2kNW+uLgMg/gKiCL6SqK33H",
+	"mGFFlF9FXWMCEpJ/8RQLPatkTPKSS5MqOt03KgBFPbSEqfj9A6yjKji3WVYK6BXq/aSLK8qlrZTNqolx",
+	"dSYh+8bopcU2ZugJxiIt5V5TVmnOFSgoFtgRgcUmqNihYx8r/kNdZBbXM5K//P59DGBIR3WTnpvcv8+o",
+	"qb8vUiNnDuJbrbsPyWUkHVgPucFN42W5SjwOjlb0hz/2w/MrQzvX5cATYFX3bGM9CcvyhSnZ4YsM45Ph",
+	"cJR7vuQOAKxHVHyQgLUB2jod8HE00Q3dqz4BxKexRNUHOA9YcVij1xBJ3/XZm+TToUwSSnmhEyYtw0ZH",
+	"8MylMKdsYZGdjLUJjQep/V8kVsm6g5V4DxjAopQjw83KcydKIU1Vd+vxJwlLqciZXH+0WWmnNUdl2dAH",
+	"tzmO3m73HL3DhjUl9oYk19CtPUn7lbdXLqW4daZvW3PNkYBuVfqD2Gd14hwRQj3NJv/o7O/mirrNtfaJ",
+	"iyoRE9zHcNgMsp8W2uyxs6gUmXa9MnxuUItcL2C9p9R6qOTdfmVUSKuHhFPrvU+cWQ3Zcb/fB5ax1jQn",
+	"VQV3fMg+ptQ+Ju0M085PJ/9r1ev10k6SVj070s7wZJCkzY4yKeBj2pEFvmYXo8MBvhTwCi9vw1F8EpEr",
+	"xZKXNC6UTztDtSjLq3dX0aRJiqZKFkN2chxNfe0MsbXZoC1x3VTi9nb4BqbUwQuhwfUGKI793NPO8ONt",
+	"vhA6TOFLoTUw3tlsSIXPjB785zTsSdR2G+8d94+/PhwMDh/03wz6wz78+zs+WPesan9u8PDvfmV1K+vU",
+	"22l4mdpVp51h/+oqVWsO4Wa9/I9/OXvz47dt1daElafoXMrq5hVZpdeFhhXo2KmaVOwsAzxTXlZFWrTy",
+	"BbbIsnFczw2GLFJ3//Xf/wPKVUPXPa3Vxn/99/80dcXT7WpXqm7SaIeGXtPqQAD87tIybpsC96Wc1nWx",
+	"3cdGI4i370BWNFpWvH131SjIIyE+FWVxSLZj8HFyG6O/V5nbHd5J50PFrdGf0DQht/ZPuDZdPkTxqLGp",
+	"t2KRNw1R7SPWEvU+zwIbonw7itilKtvkQVnCnJwJm1SnOlWeXLXAFgF6HOKg1fkdYB+Ghnd1LLPR5KE9",
+	"sIZzbtOLJoKMvZsnOQA890nVOjOC7/PcK78jXyBs5U9f2JJdQCiIW/47zwH8L2wLU3mJg6twhzdmKykd",
+	"BQfp1jjTt+TRjc5CmwrMdJLo8/UnRDbwObQ0XXOZYCkdXEcncY/9WLmqMV3VU4k/LwjpFEzKJISUUhVO",
+	"PR6y+FChrDqTsdFDJz7A3QgryFh98+Y5WLDYFal5UHD1wSHL/KH9Q9bP6iT7/mMWh0tOfYf0pbSCxa3j",
+	"ybySik7v94U6obZw0O8HDpGwk+PHqcrqAw+zg0YIDb8Yn46Y1d59uIzWbG0spir21FMqmw/6hYvwJn7u",
+	"lHHfwyNW8keCTbkqRJEqp5FZhvfj6Ent2m/JLL6WccURgF8d87pt2teNXO9rYQB/+CX87u/tlfcO3F/I",
+	"L++Pxd5kw3Q8SjiFO+QPAfIEJ9DvUL/r76HfPdFqXErqWvebqqXwiPYJhY2PmW2VNS+VD/uH8qfAmysO",
+	"H7S7pryZ8ZUPZ2D5+DIct/MnpvSSfcUyojowYYLmlrGv2OA0ci5KyxbKHxHbS9X5DPif0t4UuyGno8n8",
+	"rhhdSxz0Trxvb37XPOD218XuaJ9/E1Vcv1redicede6DmFHG1V0YVIi9fxYO5QfvpYqOKaGcMFKq4xQQ",
+	"XEpdvQX2jRIfHIs6BWJqij+Q+Ka8yU/j38zpVjkRayfM7MWOTtr6P+EwReID1bjp/+YivxAX8buxLxvx",
+	"qGW3s4knRmDtU32cHp6S7PuNEk1nNYZmPhqGpyAMKdgCFrZKlU/MWDgKr4x0IUXtdtoWVUY/VNTe8zRV",
+	"0gXnE2bLoYVa6gkeTI4N35Ko6QxGJJKQOqCrY8B8oqZfE0ZTRyuW/fn8+fmbc4p2oomqdB1VZ9wYiSYp",
+	"JcoHZayNN+UItzrGdfsksOoIjvjMwaCAPOjfRAF5Ek/ql6ol9yBp0UT8LUawK34rvbJ+EZOGtrImy4jI",
+	"K6LeIPOjjzWlXlsJfg70EOdeRsnSw+h8dEwg8WK4YF2K+Myw1cNG4/2k8sMIY8mPA5+Qhhw5lu43M0i4",
+	"EakyYqYvfeaUrAJQmPjps4ZCFLT5xTaypAXXZHkznSEKQe9V3f26Zi+/hGb9JUtvz6nw8bbIePS+cRp+",
+	"e78UHTx//sV7NpjHTnv7GPCjYssbu1995LMgwKez1b6rgHENl6SKYN8E9neMWQCMSP3gvlXaTRFs49ie",
+	"bbzvFbKbZvFGzJVYtyom2ZazdtBLVZVFWIqxz27EFLtooDpnMHCwRuwZzauZviTrqvEmGlnNfPjazmph",
+	"e9G4d8H55FdS5vZuP8MkAliQId1Gl42DfzdQWDcfAEwo6pe+krIG4rZarx3xd8zqN5cB26gN+hEyUD/c",
+	"ZvYJabr3LHakU8LaHjtXRSg9I0YQ2ig11BFMASf6jbUNuh5pFr0YMT0D2cwqO49PQ6hOOmA7DjqIxg6N",
+	"npKWc0LaD0LgeKZyfJ4BNv3cOAwh/kq9G+2Jce0nQLD6AIhoLF+LvTkQdUymJqjYvzgyt6jxs0/mDGpa",
+	"SJKiszXqL0TNjq/eXf3fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

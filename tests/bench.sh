@@ -30,6 +30,9 @@ run ./handlers 'ServerLeasePair' 2s
 run ./core 'StateAcquireRelease|BrokerAcquireRelease|ContendedFIFO' 2s
 run ./core 'MemoryPerLease' 1x
 run ./tests/load 'HTTPLeases' 5s
+# Issue 19: lease batches of 64 over HTTP (lease-ops/s), the in-process cost per batch.
+run ./tests/load 'HTTPLeaseBatches' 5s
+run ./handlers 'BatchHandler' 2s
 # Issue 4: inventory at 1,000,000 leases.
 run ./core 'ListExact|ListArea|Snapshot|PageAll' 2s
 run ./tests/load 'HTTPPageAll' 3x
