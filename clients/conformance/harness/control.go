@@ -256,4 +256,3 @@ func (h *harness) close() {
 	h.actorTransport.CloseIdleConnections()
 	h.listTransport.CloseIdleConnections()
 }
-

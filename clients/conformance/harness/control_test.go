@@ -96,14 +96,14 @@ func TestControlAPI(t *testing.T) {
 	t.Run("StepFailed", func(t *testing.T) {
 		p.mustCall(t, http.StatusOK, "POST", "/step", `{"op": "acquire", "actor": "a", "route": "lease://acme/r/doc-1", "ttl_ms": 60000}`)
 		for body, detail := range map[string]string{
-			`{"op": "acquire", "actor": "b", "route": "lease://acme/r/doc-1", "ttl_ms": 60000}`:                              "lease_held",
+			`{"op": "acquire", "actor": "b", "route": "lease://acme/r/doc-1", "ttl_ms": 60000}`:                               "lease_held",
 			`{"op": "acquire", "actor": "b", "route": "lease://acme/r/doc-2", "ttl_ms": 60000, "expect_error": "lease_held"}`: "succeeded, want error lease_held",
-			`{"op": "release", "actor": "b", "route": "lease://acme/r/doc-1"}`:                                               "holds no handle",
-			`{"op": "foreign_release", "actor": "b", "route": "lease://acme/r/doc-1", "holder": "a"}`:                        "not_owner",
-			`{"op": "acquire", "actor": "zed", "route": "lease://acme/r/doc-1", "ttl_ms": 60000}`:                            `no actor "zed"`,
-			`{"op": "wait_held", "gate": "list_page", "timeout_ms": 50}`:                                                     "nothing arrived",
-			`{"op": "hold", "gate": "nope"}`:                                                                                 "no gate",
-			`{"op": "expect_proxy", "watch_opens_at_least": 1, "timeout_ms": 0}`:                                             "0 watch opens",
+			`{"op": "release", "actor": "b", "route": "lease://acme/r/doc-1"}`:                                                "holds no handle",
+			`{"op": "foreign_release", "actor": "b", "route": "lease://acme/r/doc-1", "holder": "a"}`:                         "not_owner",
+			`{"op": "acquire", "actor": "zed", "route": "lease://acme/r/doc-1", "ttl_ms": 60000}`:                             `no actor "zed"`,
+			`{"op": "wait_held", "gate": "list_page", "timeout_ms": 50}`:                                                      "nothing arrived",
+			`{"op": "hold", "gate": "nope"}`:                                     "no gate",
+			`{"op": "expect_proxy", "watch_opens_at_least": 1, "timeout_ms": 0}`: "0 watch opens",
 		} {
 			out := p.mustCall(t, http.StatusUnprocessableEntity, "POST", "/step", body)
 			if out["code"] != "step_failed" || !strings.Contains(fmt.Sprint(out["detail"]), detail) {
