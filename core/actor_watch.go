@@ -33,7 +33,7 @@ type WatchRequest struct {
 
 // Watch registers a stream; see State.Subscribe. It returns the stream's id.
 func (b *Broker) Watch(ctx context.Context, req WatchRequest) (StreamID, error) {
-	return call(ctx, b, func(s *State, now time.Time) (StreamID, error) {
+	return callFam(ctx, b, req.Family, func(s *State, now time.Time) (StreamID, error) {
 		// Process what is due and fan it out first: changes up to the
 		// marker's revision are in its snapshot, never on the new stream.
 		s.expireDue(now)
@@ -45,6 +45,7 @@ func (b *Broker) Watch(ctx context.Context, req WatchRequest) (StreamID, error) 
 			return 0, err
 		}
 		b.sinks[st] = req.Sink
+		b.streamFam[st] = req.Family
 		req.Start(ws)
 		return st, nil
 	})
@@ -55,15 +56,17 @@ func (b *Broker) DropStream(st StreamID) {
 	_ = b.Exec(context.Background(), func(s *State, _ time.Time) error {
 		s.DropStream(st)
 		delete(b.sinks, st)
+		delete(b.streamFam, st)
 		return nil
 	})
 }
 
 // Unsubscribe removes one registration; see State.Unsubscribe.
 func (b *Broker) Unsubscribe(ctx context.Context, fam string, id SessionID, sel Selector) error {
-	return b.Exec(ctx, func(s *State, now time.Time) error {
-		return s.Unsubscribe(now, fam, id, sel)
+	_, err := callFam(ctx, b, fam, func(s *State, now time.Time) (struct{}, error) {
+		return struct{}{}, s.Unsubscribe(now, fam, id, sel)
 	})
+	return err
 }
 
 // fanOut offers the step's events to the streams of matching registrations
@@ -80,6 +83,7 @@ func (b *Broker) fanOut(events []Event) {
 			if sink := b.sinks[d.Stream]; sink != nil && !sink.Change(e, d.SubscriptionID) {
 				dropped = append(dropped, d.Stream)
 				delete(b.sinks, d.Stream)
+				delete(b.streamFam, d.Stream)
 			}
 		}
 	}
@@ -89,7 +93,8 @@ func (b *Broker) fanOut(events []Event) {
 	}
 	for _, end := range b.state.TakeStreamEnds() {
 		if sink := b.sinks[end.Stream]; sink != nil {
-			sink.End(end.Reason, b.state.revision)
+			sink.End(end.Reason, b.state.famRevOf(b.streamFam[end.Stream]))
+			delete(b.streamFam, end.Stream)
 			delete(b.sinks, end.Stream)
 		}
 	}

@@ -40,6 +40,10 @@ const (
 	CodeUnavailable          Code = "unavailable"
 	CodeSessionLimit         Code = "session_limit"
 	CodeSpecLimit            Code = "spec_limit"
+	// CodeWrongBroker: another broker serves the family (placement); the
+	// edge names it, or answers CodeFamilyUnavailable when none does.
+	CodeWrongBroker       Code = "wrong_broker"
+	CodeFamilyUnavailable Code = "family_unavailable"
 )
 
 var statuses = map[Code]int{
@@ -71,6 +75,8 @@ var statuses = map[Code]int{
 	CodeUnavailable:          503,
 	CodeSessionLimit:         429,
 	CodeSpecLimit:            429,
+	CodeWrongBroker:          421,
+	CodeFamilyUnavailable:    503,
 }
 
 // Codes lists every code in table order.
@@ -82,7 +88,8 @@ func Codes() []Code {
 		CodeInvalidCursor, CodeCursorExpired, CodeEpochChanged, CodeSubscriptionLimit,
 		CodeInventoryUnavailable, CodeInvalidName, CodeSpecNotFound, CodePayloadTooLarge,
 		CodeInternal, CodeNotFound, CodeMethodNotAllowed, CodeNotImplemented,
-		CodeUnavailable, CodeSessionLimit, CodeSpecLimit,
+		CodeUnavailable, CodeSessionLimit, CodeSpecLimit, CodeWrongBroker,
+		CodeFamilyUnavailable,
 	}
 }
 
