@@ -46,6 +46,9 @@ type Options struct {
 	// SweepsRunning bounds the sweeps that validate at once (one per
 	// family in any case); zero is DefaultSweepsRunning.
 	SweepsRunning int
+	// Directory names the owners of families this broker does not serve
+	// (multi-broker mode, docs/placement.md); nil in a single broker.
+	Directory Directory
 }
 
 // Server is the HTTP face of one broker.
@@ -64,6 +67,7 @@ type Server struct {
 	docs        http.Handler
 	fleet       *fleetstore.Fleet
 	sweeps      *sweepGate
+	directory   Directory
 }
 
 // New builds the router: chi, the generated routes behind the contract
@@ -81,7 +85,7 @@ func New(opt Options) (*Server, error) {
 	}
 	s := &Server{broker: opt.Broker, auth: opt.Auth, metrics: opt.Metrics, log: opt.Logger, ready: opt.Ready, clock: opt.Clock,
 		cursors: core.NewCursorCodec(opt.CursorMaster, opt.Broker.Epoch()), fleet: opt.Fleet,
-		sweeps: newSweepGate(opt.SweepsRunning)}
+		sweeps: newSweepGate(opt.SweepsRunning), directory: opt.Directory}
 	spec, err := api.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("handlers: embedded spec: %w", err)
@@ -116,7 +120,7 @@ func New(opt Options) (*Server, error) {
 				writeProblem(w, core.CodeInvalidRequest, "the request body does not match its schema")
 			},
 			ResponseErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
-				writeError(s.log, w, r, err)
+				s.writeError(w, r, err)
 			},
 		})
 		api.HandlerWithOptions(routes{ServerInterface: strict, s: s}, api.ChiServerOptions{

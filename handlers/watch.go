@@ -26,7 +26,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 	for _, raw := range params.Selector {
 		sel, err := authorizeSelector(ctx, raw, core.Read)
 		if err != nil {
-			writeError(s.log, w, r, err)
+			s.writeError(w, r, err)
 			return
 		}
 		sels = append(sels, sel)
@@ -35,7 +35,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 	if params.MusterSession != nil {
 		id, err := core.ParseSessionID(*params.MusterSession)
 		if err != nil {
-			writeError(s.log, w, r, err)
+			s.writeError(w, r, err)
 			return
 		}
 		req.Session = &id
@@ -55,7 +55,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 	req.Start = func(ws core.WatchStart) { stream.Offer(s.marker(c, ws)) }
 	id, err := s.broker.Watch(ctx, req)
 	if err != nil {
-		writeError(s.log, w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	defer s.broker.DropStream(id)

@@ -28,6 +28,8 @@ import (
 type FileConfig struct {
 	Tokens []TokenConfig `yaml:"tokens" validate:"max=10000,dive"`
 	Limits LimitsConfig  `yaml:"limits"`
+	// Placement, when present, turns multi-broker mode on (placementcfg.go).
+	Placement *PlacementConfig `yaml:"placement"`
 }
 
 // TokenConfig is one token of the configuration file.
