@@ -27,6 +27,10 @@ type Error struct {
 	// shared by every family), "family" (the caller's family's quota),
 	// "session", "route" or "root". Empty otherwise.
 	Scope string
+	// Owner, on wrong_broker (421), is the base URL of the broker that
+	// serves the caller's family. The client follows it by itself (see
+	// WithoutFollow); it is set on the error only when following failed.
+	Owner string
 }
 
 func (e *Error) Error() string {
