@@ -97,6 +97,10 @@ type Owner struct {
 	Addr   string
 	Epoch  uint64
 	Live   bool // held now: not released and not expired (server time)
+	// Until is when the claim expires unless renewed: the server's
+	// remaining time added to the local clock read before the query (a
+	// routing hint, not a safety bound).
+	Until time.Time
 }
 
 // Store is the claim store of one broker.
@@ -228,8 +232,10 @@ func (s *Store) Release(ctx context.Context, c Claim) error {
 
 // Owners reads every family's row.
 func (s *Store) Owners(ctx context.Context) (map[string]Owner, error) {
+	sent := s.now()
 	rows, err := s.pool.Query(ctx, `
-		SELECT family, owner, addr, epoch, NOT released AND expires_at > now()
+		SELECT family, owner, addr, epoch, NOT released AND expires_at > now(),
+		       GREATEST(0, EXTRACT(EPOCH FROM expires_at - now()) * 1000000)::bigint
 		FROM muster_placement`)
 	if err != nil {
 		return nil, err
@@ -237,12 +243,15 @@ func (s *Store) Owners(ctx context.Context) (map[string]Owner, error) {
 	out := map[string]Owner{}
 	for rows.Next() {
 		var o Owner
-		var epoch int64
-		if err := rows.Scan(&o.Family, &o.Broker, &o.Addr, &epoch, &o.Live); err != nil {
+		var epoch, remaining int64
+		if err := rows.Scan(&o.Family, &o.Broker, &o.Addr, &epoch, &o.Live, &remaining); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		o.Epoch = uint64(epoch)
+		if o.Live {
+			o.Until = sent.Add(time.Duration(remaining) * time.Microsecond)
+		}
 		out[o.Family] = o
 	}
 	return out, rows.Err()

@@ -64,6 +64,9 @@ func TestAcquireRenewRelease(t *testing.T) {
 	if o := owners["acme"]; o.Broker != "a" || o.Addr != "http://a:7420" || o.Epoch != 1 || !o.Live {
 		t.Fatalf("owners: %+v", o)
 	}
+	if o := owners["acme"]; !o.Until.After(time.Now()) || o.Until.After(time.Now().Add(5*time.Second)) {
+		t.Fatalf("owners: until %v is not within the TTL from now", o.Until)
+	}
 	if _, err := b.Renew(ctx(t), ca2); !errors.Is(err, claims.ErrLost) {
 		t.Fatalf("b renewing a's claim: %v, want ErrLost", err)
 	}

@@ -59,7 +59,13 @@ type cluster struct {
 
 func newCluster(t *testing.T, n int, families ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, families: families, store: pgtest.Schema(t, "placement"), bin: musterbin.Path(t), dir: t.TempDir()}
+	return newClusterOn(t, pgtest.Schema(t, "placement"), n, families...)
+}
+
+// newClusterOn is newCluster on the PostgreSQL database at store.
+func newClusterOn(t *testing.T, store string, n int, families ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, families: families, store: store, bin: musterbin.Path(t), dir: t.TempDir()}
 	for i := range n {
 		c.start(fmt.Sprintf("b%d", i+1))
 	}

@@ -187,3 +187,42 @@ func TestShutdownHandsOver(t *testing.T) {
 	}
 	_ = o
 }
+
+// A PostgreSQL restart longer than the claim TTL: every broker stops
+// serving (family_unavailable) by its deadline; once the server is back the
+// family is served again, as a new epoch with higher tokens.
+func TestPostgresRestart(t *testing.T) {
+	pg := startPrivatePG(t)
+	c := newClusterOn(t, pg.url, 2, "acme")
+	old := c.waitOwner("acme", c.brokers, 15*time.Second)
+	s, a, err := newSession(old.url, "acme")
+	if err != nil || s == "" {
+		t.Fatalf("session: %d %v", a.status, err)
+	}
+	before, a, err := acquire(old.url, "acme", s, "job")
+	if err != nil || before == 0 {
+		t.Fatalf("acquire: %d %v", a.status, err)
+	}
+
+	stopped := time.Now()
+	pg.stop()
+	// By the deadline (at most the claim TTL after the stop) nobody serves.
+	time.Sleep(time.Until(stopped.Add(claimTTL)))
+	for _, b := range c.brokers {
+		if _, a, err := newSession(b.url, "acme"); err != nil || a.status != 503 || a.code() != "family_unavailable" {
+			t.Fatalf("%s with PostgreSQL down for the claim TTL: %d %v %v", b.id, a.status, a.body, err)
+		}
+	}
+	pg.start()
+	back := time.Now()
+	o := c.waitOwner("acme", c.brokers, 15*time.Second)
+	t.Logf("served again %v after PostgreSQL came back", time.Since(back))
+	s, a, err = newSession(o.url, "acme")
+	if err != nil || s == "" {
+		t.Fatalf("session after the restart: %d %v", a.status, err)
+	}
+	after, a, err := acquire(o.url, "acme", s, "job")
+	if err != nil || after <= before {
+		t.Fatalf("token after the restart %d (%d %v), before %d", after, a.status, err, before)
+	}
+}

@@ -85,7 +85,7 @@ func (p *placer) Owner(family string) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	o, ok := p.owners[family]
-	if !ok || !o.Live || o.Broker == p.self {
+	if !ok || !o.Live || o.Broker == p.self || !time.Now().Before(o.Until) {
 		return "", false
 	}
 	return o.Addr, true
