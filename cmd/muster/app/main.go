@@ -137,10 +137,19 @@ func (m *Main) Open() (err error) {
 		}
 		directory = m.placer
 	}
+	metrics := handlers.NewMetrics(m.broker)
+	if m.placer != nil {
+		if err := m.placer.metrics.register(metrics.Registry); err != nil {
+			m.closePlacer()
+			m.broker.Close()
+			_ = m.closeStore()
+			return err
+		}
+	}
 	h, err := handlers.New(handlers.Options{
 		Broker:       m.broker,
 		Auth:         auth,
-		Metrics:      handlers.NewMetrics(m.broker),
+		Metrics:      metrics,
 		Logger:       m.Logger,
 		Clock:        m.Clock,
 		CursorMaster: secret,

@@ -36,11 +36,14 @@ type placer struct {
 
 	mu     sync.Mutex
 	owners map[string]claims.Owner // the last read of the table
+
+	metrics *placementMetrics
 }
 
 func newPlacer(store *claims.Store, broker *core.Broker, set *placementSettings, log *slog.Logger) *placer {
 	return &placer{store: store, broker: broker, set: set, log: log, self: set.claims.Broker,
-		held: map[string]claims.Claim{}, stop: make(chan struct{}), done: make(chan struct{}), owners: map[string]claims.Owner{}}
+		held: map[string]claims.Claim{}, stop: make(chan struct{}), done: make(chan struct{}), owners: map[string]claims.Owner{},
+		metrics: newPlacementMetrics()}
 }
 
 // start runs the loop; its first step runs at once.
@@ -141,10 +144,12 @@ func (p *placer) renew(ctx context.Context, fam string) {
 		// may be live still, but this broker stopped; give it up so that
 		// the next acquisition starts a new epoch.
 		p.log.Warn("placement: serving deadline passed before a renewal", "family", fam)
+		p.metrics.fenced.Inc()
 		p.giveUp(ctx, fam, c)
 		return
 	}
 	var next claims.Claim
+	start := time.Now()
 	if pl.Changes >= core.RebaseAt {
 		next, err = p.store.Rebase(ctx, c)
 	} else {
@@ -153,13 +158,17 @@ func (p *placer) renew(ctx context.Context, fam string) {
 	switch {
 	case errors.Is(err, claims.ErrLost):
 		p.log.Warn("placement: claim lost", "family", fam)
+		p.metrics.lost.Inc()
 		_ = p.broker.Unserve(context.Background(), fam)
 		delete(p.held, fam)
+		p.metrics.held.Store(int64(len(p.held)))
 		return
 	case err != nil:
 		p.log.Warn("placement: renewal failed", "family", fam, "err", err)
+		p.metrics.renewFailed.Inc()
 		return
 	}
+	p.metrics.renew.Observe(time.Since(start).Seconds())
 	p.held[fam] = next
 	if err := p.broker.Serve(context.Background(), fam, next.Epoch, next.Deadline()); err != nil {
 		p.log.Warn("placement: the core refused a renewed claim", "family", fam, "err", err)
@@ -182,6 +191,8 @@ func (p *placer) acquire(ctx context.Context, fam string) {
 		return
 	}
 	p.held[fam] = c
+	p.metrics.held.Store(int64(len(p.held)))
+	p.metrics.takeovers.Inc()
 	p.log.Info("placement: serving family", "family", fam, "epoch", c.Epoch)
 }
 
@@ -192,6 +203,8 @@ func (p *placer) giveUp(ctx context.Context, fam string, c claims.Claim) {
 		return // the actor is gone: the claim expires on its own
 	}
 	delete(p.held, fam)
+	p.metrics.held.Store(int64(len(p.held)))
+	p.metrics.releases.Inc()
 	if err := p.store.Release(ctx, c); err != nil {
 		p.log.Warn("placement: releasing a claim failed; it expires on its own", "family", fam, "err", err)
 		return
