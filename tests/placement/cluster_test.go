@@ -34,6 +34,14 @@ const (
 	margin     = 500 * time.Millisecond
 )
 
+// timing is a cluster's placement timing.
+type timing struct{ ttl, every, margin time.Duration }
+
+var (
+	short    = timing{claimTTL, renewEvery, margin}
+	defaults = timing{6 * time.Second, 2 * time.Second, time.Second} // the broker's defaults
+)
+
 // secret is family's bearer token in every test cluster.
 func secret(family string) string { return "token-of-" + family }
 
@@ -50,6 +58,7 @@ type broker struct {
 // cluster is n brokers serving families, sharing one PostgreSQL schema.
 type cluster struct {
 	t        *testing.T
+	timing   timing
 	families []string
 	brokers  []*broker
 	store    string
@@ -62,10 +71,20 @@ func newCluster(t *testing.T, n int, families ...string) *cluster {
 	return newClusterOn(t, pgtest.Schema(t, "placement"), n, families...)
 }
 
+// newClusterTimed is newCluster with the given timing.
+func newClusterTimed(t *testing.T, tm timing, n int, families ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, timing: tm, families: families, store: pgtest.Schema(t, "placement"), bin: musterbin.Path(t), dir: t.TempDir()}
+	for i := range n {
+		c.start(fmt.Sprintf("b%d", i+1))
+	}
+	return c
+}
+
 // newClusterOn is newCluster on the PostgreSQL database at store.
 func newClusterOn(t *testing.T, store string, n int, families ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, families: families, store: store, bin: musterbin.Path(t), dir: t.TempDir()}
+	c := &cluster{t: t, timing: short, families: families, store: store, bin: musterbin.Path(t), dir: t.TempDir()}
 	for i := range n {
 		c.start(fmt.Sprintf("b%d", i+1))
 	}
@@ -106,7 +125,7 @@ func (c *cluster) start(id string) *broker {
 		fmt.Fprintf(&cfg, "  - {name: %s, sha256: %s, family: %s, grants: [\"lease://**#*\", \"fleet://**#*\"]}\n", fam, hex.EncodeToString(h[:]), fam)
 	}
 	fmt.Fprintf(&cfg, "placement:\n  broker: %s\n  advertise: %s\n  claim_ttl: %v\n  renew_every: %v\n  margin: %v\n",
-		id, b.url, claimTTL, renewEvery, margin)
+		id, b.url, c.timing.ttl, c.timing.every, c.timing.margin)
 	dir := filepath.Join(c.dir, id)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		t.Fatal(err)
