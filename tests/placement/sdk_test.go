@@ -58,3 +58,74 @@ func TestGoSDKFollowsTheOwner(t *testing.T) {
 		t.Fatalf("token after failover %d, before %d", l2.FencingToken(), before)
 	}
 }
+
+// An observer (Go SDK) configured with a non-owner broker follows the
+// family to its owner; after the owner's kill -9 it re-bootstraps against
+// the new owner: a new epoch, higher revisions, the new holder's lease and
+// none of the dead broker's.
+func TestObserverFollowsFailover(t *testing.T) {
+	c := newCluster(t, 3, "acme")
+	owner := c.waitOwner("acme", c.brokers, 15*time.Second)
+	rest := without(c.brokers, owner)
+	cl, err := muster.New(rest[0].url, muster.WithToken(secret("acme")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	obs, err := cl.Observe(ctx, "lease://r/**", muster.WithReconcileInterval(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	if err := obs.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := newSession(owner.url, "acme")
+	if err != nil || s == "" {
+		t.Fatal("session on the owner")
+	}
+	if tok, _, err := acquire(owner.url, "acme", s, "old"); err != nil || tok == 0 {
+		t.Fatal("acquire on the owner")
+	}
+	first := waitView(ctx, t, obs, func(v muster.View) bool { return has(v, "lease://r/a/old") })
+
+	owner.kill9(t)
+	next := c.waitOwner("acme", rest, 15*time.Second)
+	s, _, err = newSession(next.url, "acme")
+	if err != nil || s == "" {
+		t.Fatal("session on the new owner")
+	}
+	if tok, _, err := acquire(next.url, "acme", s, "new"); err != nil || tok == 0 {
+		t.Fatal("acquire on the new owner")
+	}
+	v := waitView(ctx, t, obs, func(v muster.View) bool { return has(v, "lease://r/a/new") && !has(v, "lease://r/a/old") })
+	if v.Epoch == first.Epoch || v.Revision <= first.Revision {
+		t.Fatalf("after the failover: epoch %q revision %d; before: %q %d", v.Epoch, v.Revision, first.Epoch, first.Revision)
+	}
+}
+
+func has(v muster.View, route string) bool {
+	for _, it := range v.Items {
+		if it.Route == route {
+			return true
+		}
+	}
+	return false
+}
+
+// waitView waits until the observer is ready with a view that ok accepts.
+func waitView(ctx context.Context, t *testing.T, obs *muster.Observer, ok func(muster.View) bool) muster.View {
+	t.Helper()
+	for {
+		if v := obs.View(); v.Ready && ok(v) {
+			return v
+		}
+		select {
+		case <-obs.Changed():
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatalf("the observer never showed the expected view; last %+v", obs.View())
+		}
+	}
+}
