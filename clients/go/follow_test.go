@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,4 +94,25 @@ func TestFollowGivesUpOnALoop(t *testing.T) {
 	if !errors.Is(err, ErrWrongBroker) {
 		t.Fatalf("without follow: %v", err)
 	}
+}
+
+// FuzzMisdirectedTo: any 421 body is either followed to an http(s) URL with
+// a host, or left alone with its body intact for the caller to read.
+func FuzzMisdirectedTo(f *testing.F) {
+	f.Add(`{"code":"wrong_broker","owner":"http://10.0.0.2:7420"}`, "application/problem+json")
+	f.Add(`{"code":"wrong_broker","owner":"javascript:alert(1)"}`, "application/problem+json")
+	f.Add(`{"code":"wrong_broker"}`, "application/problem+json")
+	f.Add(`{"code":"not_owner","owner":"http://x"}`, "application/problem+json")
+	f.Add(`not json`, "text/plain")
+	f.Fuzz(func(t *testing.T, body, ctype string) {
+		resp := &http.Response{StatusCode: 421, Header: http.Header{"Content-Type": {ctype}}, Body: io.NopCloser(strings.NewReader(body))}
+		u, ok := misdirectedTo(resp)
+		if ok && (u == nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			t.Fatalf("followed to %v", u)
+		}
+		rest, _ := io.ReadAll(resp.Body)
+		if len(body) <= 64<<10 && string(rest) != body {
+			t.Fatalf("body not restored: %q", rest)
+		}
+	})
 }
