@@ -140,6 +140,23 @@ func TestCutBrokerStopsBeforeTakeover(t *testing.T) {
 	for range 5 {
 		try(a)
 	}
+	// A holder and a waiter on the broker about to be cut: the waiter must
+	// be answered (not granted) by the deadline.
+	holder, _, _ := newSession(a.url, "acme")
+	if tok, ans, err := acquire(a.url, "acme", holder, "held"); err != nil || tok == 0 {
+		t.Fatalf("holder: %d %v", ans.status, err)
+	}
+	waiter, _, _ := newSession(a.url, "acme")
+	type waited struct {
+		a  answer
+		at time.Time
+	}
+	waitDone := make(chan waited, 1)
+	go func() {
+		ans, _ := call(a.url, "acme", "POST", "/v1/leases/r/a/held/acquire", map[string]any{"session_id": waiter, "ttl_ms": 30000, "wait_ms": 30000})
+		waitDone <- waited{ans, time.Now()}
+	}()
+	time.Sleep(100 * time.Millisecond)
 	cut := time.Now()
 	a.proxy.Cut()
 	var aRefused time.Time
@@ -163,6 +180,14 @@ func TestCutBrokerStopsBeforeTakeover(t *testing.T) {
 	}
 	if d := aRefused.Sub(cut); d > claimTTL {
 		t.Fatalf("the cut broker stopped %v after the cut, want within the claim TTL %v", d, claimTTL)
+	}
+	select {
+	case w := <-waitDone:
+		if w.a.status != 503 || w.a.code() != "family_unavailable" || w.at.Sub(cut) > claimTTL {
+			t.Fatalf("the waiter on the cut broker: %d %v after %v", w.a.status, w.a.body, w.at.Sub(cut))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter on the cut broker was never answered")
 	}
 	sort.SliceStable(history, func(i, j int) bool { return history[i].at.Before(history[j].at) })
 	var lastA, firstB grant
