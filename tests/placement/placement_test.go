@@ -211,11 +211,11 @@ func TestCutBrokerStopsBeforeTakeover(t *testing.T) {
 	}
 	t.Logf("cut at 0; cut broker refused at %v; takeover's first grant at %v", aRefused.Sub(cut), firstB.at.Sub(cut))
 
-	// Healed, the cut broker sends clients to the new owner.
+	// Healed, the brokers agree on one owner again (the cut broker may get
+	// the family back by a planned move: it is its desired owner).
 	a.proxy.Heal()
-	if o := c.waitOwner("acme", c.brokers, 10*time.Second); o != other {
-		t.Fatalf("after the heal the owner is %s, want %s", o.id, other.id)
-	}
+	o := c.waitOwner("acme", c.brokers, 10*time.Second)
+	t.Logf("after the heal the family is on %s", o.id)
 }
 
 // SIGTERM is a planned move: the family is released, not left to expire,
