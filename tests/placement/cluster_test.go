@@ -113,11 +113,46 @@ func (c *cluster) start(id string) *broker {
 	viaProxy := *su
 	viaProxy.Host = b.proxy.Addr()
 	q := viaProxy.Query()
-	q.Set("connect_timeout", "1")
+	q.Set("connect_timeout", "3")
 	viaProxy.RawQuery = q.Encode()
+	dir := filepath.Join(c.dir, id)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	// A free port can be taken by another process before the broker binds
+	// it, and a loaded machine can slow the first connection: try again.
+	var failures []string
+	for attempt := 0; ; attempt++ {
+		if c.launch(b, dir, viaProxy.String()) {
+			break
+		}
+		failures = append(failures, b.log.String())
+		if attempt == 2 {
+			t.Fatalf("broker %s did not start in 3 attempts:\n%s", id, strings.Join(failures, "\n---\n"))
+		}
+	}
+	t.Cleanup(func() {
+		_ = b.cmd.Process.Kill()
+		<-b.exit
+		b.exit <- nil
+		if t.Failed() {
+			t.Logf("broker %s log:\n%s", id, b.log)
+		}
+	})
+	c.brokers = append(c.brokers, b)
+	return b
+}
+
+// launch starts b's process on a fresh port with its configuration, and
+// reports whether it came up; when not, the process has exited and b.log
+// holds what it said.
+func (c *cluster) launch(b *broker, dir, store string) bool {
+	t := c.t
+	t.Helper()
 	port := freePort(t)
 	b.url = fmt.Sprintf("http://127.0.0.1:%d", port)
-
+	b.log = &bytes.Buffer{}
+	b.exit = make(chan error, 1)
 	var cfg strings.Builder
 	cfg.WriteString("tokens:\n")
 	for _, fam := range c.families {
@@ -125,17 +160,13 @@ func (c *cluster) start(id string) *broker {
 		fmt.Fprintf(&cfg, "  - {name: %s, sha256: %s, family: %s, grants: [\"lease://**#*\", \"fleet://**#*\"]}\n", fam, hex.EncodeToString(h[:]), fam)
 	}
 	fmt.Fprintf(&cfg, "placement:\n  broker: %s\n  advertise: %s\n  claim_ttl: %v\n  renew_every: %v\n  margin: %v\n",
-		id, b.url, c.timing.ttl, c.timing.every, c.timing.margin)
-	dir := filepath.Join(c.dir, id)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		t.Fatal(err)
-	}
+		b.id, b.url, c.timing.ttl, c.timing.every, c.timing.margin)
 	cfgPath := filepath.Join(dir, "muster.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	b.cmd = exec.Command(c.bin, "serve", "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--data-dir", filepath.Join(dir, "data"),
-		"--config", cfgPath, "--store", viaProxy.String())
+		"--config", cfgPath, "--store", store)
 	b.cmd.Stderr = b.log
 	out, err := b.cmd.StdoutPipe()
 	if err != nil {
@@ -162,21 +193,14 @@ func (c *cluster) start(id string) *broker {
 	select {
 	case ok := <-ready:
 		if !ok {
-			t.Fatalf("broker %s did not start:\n%s", id, b.log)
+			<-b.exit
 		}
+		return ok
 	case <-time.After(30 * time.Second):
-		t.Fatalf("broker %s did not start within 30s:\n%s", id, b.log)
-	}
-	t.Cleanup(func() {
 		_ = b.cmd.Process.Kill()
 		<-b.exit
-		b.exit <- nil
-		if t.Failed() {
-			t.Logf("broker %s log:\n%s", id, b.log)
-		}
-	})
-	c.brokers = append(c.brokers, b)
-	return b
+		return false
+	}
 }
 
 // kill9 kills b at once (SIGKILL), as a crash.
@@ -311,6 +335,25 @@ func (c *cluster) waitOwner(family string, live []*broker, d time.Duration) *bro
 		time.Sleep(100 * time.Millisecond)
 	}
 	c.t.Fatalf("family %s has no settled owner among %d brokers after %v", family, len(live), d)
+	return nil
+}
+
+// waitSettled is waitOwner once planned moves are over: the same owner
+// twice, two renewal periods apart (a broker that just started moves
+// families to itself on its first rounds).
+func (c *cluster) waitSettled(family string, live []*broker, d time.Duration) *broker {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	prev := c.waitOwner(family, live, d)
+	for time.Now().Before(deadline) {
+		time.Sleep(2 * c.timing.every)
+		o := c.waitOwner(family, live, time.Until(deadline))
+		if o == prev {
+			return o
+		}
+		prev = o
+	}
+	c.t.Fatalf("family %s did not settle on one owner within %v", family, d)
 	return nil
 }
 

@@ -64,7 +64,7 @@ func TestFencedResourceAcrossFailover(t *testing.T) {
 		ttl     = 5 * time.Second // longer than the failover: a stale holder outlives its broker
 	)
 	c := newCluster(t, 3, "acme")
-	owner := c.waitOwner("acme", c.brokers, 15*time.Second)
+	c.waitSettled("acme", c.brokers, 15*time.Second)
 	var mu sync.Mutex
 	alive := c.brokers
 	var store fencedStore
@@ -117,6 +117,7 @@ func TestFencedResourceAcrossFailover(t *testing.T) {
 		}()
 	}
 	time.Sleep(1500 * time.Millisecond)
+	owner := c.waitOwner("acme", c.brokers, 5*time.Second)
 	store.mu.Lock()
 	store.killEpoch = store.highest >> epochShift
 	store.mu.Unlock()
@@ -152,6 +153,9 @@ func TestFencedResourceAcrossFailover(t *testing.T) {
 		if w.token>>epochShift == w.highest>>epochShift {
 			t.Fatalf("write %d: worker %d wrote token %d behind %d within one placement epoch", i, w.worker, w.token, w.highest)
 		}
+	}
+	if newEpochWrites(&store) == 0 {
+		t.Fatalf("no accepted write above the killed owner's epoch %d: %v", store.killEpoch, epochs)
 	}
 	if len(epochs) < 2 {
 		t.Fatalf("accepted writes in %d placement epoch(s), want the failover under load: %v", len(epochs), epochs)

@@ -22,7 +22,7 @@ func TestFailoverWithDefaults(t *testing.T) {
 	live := slices.Clone(c.brokers)
 	var took []time.Duration
 	for round := range rounds {
-		old := c.waitOwner("acme", live, 30*time.Second)
+		old := c.waitSettled("acme", live, 30*time.Second)
 		s, _, err := newSession(old.url, "acme")
 		if err != nil || s == "" {
 			t.Fatalf("round %d: session on the owner failed", round)

@@ -55,7 +55,7 @@ func TestEachFamilyServedOnce(t *testing.T) {
 // are above every token the dead owner issued.
 func TestKillNineFailover(t *testing.T) {
 	c := newCluster(t, 3, "acme")
-	old := c.waitOwner("acme", c.brokers, 15*time.Second)
+	old := c.waitSettled("acme", c.brokers, 15*time.Second)
 	sess, a, err := newSession(old.url, "acme")
 	if err != nil || sess == "" {
 		t.Fatalf("session on the owner: %d %v", a.status, err)
@@ -120,7 +120,7 @@ type grant struct {
 // broker, comes after its last one, with a higher token.
 func TestCutBrokerStopsBeforeTakeover(t *testing.T) {
 	c := newCluster(t, 2, "acme")
-	a := c.waitOwner("acme", c.brokers, 15*time.Second)
+	a := c.waitSettled("acme", c.brokers, 15*time.Second)
 	other := without(c.brokers, a)[0]
 
 	var history []grant
@@ -222,7 +222,7 @@ func TestCutBrokerStopsBeforeTakeover(t *testing.T) {
 // so another broker serves it within about one loop period.
 func TestShutdownHandsOver(t *testing.T) {
 	c := newCluster(t, 2, "acme")
-	old := c.waitOwner("acme", c.brokers, 15*time.Second)
+	old := c.waitSettled("acme", c.brokers, 15*time.Second)
 	rest := without(c.brokers, old)
 	start := time.Now()
 	old.term(t)
@@ -241,7 +241,7 @@ func TestShutdownHandsOver(t *testing.T) {
 func TestPostgresRestart(t *testing.T) {
 	pg := startPrivatePG(t)
 	c := newClusterOn(t, pg.url, 2, "acme")
-	old := c.waitOwner("acme", c.brokers, 15*time.Second)
+	old := c.waitSettled("acme", c.brokers, 15*time.Second)
 	s, a, err := newSession(old.url, "acme")
 	if err != nil || s == "" {
 		t.Fatalf("session: %d %v", a.status, err)
@@ -262,7 +262,7 @@ func TestPostgresRestart(t *testing.T) {
 	}
 	pg.start()
 	back := time.Now()
-	o := c.waitOwner("acme", c.brokers, 15*time.Second)
+	o := c.waitSettled("acme", c.brokers, 15*time.Second)
 	t.Logf("served again %v after PostgreSQL came back", time.Since(back))
 	s, a, err = newSession(o.url, "acme")
 	if err != nil || s == "" {

@@ -14,7 +14,7 @@ import (
 // new owner with a higher fencing token.
 func TestGoSDKFollowsTheOwner(t *testing.T) {
 	c := newCluster(t, 2, "acme")
-	owner := c.waitOwner("acme", c.brokers, 15*time.Second)
+	owner := c.waitSettled("acme", c.brokers, 15*time.Second)
 	other := without(c.brokers, owner)[0]
 
 	cl, err := muster.New(other.url, muster.WithToken(secret("acme")))
@@ -65,7 +65,7 @@ func TestGoSDKFollowsTheOwner(t *testing.T) {
 // none of the dead broker's.
 func TestObserverFollowsFailover(t *testing.T) {
 	c := newCluster(t, 3, "acme")
-	owner := c.waitOwner("acme", c.brokers, 15*time.Second)
+	owner := c.waitSettled("acme", c.brokers, 15*time.Second)
 	rest := without(c.brokers, owner)
 	cl, err := muster.New(rest[0].url, muster.WithToken(secret("acme")))
 	if err != nil {
