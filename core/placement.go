@@ -1,6 +1,10 @@
 package core
 
-import "time"
+import (
+	"time"
+
+	"github.com/musterhq/muster"
+)
 
 // Placement (docs/placement.md). In a placed core (Config.Placed) a family
 // is served only between Serve and its serving deadline: the edge holds a
@@ -55,10 +59,10 @@ type FamilyPlacement struct {
 // A deadline at or before now drops the family at once.
 func (s *State) Serve(now time.Time, fam string, epoch uint64, until time.Time) error {
 	if !s.cfg.Placed {
-		return Errorf(CodeInternal, "placement is off in this broker")
+		return muster.Errorf(muster.CodeInternal, "placement is off in this broker")
 	}
 	if epoch == 0 || epoch > MaxPlacementEpoch {
-		return Errorf(CodeInvalidRequest, "a placement epoch is 1..%d", MaxPlacementEpoch)
+		return muster.Errorf(muster.CodeInvalidRequest, "a placement epoch is 1..%d", MaxPlacementEpoch)
 	}
 	s.expireDue(now)
 	f := s.family(fam)
@@ -68,7 +72,7 @@ func (s *State) Serve(now time.Time, fam string, epoch uint64, until time.Time) 
 	case epoch > p.epoch:
 		p.epoch, p.changes = epoch, 0
 	default:
-		return Errorf(CodeInvalidRequest, "placement epoch %d is not above %d", epoch, p.epoch)
+		return muster.Errorf(muster.CodeInvalidRequest, "placement epoch %d is not above %d", epoch, p.epoch)
 	}
 	p.serving, p.until = true, until
 	if s.placeNext.IsZero() || until.Before(s.placeNext) {
@@ -108,7 +112,7 @@ func (s *State) gate(now time.Time, fam string) error {
 	return errWrongBroker
 }
 
-var errWrongBroker = Errorf(CodeWrongBroker, "this broker does not serve the family")
+var errWrongBroker = muster.Errorf(muster.CodeWrongBroker, "this broker does not serve the family")
 
 // dropDueFamilies drops every served family whose deadline is not after
 // now, or whose changes reached the limit (a rebase that did not come).

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/musterhq/muster"
 )
 
 // endSink records the terminal event of one stream.
@@ -15,7 +17,7 @@ type endSink struct {
 	rev    uint64
 }
 
-func (k *endSink) Change(*Event, string) bool { return true }
+func (k *endSink) Change(*Change, string) bool { return true }
 func (k *endSink) End(r StreamEndReason, rev uint64) {
 	k.mu.Lock()
 	k.reason, k.rev = r, rev
@@ -32,7 +34,7 @@ func placedBroker(t *testing.T, sink func([]Event)) *Broker {
 func TestPlacementOffInTheDefaultCore(t *testing.T) {
 	b := NewBroker(Config{Epoch: "e", IncarnationKey: []byte("k")}, nil, nil)
 	defer b.Close()
-	wantCode(t, b.Serve(context.Background(), "acme", 1, time.Now().Add(time.Hour)), CodeInternal)
+	wantCode(t, b.Serve(context.Background(), "acme", 1, time.Now().Add(time.Hour)), muster.CodeInternal)
 	if _, err := b.CreateSession(context.Background(), sid(1), "acme", "w", time.Minute); err != nil {
 		t.Fatalf("an unplaced core serves every family: %v", err)
 	}
@@ -44,16 +46,16 @@ func TestPlacedCoreServesOnlyWhatItHolds(t *testing.T) {
 		ctx := context.Background()
 		r := mustRoute(t, "lease://a/b/c")
 		_, err := b.CreateSession(ctx, sid(1), "acme", "w", time.Minute)
-		wantCode(t, err, CodeWrongBroker)
+		wantCode(t, err, muster.CodeWrongBroker)
 		_, err = b.Query(ctx, "acme", r)
-		wantCode(t, err, CodeWrongBroker)
+		wantCode(t, err, muster.CodeWrongBroker)
 		_, err = b.OpenSnapshot(ctx, "acme", "c")
-		wantCode(t, err, CodeWrongBroker)
+		wantCode(t, err, muster.CodeWrongBroker)
 		_, err = b.HeldView(ctx, "acme")
-		wantCode(t, err, CodeWrongBroker)
+		wantCode(t, err, muster.CodeWrongBroker)
 
-		wantCode(t, b.Serve(ctx, "acme", 0, time.Now().Add(time.Minute)), CodeInvalidRequest)
-		wantCode(t, b.Serve(ctx, "acme", MaxPlacementEpoch+1, time.Now().Add(time.Minute)), CodeInvalidRequest)
+		wantCode(t, b.Serve(ctx, "acme", 0, time.Now().Add(time.Minute)), muster.CodeInvalidRequest)
+		wantCode(t, b.Serve(ctx, "acme", MaxPlacementEpoch+1, time.Now().Add(time.Minute)), muster.CodeInvalidRequest)
 		if err := b.Serve(ctx, "acme", 1, time.Now().Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +63,7 @@ func TestPlacedCoreServesOnlyWhatItHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = b.CreateSession(ctx, sid(2), "other", "w", time.Minute)
-		wantCode(t, err, CodeWrongBroker)
+		wantCode(t, err, muster.CodeWrongBroker)
 		h, err := b.Acquire(ctx, AcquireRequest{Family: "acme", Session: sid(1), Route: r, TTL: time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -121,8 +123,8 @@ func TestDeadlineDropsTheFamily(t *testing.T) {
 		}
 		time.Sleep(time.Nanosecond)
 		_, err = b.Extend(ctx, "acme", sid(1), r, h.Token, time.Minute)
-		wantCode(t, err, CodeWrongBroker)
-		wantCode(t, <-waited, CodeWrongBroker)
+		wantCode(t, err, muster.CodeWrongBroker)
+		wantCode(t, <-waited, muster.CodeWrongBroker)
 		synctest.Wait()
 
 		st, _ := b.Stats(ctx)
@@ -141,7 +143,7 @@ func TestDeadlineDropsTheFamily(t *testing.T) {
 			t.Fatalf("last event %+v, want session_closed at epoch 7 change 3", last)
 		}
 		// The same epoch is never served again here, even by a late renewal.
-		wantCode(t, b.Serve(ctx, "acme", 7, time.Now().Add(time.Minute)), CodeInvalidRequest)
+		wantCode(t, b.Serve(ctx, "acme", 7, time.Now().Add(time.Minute)), muster.CodeInvalidRequest)
 	})
 }
 
@@ -189,7 +191,7 @@ func TestTokensRiseAcrossTakeover(t *testing.T) {
 		}
 		// The old holder refuses the session it had: it serves nothing now.
 		_, err = a.Keepalive(ctx, "acme", sid(1))
-		wantCode(t, err, CodeWrongBroker)
+		wantCode(t, err, muster.CodeWrongBroker)
 	})
 }
 
@@ -213,7 +215,7 @@ func TestRebaseKeepsLeases(t *testing.T) {
 		if err := b.Serve(ctx, "acme", 4, time.Now().Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		wantCode(t, b.Serve(ctx, "acme", 3, time.Now().Add(time.Minute)), CodeInvalidRequest)
+		wantCode(t, b.Serve(ctx, "acme", 3, time.Now().Add(time.Minute)), muster.CodeInvalidRequest)
 		if _, err := b.Extend(ctx, "acme", sid(1), r1, h1.Token, time.Minute); err != nil {
 			t.Fatalf("extend with the token from before the rebase: %v", err)
 		}
@@ -245,7 +247,7 @@ func TestUnserveDropsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := b.Keepalive(ctx, "acme", sid(1))
-	wantCode(t, err, CodeWrongBroker)
+	wantCode(t, err, muster.CodeWrongBroker)
 	if p, _ := b.Placement(ctx, "acme"); p.Serving {
 		t.Fatalf("still serving: %+v", p)
 	}
@@ -270,7 +272,7 @@ func TestChangeLimitDropsTheFamily(t *testing.T) {
 	if err != nil || h.Token != 1<<EpochShift+familyChangesLimit {
 		t.Fatalf("acquire: %d %v", h.Token, err)
 	}
-	wantCode(t, s.gate(now, "acme"), CodeWrongBroker)
+	wantCode(t, s.gate(now, "acme"), muster.CodeWrongBroker)
 	if len(s.sessions) != 0 {
 		t.Fatalf("sessions left after the drop: %d", len(s.sessions))
 	}

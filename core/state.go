@@ -111,10 +111,15 @@ type State struct {
 	placeNext  time.Time         // earliest serving deadline (placed core)
 	placeFull  bool              // a family reached its change limit
 
-	// Outputs of the current step, drained by the actor after each step.
+	// Outputs of the current step, drained by the actor after each step
+	// (see Ready).
 	events  []Event
 	results []WaitResult
 	ends    []StreamEnd
+	to      []Delivery // deliveries of events[:matched], in event order
+	toEnd   []int      // toEnd[i]: end of events[i]'s deliveries in to
+	matched int        // events whose deliveries are in to
+	ready   Ready      // reused by Ready
 }
 
 // NewState returns an empty universe.
@@ -189,9 +194,11 @@ func (s *State) expireDue(now time.Time) {
 // TakeEvents returns the events produced since the last call, in revision
 // order, and forgets them. The slice is reused: it is valid until the next
 // input to the State.
+// Their deliveries, if any were matched, are forgotten with them.
 func (s *State) TakeEvents() []Event {
 	ev := s.events
 	s.events = s.events[:0]
+	s.to, s.toEnd, s.matched = s.to[:0], s.toEnd[:0], 0
 	return ev
 }
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 )
 
 // Directory says which broker serves a family in a multi-broker deployment
@@ -38,16 +38,16 @@ func (s *Server) writeMisdirected(w http.ResponseWriter, family string) {
 	h.Set("Cache-Control", "no-store")
 	if !ok {
 		h.Set("Retry-After", "1")
-		code := core.CodeFamilyUnavailable
-		w.WriteHeader(code.HTTPStatus())
-		_ = json.NewEncoder(w).Encode(problem{Type: "about:blank", Title: http.StatusText(code.HTTPStatus()),
-			Status: code.HTTPStatus(), Code: code, Detail: "no broker serves the family right now: retry shortly"})
+		code := muster.CodeFamilyUnavailable
+		w.WriteHeader(httpStatus(code))
+		_ = json.NewEncoder(w).Encode(problem{Type: "about:blank", Title: http.StatusText(httpStatus(code)),
+			Status: httpStatus(code), Code: code, Detail: "no broker serves the family right now: retry shortly"})
 		return
 	}
-	code := core.CodeWrongBroker
-	w.WriteHeader(code.HTTPStatus())
+	code := muster.CodeWrongBroker
+	w.WriteHeader(httpStatus(code))
 	_ = json.NewEncoder(w).Encode(misdirectedProblem{
-		problem: problem{Type: "about:blank", Title: http.StatusText(code.HTTPStatus()), Status: code.HTTPStatus(),
+		problem: problem{Type: "about:blank", Title: http.StatusText(httpStatus(code)), Status: httpStatus(code),
 			Code: code, Detail: "another broker serves the family: send the request to owner"},
 		Owner: addr,
 	})
@@ -56,8 +56,8 @@ func (s *Server) writeMisdirected(w http.ResponseWriter, family string) {
 // writeError is the package's writeError, except that a core refusal of a
 // family this broker does not serve becomes the placement answer.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var e *core.Error
-	if errors.As(err, &e) && e.Code == core.CodeWrongBroker {
+	var e *muster.Error
+	if errors.As(err, &e) && e.Code == muster.CodeWrongBroker {
 		if c := callerFrom(r.Context()); c != nil {
 			s.writeMisdirected(w, c.Family)
 			return

@@ -35,6 +35,7 @@ run ./tests/load 'HTTPPageAll' 3x
 run ./core 'MatchSparse|MatchDense' 2s
 run ./sse 'Offer|AppendEvent|IdleStream' 1s
 run ./tests/load 'Streams1000|IdleStreamMemory' 20x
+run ./handlers 'WatchActorStep' 1s # issue 18: what streams cost the actor
 # Issue 6: the desired set.
 run ./fleetstore 'Register|Sweep|Desired|Plan' 1s
 run ./tests/load 'HTTPGap' 20x

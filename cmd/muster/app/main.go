@@ -159,6 +159,8 @@ func (m *Main) Open() (err error) {
 		BodyReadTimeout: limits.BodyReadTimeout,
 		SweepsRunning:   limits.SweepsRunning,
 		Directory:       directory,
+
+		CORSAllowedOrigins: cfg.CORS.AllowedOrigins,
 	})
 	if err != nil {
 		m.closePlacer()
