@@ -70,6 +70,9 @@ type Server struct {
 	docs    http.Handler
 	fleet   *fleetstore.Fleet
 	sweeps  *sweepGate
+
+	// directory names the owners of families this broker does not serve
+	// (multi-broker mode); nil in a single broker.
 	directory Directory
 }
 
