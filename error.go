@@ -49,6 +49,10 @@ const (
 	CodeUnavailable          Code = "unavailable"
 	CodeSessionLimit         Code = "session_limit"
 	CodeSpecLimit            Code = "spec_limit"
+	// CodeWrongBroker: another broker serves the family (placement); the
+	// edge names it, or answers CodeFamilyUnavailable when none does.
+	CodeWrongBroker       Code = "wrong_broker"
+	CodeFamilyUnavailable Code = "family_unavailable"
 )
 
 // Codes lists every code in the contract's order.
@@ -60,7 +64,8 @@ func Codes() []Code {
 		CodeInvalidCursor, CodeCursorExpired, CodeEpochChanged, CodeSubscriptionLimit,
 		CodeInventoryUnavailable, CodeInvalidName, CodeSpecNotFound, CodePayloadTooLarge,
 		CodeInternal, CodeNotFound, CodeMethodNotAllowed, CodeNotImplemented,
-		CodeUnavailable, CodeSessionLimit, CodeSpecLimit,
+		CodeUnavailable, CodeSessionLimit, CodeSpecLimit, CodeWrongBroker,
+		CodeFamilyUnavailable,
 	}
 }
 

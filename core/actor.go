@@ -32,6 +32,7 @@ type Broker struct {
 	waiting    map[uint64]chan WaitResult // queued acquisitions by ticket
 	sink       func([]Event)
 	sinks      map[StreamID]StreamSink
+	streamFam  map[StreamID]string // the family of each stream in sinks
 	nextStream StreamID
 	change     Change     // the change being fanned out (see fanOut)
 	refused    []StreamID // streams that refused a change in this step
@@ -45,14 +46,15 @@ func NewBroker(cfg Config, clock Clock, sink func([]Event)) *Broker {
 		clock = SystemClock{}
 	}
 	b := &Broker{
-		clock:   clock,
-		state:   NewState(cfg),
-		cmds:    make(chan func(*State, time.Time), 256),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
-		waiting: make(map[uint64]chan WaitResult),
-		sink:    sink,
-		sinks:   make(map[StreamID]StreamSink),
+		clock:     clock,
+		state:     NewState(cfg),
+		cmds:      make(chan func(*State, time.Time), 256),
+		quit:      make(chan struct{}),
+		done:      make(chan struct{}),
+		waiting:   make(map[uint64]chan WaitResult),
+		sink:      sink,
+		sinks:     make(map[StreamID]StreamSink),
+		streamFam: make(map[StreamID]string),
 	}
 	go b.run()
 	return b
@@ -141,23 +143,35 @@ func call[T any](ctx context.Context, b *Broker, f func(*State, time.Time) (T, e
 	}
 }
 
+// callFam is call for a command of family fam: in a placed core, a family
+// this broker does not serve now is refused (wrong_broker) before f runs.
+func callFam[T any](ctx context.Context, b *Broker, fam string, f func(*State, time.Time) (T, error)) (T, error) {
+	return call(ctx, b, func(s *State, now time.Time) (T, error) {
+		if err := s.gate(now, fam); err != nil {
+			var zero T
+			return zero, err
+		}
+		return f(s, now)
+	})
+}
+
 // CreateSession creates a session; see State.CreateSession.
 func (b *Broker) CreateSession(ctx context.Context, id SessionID, family, ownerID string, ttl time.Duration) (SessionInfo, error) {
-	return call(ctx, b, func(s *State, now time.Time) (SessionInfo, error) {
+	return callFam(ctx, b, family, func(s *State, now time.Time) (SessionInfo, error) {
 		return s.CreateSession(now, id, family, ownerID, ttl)
 	})
 }
 
 // Keepalive extends a session; see State.Keepalive.
 func (b *Broker) Keepalive(ctx context.Context, family string, id SessionID) (SessionInfo, error) {
-	return call(ctx, b, func(s *State, now time.Time) (SessionInfo, error) {
+	return callFam(ctx, b, family, func(s *State, now time.Time) (SessionInfo, error) {
 		return s.Keepalive(now, family, id)
 	})
 }
 
 // EndSession ends a session; see State.EndSession.
 func (b *Broker) EndSession(ctx context.Context, family string, id SessionID) error {
-	_, err := call(ctx, b, func(s *State, now time.Time) (struct{}, error) {
+	_, err := callFam(ctx, b, family, func(s *State, now time.Time) (struct{}, error) {
 		return struct{}{}, s.EndSession(now, family, id)
 	})
 	return err
@@ -179,4 +193,30 @@ func (b *Broker) Exec(ctx context.Context, f func(s *State, now time.Time) error
 		return struct{}{}, f(s, now)
 	})
 	return err
+}
+
+// Serve starts or continues serving a family until the deadline; see
+// State.Serve. The placement loop at the edge calls it after every claim
+// acquisition and renewal.
+func (b *Broker) Serve(ctx context.Context, fam string, epoch uint64, until time.Time) error {
+	_, err := call(ctx, b, func(s *State, now time.Time) (struct{}, error) {
+		return struct{}{}, s.Serve(now, fam, epoch, until)
+	})
+	return err
+}
+
+// Unserve drops a family now (a planned move); see State.Unserve.
+func (b *Broker) Unserve(ctx context.Context, fam string) error {
+	_, err := call(ctx, b, func(s *State, now time.Time) (struct{}, error) {
+		s.Unserve(now, fam)
+		return struct{}{}, nil
+	})
+	return err
+}
+
+// Placement reads a family's serving state; see State.Placement.
+func (b *Broker) Placement(ctx context.Context, fam string) (FamilyPlacement, error) {
+	return call(ctx, b, func(s *State, now time.Time) (FamilyPlacement, error) {
+		return s.Placement(now, fam), nil
+	})
 }

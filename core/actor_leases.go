@@ -25,7 +25,7 @@ func (b *Broker) Acquire(ctx context.Context, req AcquireRequest) (Holding, erro
 		ticket uint64
 		ch     chan WaitResult
 	}
-	st, err := call(ctx, b, func(s *State, now time.Time) (started, error) {
+	st, err := callFam(ctx, b, req.Family, func(s *State, now time.Time) (started, error) {
 		h, ticket, err := s.Acquire(now, req.Family, req.Session, req.Route, req.TTL, req.Wait)
 		if err != nil || ticket == 0 {
 			return started{h: h}, err
@@ -98,14 +98,14 @@ func (b *Broker) Rollback(req AcquireRequest, h Holding) {
 
 // Extend extends a held lease; see State.Extend.
 func (b *Broker) Extend(ctx context.Context, fam string, id SessionID, r Route, token uint64, ttl time.Duration) (Holding, error) {
-	return call(ctx, b, func(s *State, now time.Time) (Holding, error) {
+	return callFam(ctx, b, fam, func(s *State, now time.Time) (Holding, error) {
 		return s.Extend(now, fam, id, r, token, ttl)
 	})
 }
 
 // Release releases a held lease; see State.Release.
 func (b *Broker) Release(ctx context.Context, fam string, id SessionID, r Route, token uint64) error {
-	_, err := call(ctx, b, func(s *State, now time.Time) (struct{}, error) {
+	_, err := callFam(ctx, b, fam, func(s *State, now time.Time) (struct{}, error) {
 		return struct{}{}, s.Release(now, fam, id, r, token)
 	})
 	return err
@@ -113,21 +113,21 @@ func (b *Broker) Release(ctx context.Context, fam string, id SessionID, r Route,
 
 // Query reads one route; see State.Query.
 func (b *Broker) Query(ctx context.Context, fam string, r Route) (LeaseStatus, error) {
-	return call(ctx, b, func(s *State, now time.Time) (LeaseStatus, error) {
+	return callFam(ctx, b, fam, func(s *State, now time.Time) (LeaseStatus, error) {
 		return s.Query(now, fam, r), nil
 	})
 }
 
 // OpenSnapshot takes an inventory snapshot; see State.OpenSnapshot.
 func (b *Broker) OpenSnapshot(ctx context.Context, fam, caller string) (*Snapshot, error) {
-	return call(ctx, b, func(s *State, now time.Time) (*Snapshot, error) {
+	return callFam(ctx, b, fam, func(s *State, now time.Time) (*Snapshot, error) {
 		return s.OpenSnapshot(now, fam, caller), nil
 	})
 }
 
 // ResumeSnapshot finds an open snapshot; see State.ResumeSnapshot.
 func (b *Broker) ResumeSnapshot(ctx context.Context, id uint64, fam string) (*Snapshot, error) {
-	return call(ctx, b, func(s *State, now time.Time) (*Snapshot, error) {
+	return callFam(ctx, b, fam, func(s *State, now time.Time) (*Snapshot, error) {
 		return s.ResumeSnapshot(now, id, fam)
 	})
 }
@@ -138,9 +138,9 @@ func (b *Broker) Lookup(ctx context.Context, fam string, r Route) (*Item, uint64
 		it  *Item
 		rev uint64
 	}
-	v, err := call(ctx, b, func(s *State, now time.Time) (res, error) {
+	v, err := callFam(ctx, b, fam, func(s *State, now time.Time) (res, error) {
 		it := s.Lookup(now, fam, r)
-		return res{it, s.Revision()}, nil
+		return res{it, s.famRevOf(fam)}, nil
 	})
 	return v.it, v.rev, err
 }

@@ -54,7 +54,7 @@ type WatchRequest struct {
 // the changes before it are in the snapshot and never reach the new stream
 // (Subscribe matches them first), the changes after it follow the marker.
 func (b *Broker) Watch(ctx context.Context, req WatchRequest) (StreamID, error) {
-	return call(ctx, b, func(s *State, now time.Time) (StreamID, error) {
+	return callFam(ctx, b, req.Family, func(s *State, now time.Time) (StreamID, error) {
 		b.nextStream++
 		st := b.nextStream
 		ws, err := s.Subscribe(now, req.Family, req.Session, req.Anon, req.Selectors, st, req.Caller)
@@ -62,6 +62,7 @@ func (b *Broker) Watch(ctx context.Context, req WatchRequest) (StreamID, error) 
 			return 0, err
 		}
 		b.sinks[st] = req.Sink
+		b.streamFam[st] = req.Family
 		req.Start(ws)
 		return st, nil
 	})
@@ -72,15 +73,17 @@ func (b *Broker) DropStream(st StreamID) {
 	_ = b.Exec(context.Background(), func(s *State, _ time.Time) error {
 		s.DropStream(st)
 		delete(b.sinks, st)
+		delete(b.streamFam, st)
 		return nil
 	})
 }
 
 // Unsubscribe removes one registration; see State.Unsubscribe.
 func (b *Broker) Unsubscribe(ctx context.Context, fam string, id SessionID, sel Selector) error {
-	return b.Exec(ctx, func(s *State, now time.Time) error {
-		return s.Unsubscribe(now, fam, id, sel)
+	_, err := callFam(ctx, b, fam, func(s *State, now time.Time) (struct{}, error) {
+		return struct{}{}, s.Unsubscribe(now, fam, id, sel)
 	})
+	return err
 }
 
 // fanOut offers the step's changes to the streams of their deliveries (in
@@ -97,13 +100,15 @@ func (b *Broker) fanOut(rd Ready, now time.Time) {
 			if sink := b.sinks[d.Stream]; sink != nil && !sink.Change(&b.change, d.SubscriptionID) {
 				b.refused = append(b.refused, d.Stream)
 				delete(b.sinks, d.Stream)
+				delete(b.streamFam, d.Stream)
 			}
 		}
 	}
 	b.change = Change{}
 	for _, end := range rd.Ends {
 		if sink := b.sinks[end.Stream]; sink != nil {
-			sink.End(end.Reason, b.state.Revision())
+			sink.End(end.Reason, b.state.famRevOf(b.streamFam[end.Stream]))
+			delete(b.streamFam, end.Stream)
 			delete(b.sinks, end.Stream)
 		}
 	}

@@ -15,6 +15,8 @@ type family struct {
 	// held orders the current Items by key. Copy is O(1) copy-on-write:
 	// an inventory snapshot is a copy, unaffected by later changes.
 	held *btree.BTreeG[*Item]
+	// place is the family's serving state in a placed core.
+	place placement
 }
 
 func (s *State) family(name string) *family {

@@ -16,14 +16,14 @@ import (
 // has ID 0 and cannot be resumed.
 func (s *State) HeldView(now time.Time, fam string) *Snapshot {
 	s.expireDue(now)
-	return &Snapshot{Family: fam, Revision: s.revision, tree: s.cloneHeld(fam)}
+	return &Snapshot{Family: fam, Revision: s.famRevOf(fam), tree: s.cloneHeld(fam)}
 }
 
 // HeldView takes an unregistered view of the family's held set; see
 // State.HeldView. The clone is O(1) on the actor; reading it happens on the
 // caller's goroutine.
 func (b *Broker) HeldView(ctx context.Context, fam string) (*Snapshot, error) {
-	return call(ctx, b, func(s *State, now time.Time) (*Snapshot, error) {
+	return callFam(ctx, b, fam, func(s *State, now time.Time) (*Snapshot, error) {
 		return s.HeldView(now, fam), nil
 	})
 }
@@ -162,7 +162,7 @@ func (s *State) Retain(now time.Time, view *Snapshot, caller string) *Snapshot {
 
 // Retain registers view; see State.Retain.
 func (b *Broker) Retain(ctx context.Context, view *Snapshot, caller string) (*Snapshot, error) {
-	return call(ctx, b, func(s *State, now time.Time) (*Snapshot, error) {
+	return callFam(ctx, b, view.Family, func(s *State, now time.Time) (*Snapshot, error) {
 		return s.Retain(now, view, caller), nil
 	})
 }

@@ -58,7 +58,7 @@ func newSnapshots(max, perCaller int, idle time.Duration) *snapshots {
 // of the family when it holds its quota, then of anyone) is evicted.
 func (s *State) OpenSnapshot(now time.Time, fam, caller string) *Snapshot {
 	s.expireDue(now)
-	return s.openSnapshot(now, fam, caller, s.revision, s.cloneHeld(fam))
+	return s.openSnapshot(now, fam, caller, s.famRevOf(fam), s.cloneHeld(fam))
 }
 
 // openSnapshot registers tree, the family's held set at rev, under the caps.

@@ -94,15 +94,15 @@ func (s *State) Acquire(now time.Time, fam string, id SessionID, r Route, ttl, w
 // grant makes ss the holder of the free route key: a new revision, a new
 // fencing token, an Acquired event.
 func (s *State) grant(now time.Time, f *family, key string, ss *session, ttl time.Duration) Holding {
-	s.revision++
+	rev := s.bump(f)
 	n := now.UnixNano()
 	it := &Item{key: key, ownerID: ss.OwnerID, incarnation: ss.Incarnation, acquiredAt: n, expiresAt: n + int64(ttl)}
-	l := &lease{item: it, fam: f, holder: ss, token: s.revision}
+	l := &lease{item: it, fam: f, holder: ss, token: rev}
 	f.leases[key] = l
 	f.held.Set(it)
 	s.leaseDue.push(l)
 	ss.addLease(l)
-	s.events = append(s.events, Event{Family: f.name, Key: key, Kind: Acquired, Revision: s.revision, Item: it})
+	s.events = append(s.events, Event{Family: f.name, Key: key, Kind: Acquired, Revision: rev, Item: it})
 	return Holding{Item: it, Token: l.token, Outcome: OutcomeAcquired}
 }
 
@@ -145,7 +145,7 @@ func (s *State) Extend(now time.Time, fam string, id SessionID, r Route, token u
 	if l == nil {
 		return Holding{}, muster.Errorf(muster.CodeLeaseExpired, "the lease is not held: it expired or was released")
 	}
-	s.revision++
+	s.bump(l.fam)
 	it := *l.item
 	it.expiresAt = now.UnixNano() + int64(ttl)
 	it.renewals++
@@ -209,8 +209,8 @@ func (s *State) removeLease(now time.Time, l *lease, kind ChangeKind) {
 	f.held.Delete(l.item)
 	s.leaseDue.remove(l)
 	l.holder.removeLease(l)
-	s.revision++
-	s.events = append(s.events, Event{Family: f.name, Key: key, Kind: kind, Revision: s.revision})
+	rev := s.bump(f)
+	s.events = append(s.events, Event{Family: f.name, Key: key, Kind: kind, Revision: rev})
 	s.grantNext(now, f, key)
 }
 

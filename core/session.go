@@ -156,6 +156,7 @@ type EndReason uint8
 const (
 	EndDeleted EndReason = iota + 1
 	EndExpired
+	EndDropped // its family stopped being served here (placement)
 )
 
 // endSession removes a session and everything it owns in one step: its
@@ -179,9 +180,10 @@ func (s *State) endSession(now time.Time, ss *session, why EndReason) {
 			s.endStream(r.stream, EndSessionClosed)
 		}
 	}
-	if why == EndExpired {
+	switch why {
+	case EndExpired:
 		s.stats.SessionsExpired++
-	} else {
+	case EndDeleted:
 		s.stats.SessionsDeleted++
 	}
 }

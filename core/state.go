@@ -32,6 +32,10 @@ type Config struct {
 	MaxSnapshots       int
 	MaxCallerSnapshots int
 	SnapshotIdle       time.Duration
+	// Placed: families are served only while the edge holds their claims
+	// (Serve); every command of another family fails with wrong_broker,
+	// and tokens and revisions carry the placement epoch (placement.go).
+	Placed bool
 }
 
 // Defaults of Config.
@@ -75,6 +79,8 @@ type Stats struct {
 	Overflows             uint64 // streams dropped because they refused an event
 	SubscriptionLimit     uint64 // opens refused by the registration caps
 
+	FamiliesDropped uint64 // families dropped by placement (deadline, move)
+
 	Snapshots        int // open inventory snapshots
 	SnapshotsTaken   uint64
 	SnapshotsEvicted uint64 // by the caps
@@ -102,6 +108,8 @@ type State struct {
 	matchStamp uint64
 	stats      Stats
 	usage      map[string]*usage // per family, for quotas and metrics
+	placeNext  time.Time         // earliest serving deadline (placed core)
+	placeFull  bool              // a family reached its change limit
 
 	// Outputs of the current step, drained by the actor after each step
 	// (see Ready).
@@ -169,6 +177,7 @@ func (s *State) Tick(now time.Time) {
 // strictly after its deadline: TTL is a lower bound, never early. Every
 // command runs this first, so nothing due is ever reported live.
 func (s *State) expireDue(now time.Time) {
+	s.dropDueFamilies(now)
 	for {
 		id, ok := s.sessionDue.PopDue(now.Add(-time.Nanosecond))
 		if !ok {

@@ -62,9 +62,12 @@ const (
 	EndSuperseded StreamEndReason = iota + 1
 	EndUnsubscribed
 	EndSessionClosed
+	// EndShutdown: the family stopped being served here (placement); the
+	// edge also ends streams as shutdown when the process stops.
+	EndShutdown
 )
 
-var endNames = [...]string{"", "superseded", "unsubscribed", "session_closed"}
+var endNames = [...]string{"", "superseded", "unsubscribed", "session_closed", "shutdown"}
 
 func (r StreamEndReason) String() string { return endNames[r] }
 
@@ -169,7 +172,7 @@ func (s *State) Subscribe(now time.Time, fam string, id *SessionID, anon Session
 	s.streams[st] = str
 	u.Streams++
 	sn := s.OpenSnapshot(now, fam, caller)
-	out := WatchStart{Revision: s.revision, Time: now, Snapshot: sn}
+	out := WatchStart{Revision: sn.Revision, Time: now, Snapshot: sn}
 	ix := s.index(fam)
 	for _, sel := range uniq {
 		r := ss.regs[sel.String()]

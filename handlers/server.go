@@ -51,6 +51,9 @@ type Options struct {
 	// CORSAllowedOrigins are the exact origins (scheme://host[:port]) whose
 	// pages may call the API from a browser; empty turns CORS off. See cors.
 	CORSAllowedOrigins []string
+	// Directory names the owners of families this broker does not serve
+	// (multi-broker mode, docs/placement.md); nil in a single broker.
+	Directory Directory
 }
 
 // Server is the HTTP face of one broker.
@@ -71,6 +74,10 @@ type Server struct {
 	sweeps   *sweepGate
 	// batchLimits are the batch body's bounds, from the contract.
 	batchLimits *batchLimits
+
+	// directory names the owners of families this broker does not serve
+	// (multi-broker mode); nil in a single broker.
+	directory Directory
 }
 
 // New builds the router: chi, the generated routes behind the contract
@@ -88,7 +95,7 @@ func New(opt Options) (*Server, error) {
 	}
 	s := &Server{broker: opt.Broker, auth: opt.Auth, metrics: opt.Metrics, log: opt.Logger, ready: opt.Ready, clock: opt.Clock,
 		cursors: core.NewCursorCodec(opt.CursorMaster, opt.Broker.Epoch()), fleet: opt.Fleet,
-		sweeps: newSweepGate(opt.SweepsRunning)}
+		sweeps: newSweepGate(opt.SweepsRunning), directory: opt.Directory}
 	spec, err := api.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("handlers: embedded spec: %w", err)
@@ -138,7 +145,7 @@ func New(opt Options) (*Server, error) {
 				writeProblem(w, muster.CodeInvalidRequest, "the request body does not match its schema")
 			},
 			ResponseErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
-				writeError(s.log, w, r, err)
+				s.writeError(w, r, err)
 			},
 		})
 		api.HandlerWithOptions(routes{ServerInterface: strict, s: s}, api.ChiServerOptions{

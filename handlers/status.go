@@ -35,6 +35,8 @@ var statuses = map[muster.Code]int{
 	muster.CodeUnavailable:          503,
 	muster.CodeSessionLimit:         429,
 	muster.CodeSpecLimit:            429,
+	muster.CodeWrongBroker:          421,
+	muster.CodeFamilyUnavailable:    503,
 }
 
 // httpStatus is the status code is answered with; a code without a row is

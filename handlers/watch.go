@@ -29,7 +29,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 	for _, raw := range params.Selector {
 		sel, err := authorizeSelector(ctx, raw, core.Read)
 		if err != nil {
-			writeError(s.log, w, r, err)
+			s.writeError(w, r, err)
 			return
 		}
 		sels = append(sels, sel)
@@ -38,7 +38,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 	if params.MusterSession != nil {
 		id, err := core.ParseSessionID(*params.MusterSession)
 		if err != nil {
-			writeError(s.log, w, r, err)
+			s.writeError(w, r, err)
 			return
 		}
 		req.Session = &id
@@ -53,7 +53,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 	}
 	stream, id, err := s.openStream(ctx, c, req)
 	if err != nil {
-		writeError(s.log, w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	defer s.broker.DropStream(id)

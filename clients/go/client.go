@@ -30,6 +30,9 @@ type Client struct {
 
 	mu    sync.Mutex
 	epoch string
+
+	noFollow bool
+	follow   *follower
 }
 
 // Option configures a Client.
@@ -54,6 +57,15 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: http.DefaultClient}
 	for _, o := range opts {
 		o(c)
+	}
+	if !c.noFollow {
+		hc := *c.hc
+		c.follow = &follower{next: hc.Transport}
+		if c.follow.next == nil {
+			c.follow.next = http.DefaultTransport
+		}
+		hc.Transport = c.follow
+		c.hc = &hc
 	}
 	sse := *c.hc
 	sse.Timeout = 0
@@ -135,6 +147,9 @@ func problemError(resp *http.Response, body []byte) error {
 		}
 		if p.Scope != nil {
 			e.Scope = *p.Scope
+		}
+		if p.Owner != nil {
+			e.Owner = *p.Owner
 		}
 		return e
 	}

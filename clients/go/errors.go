@@ -27,6 +27,10 @@ type Error struct {
 	// shared by every family), "family" (the caller's family's quota),
 	// "session", "route" or "root". Empty otherwise.
 	Scope string
+	// Owner, on wrong_broker (421), is the base URL of the broker that
+	// serves the caller's family. The client follows it by itself (see
+	// WithoutFollow); it is set on the error only when following failed.
+	Owner string
 }
 
 func (e *Error) Error() string {
@@ -156,6 +160,13 @@ var (
 	// ErrSpecLimit: the fleet root holds its family's quota of specs (Scope
 	// "root"). Retry: no (forget specs first).
 	ErrSpecLimit = &Error{Code: "spec_limit"}
+	// ErrWrongBroker: another broker of a multi-broker deployment serves the
+	// caller's family (421; docs/placement.md); the problem names it. The
+	// session, if any, ended with the move. Retry: restart (at the owner).
+	ErrWrongBroker = &Error{Code: "wrong_broker"}
+	// ErrFamilyUnavailable: no broker serves the caller's family right now
+	// (a failover is in progress). Retry: backoff.
+	ErrFamilyUnavailable = &Error{Code: "family_unavailable"}
 )
 
 // codeTable lists every known code with its sentinel and advice.
@@ -191,6 +202,8 @@ var codeTable = []struct {
 	{ErrUnavailable, RetryBackoff},
 	{ErrSessionLimit, RetryBackoff},
 	{ErrSpecLimit, RetryNo},
+	{ErrWrongBroker, RetryRestart},
+	{ErrFamilyUnavailable, RetryBackoff},
 }
 
 // Codes lists every code this SDK knows, in the contract's order.

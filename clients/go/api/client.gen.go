@@ -395,6 +395,14 @@ type Problem struct {
 	// Detail Example: the request body is not valid JSON
 	Detail *string `json:"detail,omitempty"`
 
+	// Owner With `wrong_broker` (421): the base URL of the broker that serves
+	// the caller's family now (multi-broker deployments,
+	// docs/placement.md). Send the request there. Absent on other errors.
+	//
+	//
+	// Example: http://10.0.0.2:7420
+	Owner *string `json:"owner,omitempty"`
+
 	// Scope On a limit (429), which bound was hit: `broker` (a cap shared by
 	// every family), `family` (the caller's family's quota; other
 	// families are unaffected), `session`, `route` or `root`. Absent on

@@ -250,6 +250,13 @@ codes! {
     /// `spec_limit` (429): the fleet root holds its family's quota of specs
     /// (scope `root`). Retry: no (forget specs first).
     SpecLimit = "spec_limit" => No,
+    /// `wrong_broker` (421): another broker of a multi-broker deployment
+    /// serves the caller's family; the problem names it. Retry: restart (at
+    /// the owner).
+    WrongBroker = "wrong_broker" => Restart,
+    /// `family_unavailable` (503): no broker serves the caller's family right
+    /// now (a failover is in progress). Retry: backoff.
+    FamilyUnavailable = "family_unavailable" => Backoff,
 }
 
 impl Error {
@@ -416,6 +423,8 @@ mod tests {
             ("unavailable", Retry::Backoff),
             ("session_limit", Retry::Backoff),
             ("spec_limit", Retry::No),
+            ("wrong_broker", Retry::Restart),
+            ("family_unavailable", Retry::Backoff),
             ("not_implemented", Retry::No),
         ];
         for (code, want) in cases {

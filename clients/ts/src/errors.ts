@@ -63,6 +63,8 @@ const table = {
   unavailable: "retry-backoff",
   session_limit: "retry-backoff",
   spec_limit: "retry-no",
+  wrong_broker: "retry-restart",
+  family_unavailable: "retry-backoff",
 } as const satisfies Record<string, Retry>;
 
 /** Every code this SDK knows, in the contract's order. */
@@ -98,6 +100,8 @@ export const Codes = {
   Unavailable: "unavailable",
   SessionLimit: "session_limit",
   SpecLimit: "spec_limit",
+  WrongBroker: "wrong_broker",
+  FamilyUnavailable: "family_unavailable",
 } as const satisfies Record<string, KnownCode>;
 
 /**

@@ -33,6 +33,8 @@ type FileConfig struct {
 	Tokens []TokenConfig `yaml:"tokens" validate:"max=10000,dive"`
 	Limits LimitsConfig  `yaml:"limits"`
 	CORS   CORSConfig    `yaml:"cors"`
+	// Placement, when present, turns multi-broker mode on (placementcfg.go).
+	Placement *PlacementConfig `yaml:"placement"`
 }
 
 // CORSConfig is the `cors:` section: the exact origins (scheme://host[:port],

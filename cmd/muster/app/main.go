@@ -51,6 +51,7 @@ type Main struct {
 	listener net.Listener
 	served   chan error
 	unlock   func()
+	placer   *placer // nil unless the configuration has a placement section
 }
 
 // NewMain returns a Main with the defaults.
@@ -116,13 +117,39 @@ func (m *Main) Open() (err error) {
 	}
 	m.fleet.SpecsPerRoot = limits.specsPerRoot
 
+	var placement *placementSettings
+	if cfg.Placement != nil {
+		if placement, err = cfg.Placement.resolve(families, m.StoreURL); err != nil {
+			_ = m.closeStore()
+			return fmt.Errorf("config: %w", err)
+		}
+	}
 	coreCfg := limits.Core
 	coreCfg.Epoch, coreCfg.IncarnationKey = randomText(12), randomBytes(32)
+	coreCfg.Placed = placement != nil
 	m.broker = core.NewBroker(coreCfg, m.Clock, m.sink)
+	var directory handlers.Directory
+	if placement != nil {
+		if err := m.openPlacer(placement); err != nil {
+			m.broker.Close()
+			_ = m.closeStore()
+			return err
+		}
+		directory = m.placer
+	}
+	metrics := handlers.NewMetrics(m.broker)
+	if m.placer != nil {
+		if err := m.placer.metrics.register(metrics.Registry); err != nil {
+			m.closePlacer()
+			m.broker.Close()
+			_ = m.closeStore()
+			return err
+		}
+	}
 	h, err := handlers.New(handlers.Options{
 		Broker:       m.broker,
 		Auth:         auth,
-		Metrics:      handlers.NewMetrics(m.broker),
+		Metrics:      metrics,
 		Logger:       m.Logger,
 		Clock:        m.Clock,
 		CursorMaster: secret,
@@ -131,16 +158,19 @@ func (m *Main) Open() (err error) {
 
 		BodyReadTimeout: limits.BodyReadTimeout,
 		SweepsRunning:   limits.SweepsRunning,
+		Directory:       directory,
 
 		CORSAllowedOrigins: cfg.CORS.AllowedOrigins,
 	})
 	if err != nil {
+		m.closePlacer()
 		m.broker.Close()
 		_ = m.closeStore()
 		return err
 	}
 	ln, err := net.Listen("tcp", m.Addr)
 	if err != nil {
+		m.closePlacer()
 		m.broker.Close()
 		_ = m.closeStore()
 		return err
@@ -165,6 +195,9 @@ func (m *Main) Open() (err error) {
 	})
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.server.Serve(ln) }()
+	if m.placer != nil {
+		m.placer.start()
+	}
 	if auth.DevMode() {
 		m.Logger.Warn("dev mode: no tokens configured; every request is family \"default\" with all grants")
 	}
@@ -208,6 +241,7 @@ func (m *Main) Close(ctx context.Context) error {
 			err = errors.Join(err, serveErr)
 		}
 	}
+	m.closePlacer() // after the streams got shutdown, before the core stops
 	if m.broker != nil {
 		m.broker.Close()
 	}

@@ -43,6 +43,8 @@ namespace Muster.Client
         Unavailable,
         SessionLimit,
         SpecLimit,
+        WrongBroker,
+        FamilyUnavailable,
     }
 
     /// <summary>What to do after an error; see <see cref="ErrorCodes.Advice(Exception)"/>.</summary>
@@ -94,6 +96,8 @@ namespace Muster.Client
             Add(ErrorCode.Unavailable, "unavailable", RetryAdvice.Backoff);
             Add(ErrorCode.SessionLimit, "session_limit", RetryAdvice.Backoff);
             Add(ErrorCode.SpecLimit, "spec_limit", RetryAdvice.No);
+            Add(ErrorCode.WrongBroker, "wrong_broker", RetryAdvice.Restart);
+            Add(ErrorCode.FamilyUnavailable, "family_unavailable", RetryAdvice.Backoff);
         }
 
         private static void Add(ErrorCode c, string name, RetryAdvice a)

@@ -42,6 +42,8 @@ namespace Muster.Client.Tests
             new object[] { "unavailable", ErrorCode.Unavailable, RetryAdvice.Backoff },
             new object[] { "session_limit", ErrorCode.SessionLimit, RetryAdvice.Backoff },
             new object[] { "spec_limit", ErrorCode.SpecLimit, RetryAdvice.No },
+            new object[] { "wrong_broker", ErrorCode.WrongBroker, RetryAdvice.Restart },
+            new object[] { "family_unavailable", ErrorCode.FamilyUnavailable, RetryAdvice.Backoff },
         };
 
         /// <summary>The known codes of openapi.yaml: the x-extensible-enum list of the

@@ -16,6 +16,7 @@ __all__ = [
     "ClosedError",
     "CursorExpiredError",
     "EpochChangedError",
+    "FamilyUnavailableError",
     "FencedError",
     "ForbiddenError",
     "InternalError",
@@ -49,6 +50,7 @@ __all__ = [
     "UnauthenticatedError",
     "UnavailableError",
     "WaitTimeoutError",
+    "WrongBrokerError",
     "advice",
     "codes",
     "error_for",
@@ -292,6 +294,20 @@ class SpecLimitError(MusterError):
     CODE = "spec_limit"
 
 
+class WrongBrokerError(MusterError):
+    """Another broker of a multi-broker deployment serves the caller's family
+    (421); the problem names it. Retry: restart (at the owner)."""
+
+    CODE = "wrong_broker"
+
+
+class FamilyUnavailableError(MusterError):
+    """No broker serves the caller's family right now (a failover is in
+    progress). Retry: backoff."""
+
+    CODE = "family_unavailable"
+
+
 for _cls, _retry in (
     (InvalidRouteError, Retry.NO),
     (InvalidSelectorError, Retry.NO),
@@ -321,6 +337,8 @@ for _cls, _retry in (
     (UnavailableError, Retry.BACKOFF),
     (SessionLimitError, Retry.BACKOFF),
     (SpecLimitError, Retry.NO),
+    (WrongBrokerError, Retry.RESTART),
+    (FamilyUnavailableError, Retry.BACKOFF),
 ):
     _TABLE[_cls.CODE] = (_cls, _retry)
 

@@ -538,6 +538,13 @@ export interface components {
              * @example family
              */
             scope?: string;
+            /**
+             * @description With `wrong_broker` (421): the base URL of the broker that serves
+             *     the caller's family now (multi-broker deployments,
+             *     docs/placement.md). Send the request there. Absent on other errors.
+             * @example http://10.0.0.2:7420
+             */
+            owner?: string;
         };
         /**
          * @description Stable error code; the same table drives the server and the SDKs. The
@@ -989,7 +996,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Any other error (`internal`, `not_implemented`, `method_not_allowed`, …). */
+        /** @description Any other error (`internal`, `not_implemented`, `method_not_allowed`, …). In a multi-broker deployment (docs/placement.md) every lease, session, inventory, watch and gap operation may answer 421 `wrong_broker` with `owner`, the broker that serves the family, or 503 `family_unavailable` (with `Retry-After`) while no broker does. */
         Error: {
             headers: {
                 [name: string]: unknown;

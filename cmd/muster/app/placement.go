@@ -1,0 +1,239 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster/fleetstore/claims"
+)
+
+// placer is one broker's placement loop (docs/placement.md): every
+// renewEvery it heartbeats, renews the claims it holds (and moves the core's
+// serving deadline after each), gives up the families another live broker
+// should serve (a planned move: the core drops the family first, then the
+// claim is released), and acquires the families it should serve that no
+// live claim holds. It is the only writer of claims and the only caller of
+// the core's Serve and Unserve. It also answers handlers.Directory from the
+// owners it last read.
+type placer struct {
+	store    *claims.Store
+	broker   *core.Broker
+	set      *placementSettings
+	log      *slog.Logger
+	self     string
+	held     map[string]claims.Claim // touched by the loop goroutine only
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+	started  bool
+
+	mu     sync.Mutex
+	owners map[string]claims.Owner // the last read of the table
+
+	metrics *placementMetrics
+}
+
+func newPlacer(store *claims.Store, broker *core.Broker, set *placementSettings, log *slog.Logger) *placer {
+	return &placer{store: store, broker: broker, set: set, log: log, self: set.claims.Broker,
+		held: map[string]claims.Claim{}, stop: make(chan struct{}), done: make(chan struct{}), owners: map[string]claims.Owner{},
+		metrics: newPlacementMetrics()}
+}
+
+// start runs the loop; its first step runs at once.
+func (p *placer) start() {
+	p.started = true
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(p.set.renewEvery)
+		defer t.Stop()
+		for {
+			p.step()
+			select {
+			case <-t.C:
+			case <-p.stop:
+				return
+			}
+		}
+	}()
+}
+
+// close stops the loop, then gives every held family up (a planned move:
+// the core drops it, then the claim is released) and leaves the broker
+// table, so that other brokers take the families at once.
+func (p *placer) close() {
+	p.stopOnce.Do(func() { close(p.stop) })
+	if p.started {
+		<-p.done
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for fam, c := range p.held {
+		p.giveUp(ctx, fam, c)
+	}
+	if err := p.store.Leave(ctx); err != nil {
+		p.log.Warn("placement: leaving the broker table failed", "err", err)
+	}
+	p.store.Close()
+}
+
+// Owner implements handlers.Directory.
+func (p *placer) Owner(family string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	o, ok := p.owners[family]
+	if !ok || !o.Live || o.Broker == p.self || !time.Now().Before(o.Until) {
+		return "", false
+	}
+	return o.Addr, true
+}
+
+// step is one round, bounded by renewEvery.
+func (p *placer) step() {
+	ctx, cancel := context.WithTimeout(context.Background(), p.set.renewEvery)
+	defer cancel()
+	// Renewals first: they are what keeps the families served.
+	for _, fam := range sortedKeys(p.held) {
+		p.renew(ctx, fam)
+	}
+	if err := p.store.Heartbeat(ctx); err != nil {
+		p.log.Warn("placement: heartbeat failed", "err", err)
+		return
+	}
+	live, err := p.store.LiveBrokers(ctx)
+	if err != nil {
+		p.log.Warn("placement: reading the live brokers failed", "err", err)
+		return
+	}
+	owners, err := p.store.Owners(ctx)
+	if err != nil {
+		p.log.Warn("placement: reading the claims failed", "err", err)
+		return
+	}
+	p.mu.Lock()
+	p.owners = owners
+	p.mu.Unlock()
+	for _, fam := range p.set.families {
+		want := desiredOwner(fam, live, p.set.pinned[fam])
+		c, holding := p.held[fam]
+		switch {
+		case holding && want != p.self && want != "":
+			p.giveUp(ctx, fam, c)
+		case !holding && want == p.self && !owners[fam].Live:
+			p.acquire(ctx, fam)
+		}
+	}
+}
+
+// renew renews fam's claim (rebasing it when the core asks) and moves the
+// serving deadline. A failed renewal changes nothing: the deadline stands.
+func (p *placer) renew(ctx context.Context, fam string) {
+	c := p.held[fam]
+	pl, err := p.broker.Placement(ctx, fam)
+	if err != nil {
+		return
+	}
+	if !pl.Serving {
+		// The deadline passed (or the core dropped the family): the claim
+		// may be live still, but this broker stopped; give it up so that
+		// the next acquisition starts a new epoch.
+		p.log.Warn("placement: serving deadline passed before a renewal", "family", fam)
+		p.metrics.fenced.Inc()
+		p.giveUp(ctx, fam, c)
+		return
+	}
+	var next claims.Claim
+	start := time.Now()
+	if pl.Changes >= core.RebaseAt {
+		next, err = p.store.Rebase(ctx, c)
+	} else {
+		next, err = p.store.Renew(ctx, c)
+	}
+	switch {
+	case errors.Is(err, claims.ErrLost):
+		p.log.Warn("placement: claim lost", "family", fam)
+		p.metrics.lost.Inc()
+		_ = p.broker.Unserve(context.Background(), fam)
+		delete(p.held, fam)
+		p.metrics.held.Store(int64(len(p.held)))
+		return
+	case err != nil:
+		p.log.Warn("placement: renewal failed", "family", fam, "err", err)
+		p.metrics.renewFailed.Inc()
+		return
+	}
+	p.metrics.renew.Observe(time.Since(start).Seconds())
+	p.held[fam] = next
+	if err := p.broker.Serve(context.Background(), fam, next.Epoch, next.Deadline()); err != nil {
+		p.log.Warn("placement: the core refused a renewed claim", "family", fam, "err", err)
+		p.giveUp(ctx, fam, next)
+	}
+}
+
+// acquire takes fam and starts serving it.
+func (p *placer) acquire(ctx context.Context, fam string) {
+	c, err := p.store.Acquire(ctx, fam)
+	if err != nil {
+		if !errors.Is(err, claims.ErrHeld) {
+			p.log.Warn("placement: acquiring a family failed", "family", fam, "err", err)
+		}
+		return
+	}
+	if err := p.broker.Serve(context.Background(), fam, c.Epoch, c.Deadline()); err != nil {
+		p.log.Warn("placement: the core refused a new claim", "family", fam, "err", err)
+		_ = p.store.Release(ctx, c)
+		return
+	}
+	p.held[fam] = c
+	p.metrics.held.Store(int64(len(p.held)))
+	p.metrics.takeovers.Inc()
+	p.log.Info("placement: serving family", "family", fam, "epoch", c.Epoch)
+}
+
+// giveUp stops serving fam, then releases its claim: in that order, so the
+// release attests that this broker stopped.
+func (p *placer) giveUp(ctx context.Context, fam string, c claims.Claim) {
+	if err := p.broker.Unserve(context.Background(), fam); err != nil {
+		return // the actor is gone: the claim expires on its own
+	}
+	delete(p.held, fam)
+	p.metrics.held.Store(int64(len(p.held)))
+	p.metrics.releases.Inc()
+	if err := p.store.Release(ctx, c); err != nil {
+		p.log.Warn("placement: releasing a claim failed; it expires on its own", "family", fam, "err", err)
+		return
+	}
+	p.log.Info("placement: gave family up", "family", fam, "epoch", c.Epoch)
+}
+
+// desiredOwner is the broker that should serve fam: its pinned broker when
+// that one is live, otherwise the live broker with the highest rendezvous
+// hash of (family, broker). "" when no broker is live.
+func desiredOwner(fam string, live []string, pinned string) string {
+	if pinned != "" && slices.Contains(live, pinned) {
+		return pinned
+	}
+	best, bestScore := "", uint64(0)
+	for _, b := range live {
+		h := sha256.Sum256([]byte(fam + "\x00" + b))
+		if s := binary.BigEndian.Uint64(h[:8]); best == "" || s > bestScore {
+			best, bestScore = b, s
+		}
+	}
+	return best
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

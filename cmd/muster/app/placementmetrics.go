@@ -1,0 +1,51 @@
+package app
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// placementMetrics are the placement loop's instruments
+// (docs/operations.md, Metrics).
+type placementMetrics struct {
+	held        atomic.Int64
+	renew       prometheus.Histogram
+	renewFailed prometheus.Counter
+	takeovers   prometheus.Counter
+	releases    prometheus.Counter
+	fenced      prometheus.Counter
+	lost        prometheus.Counter
+}
+
+func newPlacementMetrics() *placementMetrics {
+	return &placementMetrics{
+		renew: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "muster_placement_renew_seconds",
+			Help:    "Latency of claim renewals that succeeded.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+		renewFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_placement_renew_failures_total",
+			Help: "Claim renewals that failed or did not answer in time (the claim stands until its deadline)."}),
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_placement_takeovers_total",
+			Help: "Families this broker acquired (a start, a planned move or a failover)."}),
+		releases: prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_placement_releases_total",
+			Help: "Families this broker gave up (planned moves, shutdown)."}),
+		fenced: prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_placement_fenced_total",
+			Help: "Families this broker stopped serving at their deadline because no renewal came in time."}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_placement_lost_total",
+			Help: "Claims found taken or expired at renewal."}),
+	}
+}
+
+// register adds the instruments to reg.
+func (m *placementMetrics) register(reg prometheus.Registerer) error {
+	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muster_placement_claims",
+		Help: "Families whose claim this broker holds."}, func() float64 { return float64(m.held.Load()) })
+	for _, c := range []prometheus.Collector{held, m.renew, m.renewFailed, m.takeovers, m.releases, m.fenced, m.lost} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/musterhq/muster"
+)
+
+// Directory says which broker serves a family in a multi-broker deployment
+// (docs/placement.md). The placement loop at the edge implements it from the
+// claims it reads; it must answer without blocking.
+type Directory interface {
+	// Owner is the base URL of the broker that serves family now, and false
+	// when no broker does (a failover is in progress) or when the answer
+	// would be this broker itself (its claim is being taken or given up).
+	Owner(family string) (addr string, ok bool)
+}
+
+// misdirectedProblem is the problem body of wrong_broker: the owner's base URL.
+type misdirectedProblem struct {
+	problem
+	Owner string `json:"owner"`
+}
+
+// writeMisdirected answers a request for a family this broker does not
+// serve: 421 wrong_broker naming the owner, or 503 family_unavailable with
+// Retry-After when no broker serves it now.
+func (s *Server) writeMisdirected(w http.ResponseWriter, family string) {
+	var addr string
+	ok := false
+	if s.directory != nil {
+		addr, ok = s.directory.Owner(family)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	if !ok {
+		h.Set("Retry-After", "1")
+		code := muster.CodeFamilyUnavailable
+		w.WriteHeader(httpStatus(code))
+		_ = json.NewEncoder(w).Encode(problem{Type: "about:blank", Title: http.StatusText(httpStatus(code)),
+			Status: httpStatus(code), Code: code, Detail: "no broker serves the family right now: retry shortly"})
+		return
+	}
+	code := muster.CodeWrongBroker
+	w.WriteHeader(httpStatus(code))
+	_ = json.NewEncoder(w).Encode(misdirectedProblem{
+		problem: problem{Type: "about:blank", Title: http.StatusText(httpStatus(code)), Status: httpStatus(code),
+			Code: code, Detail: "another broker serves the family: send the request to owner"},
+		Owner: addr,
+	})
+}
+
+// writeError is the package's writeError, except that a core refusal of a
+// family this broker does not serve becomes the placement answer.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *muster.Error
+	if errors.As(err, &e) && e.Code == muster.CodeWrongBroker {
+		if c := callerFrom(r.Context()); c != nil {
+			s.writeMisdirected(w, c.Family)
+			return
+		}
+	}
+	writeError(s.log, w, r, err)
+}

@@ -1,0 +1,61 @@
+package placement
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestFailoverWithDefaults measures kill -9 failover with the broker's
+// default timing (claim TTL 6 s, renewal every 2 s, margin 1 s): the time
+// from the kill to the first grant on another broker, over several rounds,
+// while workers keep acquiring. Long: it runs only with
+// MUSTER_PLACEMENT_LONG=1 (figures in BENCHMARKS.md).
+func TestFailoverWithDefaults(t *testing.T) {
+	if os.Getenv("MUSTER_PLACEMENT_LONG") == "" {
+		t.Skip("long: set MUSTER_PLACEMENT_LONG=1 to measure failover with the default timing")
+	}
+	const rounds = 5
+	c := newClusterTimed(t, defaults, 3, "acme")
+	live := slices.Clone(c.brokers)
+	var took []time.Duration
+	for round := range rounds {
+		old := c.waitSettled("acme", live, 30*time.Second)
+		s, _, err := newSession(old.url, "acme")
+		if err != nil || s == "" {
+			t.Fatalf("round %d: session on the owner failed", round)
+		}
+		before, _, _ := acquire(old.url, "acme", s, "job")
+		killed := time.Now()
+		old.kill9(t)
+		live = without(live, old)
+		var after uint64
+		for after == 0 {
+			if time.Since(killed) > 15*time.Second {
+				t.Fatalf("round %d: no grant 15 s after kill -9", round)
+			}
+			for _, b := range live {
+				if s, _, err := newSession(b.url, "acme"); err == nil && s != "" {
+					after, _, _ = acquire(b.url, "acme", s, "job")
+					break
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		d := time.Since(killed)
+		took = append(took, d)
+		if after <= before {
+			t.Fatalf("round %d: token %d after failover, %d before", round, after, before)
+		}
+		t.Logf("round %d: served again %v after kill -9", round, d.Round(time.Millisecond))
+		live = append(live, c.start(fmt.Sprintf("r%d", round)))
+	}
+	slices.Sort(took)
+	t.Logf("kill -9 failover with defaults over %d rounds: min %v, median %v, max %v (bound ttl+margin+renew_every = 9s)",
+		rounds, took[0].Round(time.Millisecond), took[rounds/2].Round(time.Millisecond), took[rounds-1].Round(time.Millisecond))
+	if took[rounds-1] > 10*time.Second {
+		t.Fatalf("failover took up to %v, target 10 s", took[rounds-1])
+	}
+}

@@ -1,0 +1,297 @@
+package placement
+
+import (
+	"bufio"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Three brokers, six families: each family settles on exactly one broker,
+// the others send its clients there, and the families are spread.
+func TestEachFamilyServedOnce(t *testing.T) {
+	fams := []string{"acme", "beta", "gamma", "delta", "eps", "zeta"}
+	c := newCluster(t, 3, fams...)
+	// The first broker up takes every family; the others' arrival moves
+	// some to them (planned moves). Wait for the spread to settle.
+	var used map[string]int
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		used = map[string]int{}
+		for _, fam := range fams {
+			o := c.waitOwner(fam, c.brokers, 15*time.Second)
+			used[o.id]++
+		}
+		if len(used) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("six families on %d broker(s) of three: %v", len(used), used)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("spread: %v", used)
+	// The claims gauge of the brokers adds up to the families.
+	total := 0.0
+	for _, b := range c.brokers {
+		total += metric(t, b, "muster_placement_claims")
+	}
+	if total != float64(len(fams)) {
+		t.Fatalf("muster_placement_claims adds up to %v over the brokers, want %d", total, len(fams))
+	}
+	// A fleet operation (the shared desired set) is answered by every broker.
+	for _, b := range c.brokers {
+		a, err := call(b.url, "acme", "GET", "/v1/fleets/app/specs", nil)
+		if err != nil || a.status != 200 {
+			t.Fatalf("fleet read on %s: %d %v", b.id, a.status, err)
+		}
+	}
+}
+
+// kill -9 of the owner: another broker serves the family within
+// claim TTL + margin + one loop period, as a new epoch whose fencing tokens
+// are above every token the dead owner issued.
+func TestKillNineFailover(t *testing.T) {
+	c := newCluster(t, 3, "acme")
+	old := c.waitSettled("acme", c.brokers, 15*time.Second)
+	sess, a, err := newSession(old.url, "acme")
+	if err != nil || sess == "" {
+		t.Fatalf("session on the owner: %d %v", a.status, err)
+	}
+	var maxTok uint64
+	for i := range 20 {
+		tok, a, err := acquire(old.url, "acme", sess, "res"+string(rune('a'+i)))
+		if err != nil || tok == 0 {
+			t.Fatalf("acquire on the owner: %d %v %v", a.status, a.body, err)
+		}
+		maxTok = max(maxTok, tok)
+	}
+	if maxTok < 1<<32 {
+		t.Fatalf("a placed family's token %d lacks its epoch in the high bits", maxTok)
+	}
+
+	killed := time.Now()
+	old.kill9(t)
+	rest := without(c.brokers, old)
+	var next *broker
+	var took time.Duration
+	for next == nil {
+		if took = time.Since(killed); took > 10*time.Second {
+			t.Fatalf("no broker serves the family %v after kill -9", took)
+		}
+		for _, b := range rest {
+			if s, a, err := newSession(b.url, "acme"); err == nil && s != "" {
+				next, sess = b, s
+				break
+			} else if err == nil && a.status != 421 && a.status != 503 {
+				t.Fatalf("%s answered %d %v during the failover", b.id, a.status, a.body)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	bound := claimTTL + margin + renewEvery + time.Second
+	t.Logf("failover after kill -9: %v (bound %v)", took, bound)
+	if took > bound {
+		t.Fatalf("failover took %v, want at most %v", took, bound)
+	}
+	tok, a, err := acquire(next.url, "acme", sess, "resa")
+	if err != nil || tok == 0 {
+		t.Fatalf("acquire on the new owner: %d %v %v", a.status, a.body, err)
+	}
+	if tok <= maxTok {
+		t.Fatalf("token after failover %d is not above the dead owner's %d", tok, maxTok)
+	}
+	if o := c.waitOwner("acme", rest, 5*time.Second); o != next {
+		t.Fatalf("owner settled on %s, want %s", o.id, next.id)
+	}
+}
+
+// grant is one successful acquisition seen by the test.
+type grant struct {
+	broker string
+	at     time.Time
+	token  uint64
+}
+
+// A broker cut from PostgreSQL while its clients still reach it stops
+// granting within the claim TTL; the family's next grant, on another
+// broker, comes after its last one, with a higher token.
+func TestCutBrokerStopsBeforeTakeover(t *testing.T) {
+	c := newCluster(t, 2, "acme")
+	a := c.waitSettled("acme", c.brokers, 15*time.Second)
+	other := without(c.brokers, a)[0]
+
+	var history []grant
+	// hammer grants one route at a time on every broker: acquire, then end
+	// the session (releasing it), over and over.
+	try := func(b *broker) {
+		s, _, err := newSession(b.url, "acme")
+		if err != nil || s == "" {
+			return
+		}
+		tok, _, err := acquire(b.url, "acme", s, "hot")
+		if err == nil && tok != 0 {
+			history = append(history, grant{b.id, time.Now(), tok})
+		}
+		_, _ = call(b.url, "acme", "DELETE", "/v1/sessions/"+s, nil)
+	}
+	for range 5 {
+		try(a)
+	}
+	// A holder and a waiter on the broker about to be cut: the waiter must
+	// be answered (not granted) by the deadline.
+	holder, _, _ := newSession(a.url, "acme")
+	if tok, ans, err := acquire(a.url, "acme", holder, "held"); err != nil || tok == 0 {
+		t.Fatalf("holder: %d %v", ans.status, err)
+	}
+	waiter, _, _ := newSession(a.url, "acme")
+	type waited struct {
+		a  answer
+		at time.Time
+	}
+	waitDone := make(chan waited, 1)
+	go func() {
+		ans, _ := call(a.url, "acme", "POST", "/v1/leases/r/a/held/acquire", map[string]any{"session_id": waiter, "ttl_ms": 30000, "wait_ms": 30000})
+		waitDone <- waited{ans, time.Now()}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cut := time.Now()
+	a.proxy.Cut()
+	var aRefused time.Time
+	for time.Since(cut) < claimTTL+margin+5*time.Second {
+		try(a)
+		try(other)
+		if aRefused.IsZero() {
+			if _, ans, err := newSession(a.url, "acme"); err == nil && ans.status != 201 {
+				aRefused = time.Now()
+				if ans.status != 503 || ans.code() != "family_unavailable" || ans.header.Get("Retry-After") == "" {
+					t.Errorf("the cut broker answered %d %v, want 503 family_unavailable with Retry-After", ans.status, ans.body)
+				}
+			}
+		}
+		if n := len(history); n > 0 && history[n-1].broker == other.id && !aRefused.IsZero() {
+			break
+		}
+	}
+	if aRefused.IsZero() {
+		t.Fatal("the cut broker never stopped serving the family")
+	}
+	if d := aRefused.Sub(cut); d > claimTTL {
+		t.Fatalf("the cut broker stopped %v after the cut, want within the claim TTL %v", d, claimTTL)
+	}
+	select {
+	case w := <-waitDone:
+		if w.a.status != 503 || w.a.code() != "family_unavailable" || w.at.Sub(cut) > claimTTL {
+			t.Fatalf("the waiter on the cut broker: %d %v after %v", w.a.status, w.a.body, w.at.Sub(cut))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter on the cut broker was never answered")
+	}
+	sort.SliceStable(history, func(i, j int) bool { return history[i].at.Before(history[j].at) })
+	var lastA, firstB grant
+	for _, g := range history {
+		if g.broker == a.id {
+			lastA = g
+		} else if firstB.broker == "" {
+			firstB = g
+		}
+	}
+	if firstB.broker == "" {
+		t.Fatalf("no broker took over within the test; history %+v", history)
+	}
+	if !lastA.at.Before(firstB.at) || lastA.token >= firstB.token {
+		t.Fatalf("overlap: cut broker's last grant %+v, takeover's first %+v", lastA, firstB)
+	}
+	for _, g := range history {
+		if g.broker == a.id && g.at.After(firstB.at) {
+			t.Fatalf("the cut broker granted at %v, after the takeover's first grant at %v", g.at, firstB.at)
+		}
+	}
+	t.Logf("cut at 0; cut broker refused at %v; takeover's first grant at %v", aRefused.Sub(cut), firstB.at.Sub(cut))
+
+	// Healed, the brokers agree on one owner again (the cut broker may get
+	// the family back by a planned move: it is its desired owner).
+	a.proxy.Heal()
+	o := c.waitOwner("acme", c.brokers, 10*time.Second)
+	t.Logf("after the heal the family is on %s", o.id)
+}
+
+// SIGTERM is a planned move: the family is released, not left to expire,
+// so another broker serves it within about one loop period.
+func TestShutdownHandsOver(t *testing.T) {
+	c := newCluster(t, 2, "acme")
+	old := c.waitSettled("acme", c.brokers, 15*time.Second)
+	rest := without(c.brokers, old)
+	start := time.Now()
+	old.term(t)
+	o := c.waitOwner("acme", rest, 10*time.Second)
+	took := time.Since(start)
+	t.Logf("handover after SIGTERM: %v", took)
+	if took >= claimTTL+margin {
+		t.Fatalf("handover took %v: the claim expired instead of being released", took)
+	}
+	_ = o
+}
+
+// A PostgreSQL restart longer than the claim TTL: every broker stops
+// serving (family_unavailable) by its deadline; once the server is back the
+// family is served again, as a new epoch with higher tokens.
+func TestPostgresRestart(t *testing.T) {
+	pg := startPrivatePG(t)
+	c := newClusterOn(t, pg.url, 2, "acme")
+	old := c.waitSettled("acme", c.brokers, 15*time.Second)
+	s, a, err := newSession(old.url, "acme")
+	if err != nil || s == "" {
+		t.Fatalf("session: %d %v", a.status, err)
+	}
+	before, a, err := acquire(old.url, "acme", s, "job")
+	if err != nil || before == 0 {
+		t.Fatalf("acquire: %d %v", a.status, err)
+	}
+
+	stopped := time.Now()
+	pg.stop()
+	// By the deadline (at most the claim TTL after the stop) nobody serves.
+	time.Sleep(time.Until(stopped.Add(claimTTL)))
+	for _, b := range c.brokers {
+		if _, a, err := newSession(b.url, "acme"); err != nil || a.status != 503 || a.code() != "family_unavailable" {
+			t.Fatalf("%s with PostgreSQL down for the claim TTL: %d %v %v", b.id, a.status, a.body, err)
+		}
+	}
+	pg.start()
+	back := time.Now()
+	o := c.waitSettled("acme", c.brokers, 15*time.Second)
+	t.Logf("served again %v after PostgreSQL came back", time.Since(back))
+	s, a, err = newSession(o.url, "acme")
+	if err != nil || s == "" {
+		t.Fatalf("session after the restart: %d %v", a.status, err)
+	}
+	after, a, err := acquire(o.url, "acme", s, "job")
+	if err != nil || after <= before {
+		t.Fatalf("token after the restart %d (%d %v), before %d", after, a.status, err, before)
+	}
+}
+
+// metric reads one unlabelled sample from b's /metrics.
+func metric(t *testing.T, b *broker, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(b.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("%s has no sample %s", b.id, name)
+	return 0
+}
