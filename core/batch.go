@@ -113,7 +113,7 @@ func (b *Broker) Batch(ctx context.Context, fam string, id SessionID, ops []Batc
 		res []BatchResult
 		rev uint64
 	}
-	a, err := call(ctx, b, func(s *State, now time.Time) (answer, error) {
+	a, err := callFam(ctx, b, fam, func(s *State, now time.Time) (answer, error) {
 		res, err := s.Batch(now, fam, id, ops)
 		return answer{res, s.Revision()}, err
 	})

@@ -31,12 +31,12 @@ func (s *Server) batchHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := decodeBatch(data, s.batchLimits)
 	if err != nil {
-		writeError(s.log, w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	_, res, rev, err := s.applyBatch(r.Context(), req.Session, req.Ops)
 	if err != nil {
-		writeError(s.log, w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	data = appendBatchAnswer(data[:0], req.Ops, res, rev)

@@ -51,7 +51,7 @@ func (rt routes) AcquireLease(w http.ResponseWriter, r *http.Request, realm api.
 	}
 	resp, err := rt.s.AcquireLease(r.Context(), api.AcquireLeaseRequestObject{Realm: realm, Area: area, Resource: resource, Body: body})
 	if err != nil {
-		writeError(rt.s.log, w, r, err)
+		rt.s.writeError(w, r, err)
 		return
 	}
 	if l, ok := resp.(api.AcquireLease200JSONResponse); ok {
@@ -59,7 +59,7 @@ func (rt routes) AcquireLease(w http.ResponseWriter, r *http.Request, realm api.
 		return
 	}
 	if err := resp.VisitAcquireLeaseResponse(w); err != nil {
-		writeError(rt.s.log, w, r, err)
+		rt.s.writeError(w, r, err)
 	}
 }
 
@@ -71,7 +71,7 @@ func (rt routes) ExtendLease(w http.ResponseWriter, r *http.Request, realm api.R
 	}
 	resp, err := rt.s.ExtendLease(r.Context(), api.ExtendLeaseRequestObject{Realm: realm, Area: area, Resource: resource, Body: body})
 	if err != nil {
-		writeError(rt.s.log, w, r, err)
+		rt.s.writeError(w, r, err)
 		return
 	}
 	if l, ok := resp.(api.ExtendLease200JSONResponse); ok {
@@ -79,7 +79,7 @@ func (rt routes) ExtendLease(w http.ResponseWriter, r *http.Request, realm api.R
 		return
 	}
 	if err := resp.VisitExtendLeaseResponse(w); err != nil {
-		writeError(rt.s.log, w, r, err)
+		rt.s.writeError(w, r, err)
 	}
 }
 
@@ -91,11 +91,11 @@ func (rt routes) ReleaseLease(w http.ResponseWriter, r *http.Request, realm api.
 	}
 	resp, err := rt.s.ReleaseLease(r.Context(), api.ReleaseLeaseRequestObject{Realm: realm, Area: area, Resource: resource, Body: body})
 	if err != nil {
-		writeError(rt.s.log, w, r, err)
+		rt.s.writeError(w, r, err)
 		return
 	}
 	if err := resp.VisitReleaseLeaseResponse(w); err != nil {
-		writeError(rt.s.log, w, r, err)
+		rt.s.writeError(w, r, err)
 	}
 }
 
@@ -115,7 +115,7 @@ func writeLease(s *Server, w http.ResponseWriter, r *http.Request, l *api.Lease)
 	if !ok {
 		var err error
 		if b, err = json.Marshal(l); err != nil {
-			writeError(s.log, w, r, err)
+			s.writeError(w, r, err)
 			return
 		}
 		b = append(b, '\n')
@@ -124,7 +124,7 @@ func writeLease(s *Server, w http.ResponseWriter, r *http.Request, l *api.Lease)
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
 	if _, err := w.Write(b); err != nil {
-		writeError(s.log, w, r, err)
+		s.writeError(w, r, err)
 	}
 }
 
