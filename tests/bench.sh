@@ -38,3 +38,6 @@ run ./tests/load 'Streams1000|IdleStreamMemory' 20x
 # Issue 6: the desired set.
 run ./fleetstore 'Register|Sweep|Desired|Plan' 1s
 run ./tests/load 'HTTPGap' 20x
+# Issue 19: peers (ceiling, Muster, etcd, Redis) in one run, and the watch side;
+# installs redis-server and etcd-server when absent, prints the tables.
+bash tests/peers/bench.sh | tee -a "$out"
