@@ -29,12 +29,15 @@ type system struct {
 	open  func(testing.TB) leaser      // one key per round trip
 	batch func(testing.TB) batchLeaser // or batchSize keys per round trip
 	half  bool                         // also paced at half its peak (open loop)
+	// broker, when set, is the base URL whose latency histogram gives the
+	// broker's own acquire p99 at half peak, beside the client's.
+	broker func(testing.TB) string
 }
 
 // systems are the rows, in the order they run in each round.
 var systems = []system{
 	{name: "ceiling", open: func(tb testing.TB) leaser { return openHTTP(tb, ceilingURL(tb)) }},
-	{name: "muster", open: func(tb testing.TB) leaser { return openHTTP(tb, musterURL(tb)) }, half: true},
+	{name: "muster", open: func(tb testing.TB) leaser { return openHTTP(tb, musterURL(tb)) }, half: true, broker: musterURL},
 	{name: "etcd", open: func(tb testing.TB) leaser { return openEtcd(tb) }, half: true},
 	{name: "redis", open: func(tb testing.TB) leaser { return openRedis(tb) }, half: true},
 	{name: "redis-pipe64", batch: func(tb testing.TB) batchLeaser { return openRedis(tb) }},
@@ -187,6 +190,14 @@ func half(b *testing.B, s system, r int) {
 		b.Skip("needs the peak row of the same system first")
 	}
 	op := pairOp(b, s, r)
+	var before map[float64]float64
+	if s.broker != nil {
+		before = brokerBuckets(b, s.broker(b), acquireRoute)
+	}
 	load.Paced(b, clients, rate, op)
 	b.ReportMetric(float64(perOp(s))*rate, "paced-pairs/s")
+	if s.broker != nil {
+		after := brokerBuckets(b, s.broker(b), acquireRoute)
+		b.ReportMetric(brokerQuantile(before, after, 0.99), "broker-acq-p99-le-µs")
+	}
 }

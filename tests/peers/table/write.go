@@ -31,6 +31,9 @@ func write(w io.Writer, runs []run) {
 			halfLat := "—"
 			if h := pairs.by[s+"-half"]; len(h) > 0 {
 				halfLat = ms(values(h, "first-p50-µs")) + " / " + ms(values(h, "first-p99-µs"))
+				if v := values(h, "broker-acq-p99-le-µs"); len(v) > 0 {
+					halfLat += " (broker's own p99 ≤ " + ms(v) + ")"
+				}
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", s,
 				kilo(values(rs, "pairs/s")), kilo(values(rs, "ops/s")), ofCeiling,
