@@ -102,6 +102,10 @@ func ratio(a, b []run, unit string) []float64 {
 
 // rng formats min–max (one value when they print the same); "—" for none.
 func rng(vs []float64, format string) string {
+	return rngWith(vs, func(v float64) string { return fmt.Sprintf(format, v) })
+}
+
+func rngWith(vs []float64, f func(float64) string) string {
 	if len(vs) == 0 {
 		return "—"
 	}
@@ -109,7 +113,7 @@ func rng(vs []float64, format string) string {
 	for _, v := range vs {
 		lo, hi = min(lo, v), max(hi, v)
 	}
-	a, b := fmt.Sprintf(format, lo), fmt.Sprintf(format, hi)
+	a, b := f(lo), f(hi)
 	if a == b {
 		return a
 	}
@@ -127,28 +131,20 @@ func kilo(vs []float64) string {
 	return rng(k, "%.1f") + " k"
 }
 
-// ms formats microsecond values as milliseconds.
+// ms formats microsecond values as milliseconds, two significant digits
+// or more.
 func ms(vs []float64) string {
-	m := make([]float64, len(vs))
-	for i, v := range vs {
-		m[i] = v / 1000
-	}
-	if len(m) == 0 {
+	if len(vs) == 0 {
 		return "—"
 	}
-	f := "%.2f"
-	if slicesMax(m) >= 10 {
-		f = "%.0f"
-	} else if slicesMax(m) >= 1 {
-		f = "%.1f"
-	}
-	return rng(m, f) + " ms"
-}
-
-func slicesMax(vs []float64) float64 {
-	m := math.Inf(-1)
-	for _, v := range vs {
-		m = max(m, v)
-	}
-	return m
+	return rngWith(vs, func(us float64) string {
+		switch m := us / 1000; {
+		case m >= 10:
+			return fmt.Sprintf("%.0f", m)
+		case m >= 1:
+			return fmt.Sprintf("%.1f", m)
+		default:
+			return fmt.Sprintf("%.2f", m)
+		}
+	}) + " ms"
 }
