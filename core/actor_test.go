@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/musterhq/muster"
 )
 
 func TestMain(m *testing.M) {
@@ -50,7 +52,7 @@ func TestBrokerClosed(t *testing.T) {
 	b.Close()
 	b.Close()
 	_, err := b.CreateSession(context.Background(), sid(1), "acme", "w", time.Second)
-	if ErrorCode(err) != CodeUnavailable {
+	if muster.ErrorCode(err) != muster.CodeUnavailable {
 		t.Fatalf("after close: %v", err)
 	}
 }

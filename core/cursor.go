@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+
+	"github.com/musterhq/muster"
 )
 
 // Cursor is the position of a LIST page inside one snapshot, bound to the
@@ -76,8 +78,8 @@ func appendString(b []byte, s string) []byte {
 }
 
 var (
-	errCursorInvalid = Errorf(CodeInvalidCursor, "the cursor is malformed or was not issued for this request")
-	errCursorEpoch   = Errorf(CodeEpochChanged, "the cursor belongs to an earlier broker lifetime: start again from the first page")
+	errCursorInvalid = muster.Errorf(muster.CodeInvalidCursor, "the cursor is malformed or was not issued for this request")
+	errCursorEpoch   = muster.Errorf(muster.CodeEpochChanged, "the cursor belongs to an earlier broker lifetime: start again from the first page")
 )
 
 // Decode checks s, in this order: malformed or forged → invalid_cursor;

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/musterhq/muster"
 )
 
 func TestCursorRoundTripAndMisuse(t *testing.T) {
@@ -24,21 +26,21 @@ func TestCursorRoundTripAndMisuse(t *testing.T) {
 	tests := []struct {
 		name, cursor, fam, sel string
 		codec                  *CursorCodec
-		want                   Code
+		want                   muster.Code
 	}{
-		{"FlippedByte", base64.RawURLEncoding.EncodeToString(flipped), "acme", c.Selector, k, CodeInvalidCursor},
-		{"Truncated", s[:len(s)-3], "acme", c.Selector, k, CodeInvalidCursor},
-		{"NotBase64", "!!!", "acme", c.Selector, k, CodeInvalidCursor},
-		{"Empty", "", "acme", c.Selector, k, CodeInvalidCursor},
-		{"OtherSelector", s, "acme", "lease://acme/**", k, CodeInvalidCursor},
-		{"OtherFamily", s, "beta", c.Selector, k, CodeInvalidCursor},
-		{"LaterEpoch", s, "acme", c.Selector, later, CodeEpochChanged},
-		{"OtherBroker", s, "acme", c.Selector, otherBroker, CodeInvalidCursor},
+		{"FlippedByte", base64.RawURLEncoding.EncodeToString(flipped), "acme", c.Selector, k, muster.CodeInvalidCursor},
+		{"Truncated", s[:len(s)-3], "acme", c.Selector, k, muster.CodeInvalidCursor},
+		{"NotBase64", "!!!", "acme", c.Selector, k, muster.CodeInvalidCursor},
+		{"Empty", "", "acme", c.Selector, k, muster.CodeInvalidCursor},
+		{"OtherSelector", s, "acme", "lease://acme/**", k, muster.CodeInvalidCursor},
+		{"OtherFamily", s, "beta", c.Selector, k, muster.CodeInvalidCursor},
+		{"LaterEpoch", s, "acme", c.Selector, later, muster.CodeEpochChanged},
+		{"OtherBroker", s, "acme", c.Selector, otherBroker, muster.CodeInvalidCursor},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.codec.Decode(tc.cursor, tc.fam, tc.sel)
-			if ErrorCode(err) != tc.want {
+			if muster.ErrorCode(err) != tc.want {
 				t.Fatalf("err = %v, want %s", err, tc.want)
 			}
 		})
@@ -53,7 +55,7 @@ func FuzzCursorDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		c, err := k.Decode(s, "f", "s")
 		if err != nil {
-			if code := ErrorCode(err); code != CodeInvalidCursor && code != CodeEpochChanged {
+			if code := muster.ErrorCode(err); code != muster.CodeInvalidCursor && code != muster.CodeEpochChanged {
 				t.Fatalf("untyped error %v", err)
 			}
 			return
@@ -78,7 +80,7 @@ func TestLongestCursorFitsTheBound(t *testing.T) {
 		t.Fatalf("cursor of %d characters %q, want at most %d of [A-Za-z0-9_-]", len(s), s, MaxCursorLen)
 	}
 	long := s + strings.Repeat("A", MaxCursorLen+1-len(s))
-	if _, err := k.Decode(long, "f", "lease://**"); ErrorCode(err) != CodeInvalidCursor {
+	if _, err := k.Decode(long, "f", "lease://**"); muster.ErrorCode(err) != muster.CodeInvalidCursor {
 		t.Fatalf("cursor of %d characters: %v, want invalid_cursor", len(long), err)
 	}
 }

@@ -1,6 +1,10 @@
 package core
 
-import "github.com/tidwall/btree"
+import (
+	"github.com/tidwall/btree"
+
+	"github.com/musterhq/muster"
+)
 
 // family is one tenant's lease universe inside the broker. Leases, queues
 // and the inventory index of two families never meet.
@@ -31,7 +35,7 @@ func (s *State) family(name string) *family {
 // assembled in a stack buffer, and indexing a map with string(bytes) does
 // not copy.
 func (f *family) lookup(r Route) *lease {
-	var buf [3*MaxSegmentLen + 2]byte
+	var buf [3*muster.MaxSegmentLen + 2]byte
 	b := append(buf[:0], r.Realm...)
 	b = append(b, '/')
 	b = append(b, r.Area...)

@@ -1,7 +1,10 @@
 package core
 
 import (
+	"fmt"
 	"strings"
+
+	"github.com/musterhq/muster"
 )
 
 // Access is a set of permissions. Write does not imply Read.
@@ -30,10 +33,6 @@ func (a Access) String() string {
 // FleetScheme prefixes the root pattern of a fleet grant.
 const FleetScheme = "fleet://"
 
-// MaxFleetDepth bounds the segments of a fleet root and of a fleet grant's
-// root pattern.
-const MaxFleetDepth = 8
-
 type grantScheme uint8
 
 const (
@@ -58,8 +57,8 @@ type Grant struct {
 	fleet  []string // schemeFleet: legal segments, "*" and "**"
 }
 
-// ParseGrant parses one grant string. A malformed one fails with an *Error
-// of code CodeInvalidRequest whose message never repeats the input.
+// ParseGrant parses one grant string. A malformed one fails with a *muster.Error
+// of code muster.CodeInvalidRequest whose message never repeats the input.
 func ParseGrant(s string) (Grant, error) {
 	i := strings.LastIndexByte(s, '#')
 	if i < 0 {
@@ -81,11 +80,11 @@ func ParseGrant(s string) (Grant, error) {
 	case strings.HasPrefix(pattern, LeaseScheme):
 		sel, err := ParseSelector(pattern)
 		if err != nil {
-			return Grant{}, grantError("lease pattern: " + err.(*Error).Message)
+			return Grant{}, grantError("lease pattern: " + err.(*muster.Error).Message)
 		}
 		g.scheme, g.lease = schemeLease, sel
 	case strings.HasPrefix(pattern, FleetScheme):
-		segs, msg := splitFleet(pattern[len(FleetScheme):], true)
+		segs, msg := splitFleetPattern(pattern[len(FleetScheme):])
 		if msg != "" {
 			return Grant{}, grantError("fleet pattern: " + msg)
 		}
@@ -97,7 +96,7 @@ func ParseGrant(s string) (Grant, error) {
 }
 
 func grantError(msg string) error {
-	return &Error{Code: CodeInvalidRequest, Message: "grant: " + msg}
+	return &muster.Error{Code: muster.CodeInvalidRequest, Message: "grant: " + msg}
 }
 
 // String is the original grant text.
@@ -118,8 +117,8 @@ func ParseGrants(ss []string) (Grants, error) {
 	for i, s := range ss {
 		g, err := ParseGrant(s)
 		if err != nil {
-			e := err.(*Error)
-			return nil, Errorf(e.Code, "grant %d: %s", i, strings.TrimPrefix(e.Message, "grant: "))
+			e := err.(*muster.Error)
+			return nil, muster.Errorf(e.Code, "grant %d: %s", i, strings.TrimPrefix(e.Message, "grant: "))
 		}
 		gs = append(gs, g)
 	}
@@ -154,10 +153,13 @@ func (g Grants) AllowsLease(sel Selector, a Access) bool {
 
 // AllowsFleet reports whether one fleet grant with every permission in a
 // matches the concrete root ("acme" or "acme/inst-7"). It is false for an
-// empty a and for a root that is not 1..MaxFleetDepth legal segments.
+// empty a and for a root that muster.ParseFleetRoot refuses.
 func (g Grants) AllowsFleet(root string, a Access) bool {
-	segs, msg := splitFleet(root, false)
-	if a == 0 || msg != "" {
+	if a == 0 {
+		return false
+	}
+	segs, err := muster.ParseFleetRoot(root)
+	if err != nil {
 		return false
 	}
 	for i := range g {
@@ -186,37 +188,27 @@ func (s Selector) Contains(t Selector) bool {
 	return true
 }
 
-// splitFleet splits a fleet root (or, with wild, a root pattern) into 1..
-// MaxFleetDepth segments. A legal segment is 1..MaxSegmentLen of a-z, 0-9,
-// "-" and "_"; a pattern may also use "*" and non-adjacent "**".
-func splitFleet(s string, wild bool) ([]string, string) {
-	if strings.Count(s, "/") >= MaxFleetDepth {
-		return nil, "more than 8 segments"
+// splitFleetPattern splits a fleet grant's root pattern into 1 to
+// muster.MaxFleetDepth segments, each "*", "**" or a root segment
+// (muster.FleetChars, at most muster.MaxSegmentLen), with no two "**" side
+// by side. A pattern is not a root: its whole length is not bounded by
+// muster.MaxFleetRootLen, and AllowsFleet matches it only against roots
+// muster.ParseFleetRoot accepts.
+func splitFleetPattern(s string) ([]string, string) {
+	if strings.Count(s, "/") >= muster.MaxFleetDepth {
+		return nil, fmt.Sprintf("more than %d segments", muster.MaxFleetDepth)
 	}
 	segs := strings.Split(s, "/")
 	for i, seg := range segs {
 		switch {
-		case wild && seg == "**" && i > 0 && segs[i-1] == "**":
+		case seg == "**" && i > 0 && segs[i-1] == "**":
 			return nil, "adjacent ** segments"
-		case wild && (seg == "*" || seg == "**"):
-		case !legalFleetSegment(seg):
-			return nil, "segments must be 1-128 of a-z, 0-9, - and _"
+		case seg == "*" || seg == "**":
+		case !muster.FleetChars(seg) || len(seg) > muster.MaxSegmentLen:
+			return nil, fmt.Sprintf("segments must be 1-%d of a-z, 0-9, - and _", muster.MaxSegmentLen)
 		}
 	}
 	return segs, ""
-}
-
-func legalFleetSegment(seg string) bool {
-	if seg == "" || len(seg) > MaxSegmentLen {
-		return false
-	}
-	for i := 0; i < len(seg); i++ {
-		b := seg[i]
-		if !('a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '-' || b == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 // globMatch reports whether pattern matches the concrete segments: "*" is one

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/musterhq/muster"
 )
 
 func mustParseGrants(tb testing.TB, ss ...string) Grants {
@@ -40,14 +42,14 @@ func TestParseGrant(t *testing.T) {
 		{"fleet://acme/#read", 0},
 		{"fleet://acme/**/**#read", 0},
 		{"fleet://acme.io#read", 0},
-		{"fleet://" + strings.Repeat("a/", MaxFleetDepth) + "a#read", 0},
+		{"fleet://" + strings.Repeat("a/", muster.MaxFleetDepth) + "a#read", 0},
 		{"#read", 0},
 		{"", 0},
 	} {
 		t.Run(tt.s, func(t *testing.T) {
 			g, err := ParseGrant(tt.s)
 			if tt.want == 0 {
-				assertSafeError(t, tt.s, err, CodeInvalidRequest)
+				assertSafeError(t, tt.s, err, muster.CodeInvalidRequest)
 				return
 			}
 			if err != nil {
@@ -62,7 +64,7 @@ func TestParseGrant(t *testing.T) {
 
 func TestParseGrants_ReportsPosition(t *testing.T) {
 	_, err := ParseGrants([]string{"lease://**#read", "lease://secret-realm#read"})
-	assertSafeError(t, "lease://secret-realm", err, CodeInvalidRequest)
+	assertSafeError(t, "lease://secret-realm", err, muster.CodeInvalidRequest)
 	if !strings.Contains(err.Error(), "grant 1:") {
 		t.Errorf("err = %v, want the position", err)
 	}
@@ -141,8 +143,11 @@ func TestGrants_AllowsFleet(t *testing.T) {
 		{"IllegalRoot", []string{"fleet://**#*"}, "Acme", Read, false},
 		{"EmptyRoot", []string{"fleet://**#*"}, "", Read, false},
 		{"WildRoot", []string{"fleet://**#*"}, "*", Read, false},
-		{"TooDeep", []string{"fleet://**#*"}, strings.Repeat("a/", MaxFleetDepth) + "a", Read, false},
-		{"MaxDepth", []string{"fleet://**#*"}, strings.Repeat("a/", MaxFleetDepth-1) + "a", Read, true},
+		{"TooDeep", []string{"fleet://**#*"}, strings.Repeat("a/", muster.MaxFleetDepth) + "a", Read, false},
+		{"MaxDepth", []string{"fleet://**#*"}, strings.Repeat("a/", muster.MaxFleetDepth-1) + "a", Read, true},
+		// Legal segments and depth, but longer than a root may be: no
+		// grant names what the store refuses.
+		{"TooLong", []string{"fleet://**#*"}, strings.Repeat(strings.Repeat("a", muster.MaxSegmentLen)+"/", 2) + "a", Read, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			gs := mustParseGrants(t, tt.grants...)
@@ -229,4 +234,23 @@ func BenchmarkAllowsLease(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzAllowsFleetIsParseFleetRoot: one rule for roots. The widest fleet
+// grant allows exactly the roots muster.ParseFleetRoot (the store's check)
+// accepts, so a grant never names a root the store refuses, nor the other
+// way round.
+func FuzzAllowsFleetIsParseFleetRoot(f *testing.F) {
+	for _, s := range []string{"monitors", "inst-7/monitors", "", "a//b", "A", "*", "**",
+		strings.Repeat("a/", muster.MaxFleetDepth) + "a", strings.Repeat("a", muster.MaxSegmentLen+1),
+		strings.Repeat(strings.Repeat("a", muster.MaxSegmentLen)+"/", 2) + "a"} {
+		f.Add(s)
+	}
+	everything := AllGrants()
+	f.Fuzz(func(t *testing.T, root string) {
+		_, err := muster.ParseFleetRoot(root)
+		if allowed := everything.AllowsFleet(root, ReadWrite); allowed != (err == nil) {
+			t.Fatalf("AllowsFleet(%q) = %v, ParseFleetRoot = %v", root, allowed, err)
+		}
+	})
 }

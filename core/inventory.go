@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/tidwall/btree"
+
+	"github.com/musterhq/muster"
 )
 
 // Inventory limits (design §6).
@@ -92,7 +94,7 @@ func (s *State) cloneHeld(fam string) *btree.BTreeG[*Item] {
 	return btree.NewBTreeGOptions(itemLess, btree.Options{NoLocks: true})
 }
 
-var errCursorExpired = Errorf(CodeCursorExpired, "the snapshot behind this cursor is gone (idle timeout or eviction): start again from the first page")
+var errCursorExpired = muster.Errorf(muster.CodeCursorExpired, "the snapshot behind this cursor is gone (idle timeout or eviction): start again from the first page")
 
 // ResumeSnapshot finds an open snapshot of the family and marks it used.
 func (s *State) ResumeSnapshot(now time.Time, id uint64, fam string) (*Snapshot, error) {

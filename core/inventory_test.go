@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/musterhq/muster"
 )
 
 // fillState holds one lease per route on session 1.
@@ -142,20 +144,20 @@ func TestSnapshotRetention(t *testing.T) {
 	a1 := s.OpenSnapshot(t0, "acme", "alice")
 	a2 := s.OpenSnapshot(t0, "acme", "alice")
 	a3 := s.OpenSnapshot(t0, "acme", "alice") // evicts a1: per-caller cap
-	if _, err := s.ResumeSnapshot(t0, a1.ID, "acme"); ErrorCode(err) != CodeCursorExpired {
+	if _, err := s.ResumeSnapshot(t0, a1.ID, "acme"); muster.ErrorCode(err) != muster.CodeCursorExpired {
 		t.Fatalf("a1 after per-caller eviction: %v", err)
 	}
 	s.ResumeSnapshot(t0, a2.ID, "acme") // a2 is now the most recent of alice
 	b1 := s.OpenSnapshot(t0, "acme", "bob")
 	s.OpenSnapshot(t0, "acme", "bob") // broker cap 3: evicts the LRU (a3)
-	if _, err := s.ResumeSnapshot(t0, a3.ID, "acme"); ErrorCode(err) != CodeCursorExpired {
+	if _, err := s.ResumeSnapshot(t0, a3.ID, "acme"); muster.ErrorCode(err) != muster.CodeCursorExpired {
 		t.Fatalf("a3 after broker-cap eviction: %v", err)
 	}
-	if _, err := s.ResumeSnapshot(t0, a2.ID, "beta"); ErrorCode(err) != CodeCursorExpired {
+	if _, err := s.ResumeSnapshot(t0, a2.ID, "beta"); muster.ErrorCode(err) != muster.CodeCursorExpired {
 		t.Fatalf("another family resumed a snapshot: %v", err)
 	}
 	// Idle timeout: b1 used at t0, not touched for more than a minute.
-	if _, err := s.ResumeSnapshot(t0.Add(time.Minute+time.Millisecond), b1.ID, "acme"); ErrorCode(err) != CodeCursorExpired {
+	if _, err := s.ResumeSnapshot(t0.Add(time.Minute+time.Millisecond), b1.ID, "acme"); muster.ErrorCode(err) != muster.CodeCursorExpired {
 		t.Fatalf("b1 after idle timeout: %v", err)
 	}
 	st := s.Stats()

@@ -1,6 +1,10 @@
 package core
 
-import "time"
+import (
+	"time"
+
+	"github.com/musterhq/muster"
+)
 
 // Lease bounds.
 const (
@@ -49,7 +53,7 @@ type LeaseStatus struct {
 
 func checkLeaseTTL(ttl time.Duration) error {
 	if ttl < MinLeaseTTL || ttl > MaxLeaseTTL {
-		return Errorf(CodeInvalidRequest, "ttl_ms must be %d..%d", MinLeaseTTL.Milliseconds(), MaxLeaseTTL.Milliseconds())
+		return muster.Errorf(muster.CodeInvalidRequest, "ttl_ms must be %d..%d", MinLeaseTTL.Milliseconds(), MaxLeaseTTL.Milliseconds())
 	}
 	return nil
 }
@@ -64,7 +68,7 @@ func (s *State) Acquire(now time.Time, fam string, id SessionID, r Route, ttl, w
 		return Holding{}, 0, err
 	}
 	if wait < 0 || wait > MaxWait {
-		return Holding{}, 0, Errorf(CodeInvalidRequest, "wait_ms must be 0..%d", MaxWait.Milliseconds())
+		return Holding{}, 0, muster.Errorf(muster.CodeInvalidRequest, "wait_ms must be 0..%d", MaxWait.Milliseconds())
 	}
 	ss, err := s.liveSession(now, fam, id)
 	if err != nil {
@@ -81,7 +85,7 @@ func (s *State) Acquire(now time.Time, fam string, id SessionID, r Route, ttl, w
 		return Holding{Item: l.item, Token: l.token, Outcome: OutcomeAlreadyHeld}, 0, nil
 	case wait == 0:
 		s.stats.AcquireHeld++
-		return Holding{}, 0, Errorf(CodeLeaseHeld, "the lease is held by another session")
+		return Holding{}, 0, muster.Errorf(muster.CodeLeaseHeld, "the lease is held by another session")
 	}
 	ticket, err := s.enqueue(now, f, r.Key(), ss, ttl, wait)
 	return Holding{}, ticket, err
@@ -119,10 +123,10 @@ func (s *State) holding(now time.Time, fam string, id SessionID, r Route, token 
 		return nil, nil
 	case l.holder != ss:
 		s.stats.Rejected++
-		return nil, Errorf(CodeNotOwner, "the lease is held by another session")
+		return nil, muster.Errorf(muster.CodeNotOwner, "the lease is held by another session")
 	case l.token != token:
 		s.stats.Rejected++
-		return nil, Errorf(CodeFenced, "the fencing token is not the current one")
+		return nil, muster.Errorf(muster.CodeFenced, "the fencing token is not the current one")
 	}
 	return l, nil
 }
@@ -139,7 +143,7 @@ func (s *State) Extend(now time.Time, fam string, id SessionID, r Route, token u
 		return Holding{}, err
 	}
 	if l == nil {
-		return Holding{}, Errorf(CodeLeaseExpired, "the lease is not held: it expired or was released")
+		return Holding{}, muster.Errorf(muster.CodeLeaseExpired, "the lease is not held: it expired or was released")
 	}
 	s.revision++
 	it := *l.item

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/musterhq/muster"
 )
 
 // leaseFixture drives a State with explicit time.
@@ -48,9 +50,9 @@ func (f *leaseFixture) events() []string {
 	return out
 }
 
-func wantCode(t *testing.T, err error, code Code) {
+func wantCode(t *testing.T, err error, code muster.Code) {
 	t.Helper()
-	if got := ErrorCode(err); err == nil || got != code {
+	if got := muster.ErrorCode(err); err == nil || got != code {
 		t.Fatalf("err = %v, want %s", err, code)
 	}
 }
@@ -83,7 +85,7 @@ func TestAcquireHeldNoWait(t *testing.T) {
 	f.events()
 	rev := f.s.Revision()
 	_, _, err := f.acquire(2, rA, time.Second, 0)
-	wantCode(t, err, CodeLeaseHeld)
+	wantCode(t, err, muster.CodeLeaseHeld)
 	if f.s.Revision() != rev {
 		t.Fatal("a refused acquisition changed the revision")
 	}
@@ -131,7 +133,7 @@ func TestQueueLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err := f.acquire(2, rA, time.Second, time.Second)
-	wantCode(t, err, CodeAlreadyQueued)
+	wantCode(t, err, muster.CodeAlreadyQueued)
 	for i := 0; i < MaxWaitersPerKey-1; i++ {
 		var id SessionID
 		id[0], id[1] = 0xee, byte(i)
@@ -144,7 +146,7 @@ func TestQueueLimits(t *testing.T) {
 	}
 	f.s.CreateSession(f.now, sid(9), "acme", "w", MaxSessionTTL)
 	_, _, err = f.acquire(9, rA, time.Second, time.Second)
-	wantCode(t, err, CodeQueueFull)
+	wantCode(t, err, muster.CodeQueueFull)
 	// An exact-limit check: the holder asking again is not a waiter.
 	if h := f.mustAcquire(1, rA); h.Outcome != OutcomeAlreadyHeld {
 		t.Fatal("the holder was queued")
@@ -167,7 +169,7 @@ func TestWaitTimeout(t *testing.T) {
 	if len(r) != 1 || r[0].Ticket != ticket {
 		t.Fatalf("results = %+v", r)
 	}
-	wantCode(t, r[0].Err, CodeWaitTimeout)
+	wantCode(t, r[0].Err, muster.CodeWaitTimeout)
 	wantEvents(t, f.events())
 	if st := f.s.Query(f.now, "acme", rA); st.Waiters != 0 {
 		t.Fatal("a timed-out waiter stayed queued")
@@ -214,12 +216,12 @@ func TestExtend(t *testing.T) {
 	}
 	wantEvents(t, f.events())
 	_, err = f.s.Extend(f.now, "acme", sid(1), rA, h.Token+100, time.Second)
-	wantCode(t, err, CodeFenced)
+	wantCode(t, err, muster.CodeFenced)
 	_, err = f.s.Extend(f.now, "acme", sid(2), rA, h.Token, time.Second)
-	wantCode(t, err, CodeNotOwner)
+	wantCode(t, err, muster.CodeNotOwner)
 	f.now = f.now.Add(21 * time.Second)
 	_, err = f.s.Extend(f.now, "acme", sid(1), rA, h.Token, time.Second)
-	wantCode(t, err, CodeLeaseExpired)
+	wantCode(t, err, muster.CodeLeaseExpired)
 }
 
 func TestRelease(t *testing.T) {
@@ -228,15 +230,15 @@ func TestRelease(t *testing.T) {
 		t.Fatalf("release of a free lease: %v", err)
 	}
 	h := f.mustAcquire(1, rA)
-	wantCode(t, f.s.Release(f.now, "acme", sid(2), rA, h.Token), CodeNotOwner)
-	wantCode(t, f.s.Release(f.now, "acme", sid(1), rA, h.Token-1), CodeFenced)
+	wantCode(t, f.s.Release(f.now, "acme", sid(2), rA, h.Token), muster.CodeNotOwner)
+	wantCode(t, f.s.Release(f.now, "acme", sid(1), rA, h.Token-1), muster.CodeFenced)
 	f.events()
 	if err := f.s.Release(f.now, "acme", sid(1), rA, h.Token); err != nil {
 		t.Fatal(err)
 	}
 	wantEvents(t, f.events(), "released acme/renderers/doc-1@2")
 	var unknown SessionID
-	wantCode(t, f.s.Release(f.now, "acme", unknown, rA, 1), CodeSessionNotFound)
+	wantCode(t, f.s.Release(f.now, "acme", unknown, rA, 1), muster.CodeSessionNotFound)
 }
 
 func TestExpiryNeverEarly(t *testing.T) {
@@ -276,13 +278,13 @@ func TestSessionEndReleasesEverything(t *testing.T) {
 	for _, r := range f.s.TakeResults() {
 		res[r.Ticket] = r
 	}
-	wantCode(t, res[t1].Err, CodeSessionNotFound)
+	wantCode(t, res[t1].Err, muster.CodeSessionNotFound)
 	if res[t2].Err != nil || res[t2].Grant.Item.OwnerID() != "owner-2" {
 		t.Fatalf("waiter of a released lease: %+v", res[t2])
 	}
 	// A request racing the end finds no session and brings nothing back.
 	_, _, err := f.acquire(1, rB, time.Second, 0)
-	wantCode(t, err, CodeSessionNotFound)
+	wantCode(t, err, muster.CodeSessionNotFound)
 	if st := f.s.Query(f.now, "acme", rB); st.Item != nil {
 		t.Fatal("a closed session's lease came back")
 	}
@@ -314,7 +316,7 @@ func TestFamiliesAreSeparateUniverses(t *testing.T) {
 	}
 	// A session cannot act in another family.
 	_, _, err := f.s.Acquire(f.now, "beta", sid(1), rB, time.Second, 0)
-	wantCode(t, err, CodeSessionNotFound)
+	wantCode(t, err, muster.CodeSessionNotFound)
 }
 
 func TestLeaseBoundsLeaveNoState(t *testing.T) {
@@ -323,7 +325,7 @@ func TestLeaseBoundsLeaveNoState(t *testing.T) {
 		{MinLeaseTTL - 1, 0}, {MaxLeaseTTL + 1, 0}, {time.Second, -1}, {time.Second, MaxWait + 1},
 	} {
 		_, _, err := f.acquire(1, rA, tc.ttl, tc.wait)
-		wantCode(t, err, CodeInvalidRequest)
+		wantCode(t, err, muster.CodeInvalidRequest)
 	}
 	if f.s.Revision() != 0 || f.s.Stats().Leases != 0 {
 		t.Fatal("invalid input left state behind")

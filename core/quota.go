@@ -18,26 +18,6 @@ const (
 	DefaultMaxWaiters       = 100_000
 )
 
-// Scope says which bound a limit error hit. The HTTP layer sends it as the
-// problem's `scope` member beside the code.
-type Scope string
-
-// The scopes of limit errors.
-const (
-	ScopeBroker  Scope = "broker"  // a broker-wide cap, shared by all families
-	ScopeFamily  Scope = "family"  // the caller's family's quota
-	ScopeSession Scope = "session" // a per-session bound (registrations)
-	ScopeRoute   Scope = "route"   // a per-route bound (waiters)
-	ScopeRoot    Scope = "root"    // a per-fleet-root bound (specs)
-)
-
-// LimitErrorf builds a limit *Error with its scope.
-func LimitErrorf(code Code, scope Scope, format string, args ...any) *Error {
-	e := Errorf(code, format, args...)
-	e.Scope = scope
-	return e
-}
-
 // FamilyStats are one family's counts, for the per-family metrics.
 type FamilyStats struct {
 	Sessions      int

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/musterhq/muster"
 )
 
 // wantLimit checks a limit error's code and scope.
-func wantLimit(t *testing.T, err error, code Code, scope Scope) {
+func wantLimit(t *testing.T, err error, code muster.Code, scope muster.Scope) {
 	t.Helper()
-	var e *Error
+	var e *muster.Error
 	if !errors.As(err, &e) || e.Code != code || e.Scope != scope {
 		t.Fatalf("err = %#v, want %s with scope %s", err, code, scope)
 	}
@@ -31,14 +33,14 @@ func TestQuotaSessions(t *testing.T) {
 		}
 	}
 	_, err := s.CreateSession(t0, sid(3), "a", "w", time.Minute)
-	wantLimit(t, err, CodeSessionLimit, ScopeFamily)
+	wantLimit(t, err, muster.CodeSessionLimit, muster.ScopeFamily)
 	for i := byte(10); i < 13; i++ { // the override: 3
 		if _, err := s.CreateSession(t0, sid(i), "big", "w", time.Minute); err != nil {
 			t.Fatalf("family big, session %d: %v", i-9, err)
 		}
 	}
 	_, err = s.CreateSession(t0, sid(20), "c", "w", time.Minute) // 5 live: the broker cap
-	wantLimit(t, err, CodeSessionLimit, ScopeBroker)
+	wantLimit(t, err, muster.CodeSessionLimit, muster.ScopeBroker)
 	if err := s.EndSession(t0, "a", sid(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -61,12 +63,12 @@ func TestQuotaStreamsAndRegistrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := s.Subscribe(t0, "a", nil, sid(102), two, 2, "c") // 4 registrations > 3
-	wantLimit(t, err, CodeSubscriptionLimit, ScopeFamily)
+	wantLimit(t, err, muster.CodeSubscriptionLimit, muster.ScopeFamily)
 	if _, err := s.Subscribe(t0, "a", nil, sid(103), one, 3, "c"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.Subscribe(t0, "a", nil, sid(104), one, 4, "c") // a third stream
-	wantLimit(t, err, CodeSubscriptionLimit, ScopeFamily)
+	wantLimit(t, err, muster.CodeSubscriptionLimit, muster.ScopeFamily)
 	for i, sels := range [][]Selector{two, one} {
 		if _, err := s.Subscribe(t0, "b", nil, sid(byte(110+i)), sels, StreamID(10+i), "c"); err != nil {
 			t.Fatalf("family b, stream %d: %v", i, err)
@@ -75,7 +77,7 @@ func TestQuotaStreamsAndRegistrations(t *testing.T) {
 	// 3 + 3 registrations live; 2 more pass the broker's 7.
 	s.cfg.MaxRegistrations = 7
 	_, err = s.Subscribe(t0, "c", nil, sid(120), two, 20, "c")
-	wantLimit(t, err, CodeSubscriptionLimit, ScopeBroker)
+	wantLimit(t, err, muster.CodeSubscriptionLimit, muster.ScopeBroker)
 	s.DropStream(1)
 	if _, err := s.Subscribe(t0, "a", nil, sid(105), one, 5, "c"); err != nil {
 		t.Fatalf("after the family dropped a stream: %v", err)
@@ -118,7 +120,7 @@ func TestQuotaWaiters(t *testing.T) {
 		t.Fatalf("first waiter: %v", err)
 	}
 	_, _, err = s.Acquire(t0, "a", sid(3), r, time.Minute, time.Second)
-	wantLimit(t, err, CodeQueueFull, ScopeFamily)
+	wantLimit(t, err, muster.CodeQueueFull, muster.ScopeFamily)
 	if _, _, err := s.Acquire(t0, "b", sid(4), r, time.Minute, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +155,7 @@ func TestQuotaWaitersBrokerCap(t *testing.T) {
 		}
 	}
 	_, _, err := s.Acquire(t0, "a", sid(4), r, time.Minute, time.Second)
-	wantLimit(t, err, CodeQueueFull, ScopeBroker)
+	wantLimit(t, err, muster.CodeQueueFull, muster.ScopeBroker)
 }
 
 // A family that churns snapshots evicts its own, never another family's.

@@ -4,17 +4,16 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/musterhq/muster"
 )
 
 // Bounds of the selector grammar, in bytes. A selector or route longer than
-// MaxSelectorLen, or with a segment longer than MaxSegmentLen, is rejected
-// before any other check. (Three fixed segments of MaxSegmentLen plus four
+// MaxSelectorLen, or with a segment longer than muster.MaxSegmentLen, is rejected
+// before any other check. (Three fixed segments of muster.MaxSegmentLen plus four
 // `**` stay below MaxSelectorLen, so the whole-text bound only matters as a
 // cheap guard against oversized input.)
-const (
-	MaxSelectorLen = 512
-	MaxSegmentLen  = 128
-)
+const MaxSelectorLen = 512
 
 // LeaseScheme prefixes every route and selector. It is case-sensitive.
 const LeaseScheme = "lease://"
@@ -35,7 +34,7 @@ type Route struct{ Realm, Area, Resource string }
 
 // ParseRoute parses the text of a concrete route. Any grammar violation and
 // any wildcard (`*` or `**`, even one that matches a single route) fails with
-// an *Error of code CodeInvalidRoute whose message never repeats the input.
+// a *muster.Error of code muster.CodeInvalidRoute whose message never repeats the input.
 func ParseRoute(s string) (Route, error) {
 	var buf [maxSegments]string
 	segs, msg := splitSelector(s, &buf)
@@ -43,17 +42,17 @@ func ParseRoute(s string) (Route, error) {
 		msg = checkRouteSegments(segs)
 	}
 	if msg != "" {
-		return Route{}, &Error{Code: CodeInvalidRoute, Message: msg}
+		return Route{}, &muster.Error{Code: muster.CodeInvalidRoute, Message: msg}
 	}
 	return Route{segs[0], segs[1], segs[2]}, nil
 }
 
 // NewRoute builds a route from its three path segments (as the HTTP layer
 // receives them, already unescaped) under the same segment rules as
-// ParseRoute; a violation fails with CodeInvalidRoute.
+// ParseRoute; a violation fails with muster.CodeInvalidRoute.
 func NewRoute(realm, area, resource string) (Route, error) {
 	if msg := checkRouteSegments([]string{realm, area, resource}); msg != "" {
-		return Route{}, &Error{Code: CodeInvalidRoute, Message: msg}
+		return Route{}, &muster.Error{Code: muster.CodeInvalidRoute, Message: msg}
 	}
 	return Route{realm, area, resource}, nil
 }
@@ -114,7 +113,7 @@ type Selector struct {
 }
 
 // ParseSelector parses and classifies a selector (grammar in design §5).
-// Any violation fails with an *Error of code CodeInvalidSelector whose
+// Any violation fails with a *muster.Error of code muster.CodeInvalidSelector whose
 // message never repeats the input.
 func ParseSelector(s string) (Selector, error) {
 	var buf [maxSegments]string
@@ -123,7 +122,7 @@ func ParseSelector(s string) (Selector, error) {
 		msg = checkPattern(segs)
 	}
 	if msg != "" {
-		return Selector{}, &Error{Code: CodeInvalidSelector, Message: msg}
+		return Selector{}, &muster.Error{Code: muster.CodeInvalidSelector, Message: msg}
 	}
 	sel := Selector{raw: s, segs: slices.Clone(segs), forms: expandForms(segs)}
 	sel.exact = len(segs) == routeDepth && !slices.ContainsFunc(segs, isWild)
@@ -184,13 +183,13 @@ func checkPattern(segs []string) string {
 func isWild(seg string) bool { return seg == "*" || seg == "**" }
 
 // checkLiteral reports why seg is not a literal segment, or "": a literal
-// is non-empty valid UTF-8 of at most MaxSegmentLen bytes without "/", "*"
+// is non-empty valid UTF-8 of at most muster.MaxSegmentLen bytes without "/", "*"
 // or control characters (Unicode Cc).
 func checkLiteral(seg string) string {
 	if seg == "" {
 		return "empty segment"
 	}
-	if len(seg) > MaxSegmentLen {
+	if len(seg) > muster.MaxSegmentLen {
 		return "segment longer than 128 bytes"
 	}
 	for i := 0; i < len(seg); {

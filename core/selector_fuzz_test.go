@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/musterhq/muster"
 )
 
 // refMatch is the reference matcher: a plain recursive glob of the compiled
@@ -49,10 +51,10 @@ func FuzzParseSelector(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		sel, err := ParseSelector(s)
 		if err != nil {
-			if ErrorCode(err) != CodeInvalidSelector {
-				t.Fatalf("code = %s", ErrorCode(err))
+			if muster.ErrorCode(err) != muster.CodeInvalidSelector {
+				t.Fatalf("code = %s", muster.ErrorCode(err))
 			}
-			if _, err := ParseRoute(s); ErrorCode(err) != CodeInvalidRoute {
+			if _, err := ParseRoute(s); muster.ErrorCode(err) != muster.CodeInvalidRoute {
 				t.Fatalf("ParseRoute accepted an invalid selector: %v", err)
 			}
 			return
@@ -117,8 +119,8 @@ func FuzzParseRoute(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := ParseRoute(s)
 		if err != nil {
-			if ErrorCode(err) != CodeInvalidRoute {
-				t.Fatalf("code = %s", ErrorCode(err))
+			if muster.ErrorCode(err) != muster.CodeInvalidRoute {
+				t.Fatalf("code = %s", muster.ErrorCode(err))
 			}
 			return
 		}

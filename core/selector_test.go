@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/musterhq/muster"
 )
 
 // mustParseSelector is ParseSelector for values a test knows are valid.
@@ -17,11 +19,11 @@ func mustParseSelector(tb testing.TB, s string) Selector {
 	return sel
 }
 
-// assertSafeError checks that err is an *Error with code want whose message does
+// assertSafeError checks that err is a *muster.Error with code want whose message does
 // not repeat the distinctive parts of input.
-func assertSafeError(t *testing.T, input string, err error, want Code) {
+func assertSafeError(t *testing.T, input string, err error, want muster.Code) {
 	t.Helper()
-	var e *Error
+	var e *muster.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("%q: err = %v, want *Error with code %s", input, err, want)
 	}
@@ -72,7 +74,7 @@ func TestParseSelector_SeedReject(t *testing.T) {
 	for _, s := range seedMustReject {
 		t.Run(s, func(t *testing.T) {
 			_, err := ParseSelector(s)
-			assertSafeError(t, s, err, CodeInvalidSelector)
+			assertSafeError(t, s, err, muster.CodeInvalidSelector)
 		})
 	}
 }
@@ -143,7 +145,7 @@ func TestParseSelector_DoubleStar(t *testing.T) {
 		t.Run(tt.s, func(t *testing.T) {
 			sel, err := ParseSelector(tt.s)
 			if tt.forms == nil {
-				assertSafeError(t, tt.s, err, CodeInvalidSelector)
+				assertSafeError(t, tt.s, err, muster.CodeInvalidSelector)
 				return
 			}
 			if err != nil {
@@ -155,7 +157,7 @@ func TestParseSelector_DoubleStar(t *testing.T) {
 			if sel.IsExact() {
 				t.Error("IsExact() = true for a ** selector")
 			}
-			if _, err := ParseRoute(tt.s); ErrorCode(err) != CodeInvalidRoute {
+			if _, err := ParseRoute(tt.s); muster.ErrorCode(err) != muster.CodeInvalidRoute {
 				t.Errorf("ParseRoute: err = %v, want invalid_route", err)
 			}
 		})
@@ -163,7 +165,7 @@ func TestParseSelector_DoubleStar(t *testing.T) {
 }
 
 func TestParseSelector_Bounds(t *testing.T) {
-	seg128 := strings.Repeat("x", MaxSegmentLen)
+	seg128 := strings.Repeat("x", muster.MaxSegmentLen)
 	seg129 := seg128 + "x"
 	for _, tt := range []struct {
 		name string
@@ -209,8 +211,8 @@ func TestParseSelector_Bounds(t *testing.T) {
 				}
 				return
 			}
-			assertSafeError(t, tt.s, err, CodeInvalidSelector)
-			if _, err := ParseRoute(tt.s); ErrorCode(err) != CodeInvalidRoute {
+			assertSafeError(t, tt.s, err, muster.CodeInvalidSelector)
+			if _, err := ParseRoute(tt.s); muster.ErrorCode(err) != muster.CodeInvalidRoute {
 				t.Errorf("ParseRoute: err = %v, want invalid_route", err)
 			}
 		})
@@ -251,7 +253,7 @@ func TestParseRoute(t *testing.T) {
 		"lease://a/b/**", "lease://a/**", "lease://acme/renderers/doc*", "") {
 		t.Run(s, func(t *testing.T) {
 			_, err := ParseRoute(s)
-			assertSafeError(t, s, err, CodeInvalidRoute)
+			assertSafeError(t, s, err, muster.CodeInvalidRoute)
 		})
 	}
 }
@@ -272,11 +274,11 @@ func TestNewRoute(t *testing.T) {
 		{"Slash", [3]string{"acme", "render/ers", "doc"}},
 		{"Control", [3]string{"acme", "renderers", "doc\n"}},
 		{"InvalidUTF8", [3]string{"\xfe", "renderers", "doc"}},
-		{"TooLong", [3]string{"acme", "renderers", strings.Repeat("d", MaxSegmentLen+1)}},
+		{"TooLong", [3]string{"acme", "renderers", strings.Repeat("d", muster.MaxSegmentLen+1)}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewRoute(tt.segs[0], tt.segs[1], tt.segs[2])
-			assertSafeError(t, strings.Join(tt.segs[:], "/"), err, CodeInvalidRoute)
+			assertSafeError(t, strings.Join(tt.segs[:], "/"), err, muster.CodeInvalidRoute)
 		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"time"
+
+	"github.com/musterhq/muster"
 )
 
 // SessionID is a session's 128-bit secret identity. It never appears in
@@ -17,11 +19,11 @@ type SessionID [16]byte
 func ParseSessionID(s string) (SessionID, error) {
 	var id SessionID
 	if len(s) != 2*len(id) {
-		return id, Errorf(CodeInvalidRequest, "a session id is 32 lowercase hex digits")
+		return id, muster.Errorf(muster.CodeInvalidRequest, "a session id is 32 lowercase hex digits")
 	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return id, Errorf(CodeInvalidRequest, "a session id is 32 lowercase hex digits")
+			return id, muster.Errorf(muster.CodeInvalidRequest, "a session id is 32 lowercase hex digits")
 		}
 	}
 	_, _ = hex.Decode(id[:], []byte(s))
@@ -73,22 +75,22 @@ func incarnation(key []byte, id SessionID) string {
 // so that the core stays free of I/O.
 func (s *State) CreateSession(now time.Time, id SessionID, family, ownerID string, ttl time.Duration) (SessionInfo, error) {
 	if ownerID == "" || len(ownerID) > MaxOwnerIDLen {
-		return SessionInfo{}, Errorf(CodeInvalidRequest, "owner_id must be 1..%d bytes", MaxOwnerIDLen)
+		return SessionInfo{}, muster.Errorf(muster.CodeInvalidRequest, "owner_id must be 1..%d bytes", MaxOwnerIDLen)
 	}
 	if ttl < MinSessionTTL || ttl > MaxSessionTTL {
-		return SessionInfo{}, Errorf(CodeInvalidRequest, "ttl_ms must be %d..%d", MinSessionTTL.Milliseconds(), MaxSessionTTL.Milliseconds())
+		return SessionInfo{}, muster.Errorf(muster.CodeInvalidRequest, "ttl_ms must be %d..%d", MinSessionTTL.Milliseconds(), MaxSessionTTL.Milliseconds())
 	}
 	s.expireDue(now)
 	u := s.use(family)
 	if q := s.quota(family).Sessions; over(u.Sessions, 1, q) {
 		u.SessionsRefused++
-		return SessionInfo{}, LimitErrorf(CodeSessionLimit, ScopeFamily, "the family holds its quota of %d sessions", q)
+		return SessionInfo{}, muster.LimitErrorf(muster.CodeSessionLimit, muster.ScopeFamily, "the family holds its quota of %d sessions", q)
 	}
 	if len(s.sessions)-s.readOnly >= s.cfg.MaxSessions {
-		return SessionInfo{}, LimitErrorf(CodeSessionLimit, ScopeBroker, "the broker holds its maximum of %d sessions", s.cfg.MaxSessions)
+		return SessionInfo{}, muster.LimitErrorf(muster.CodeSessionLimit, muster.ScopeBroker, "the broker holds its maximum of %d sessions", s.cfg.MaxSessions)
 	}
 	if _, dup := s.sessions[id]; dup {
-		return SessionInfo{}, Errorf(CodeInternal, "session id collision")
+		return SessionInfo{}, muster.Errorf(muster.CodeInternal, "session id collision")
 	}
 	ss := &session{SessionInfo: SessionInfo{
 		ID:          id,
@@ -142,7 +144,7 @@ func (s *State) liveSession(now time.Time, family string, id SessionID) (*sessio
 	s.expireDue(now)
 	ss, ok := s.sessions[id]
 	if !ok || ss.Family != family {
-		return nil, Errorf(CodeSessionNotFound, "the session does not exist or has ended")
+		return nil, muster.Errorf(muster.CodeSessionNotFound, "the session does not exist or has ended")
 	}
 	return ss, nil
 }
@@ -167,7 +169,7 @@ func (s *State) endSession(now time.Time, ss *session, why EndReason) {
 		s.use(ss.Family).Sessions--
 	}
 	for _, w := range ss.waiters {
-		s.dropWaiter(w, Errorf(CodeSessionNotFound, "the session ended while waiting"))
+		s.dropWaiter(w, muster.Errorf(muster.CodeSessionNotFound, "the session ended while waiting"))
 	}
 	for ss.leases != nil {
 		s.removeLease(now, ss.leases, SessionClosed)

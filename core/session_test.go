@@ -3,6 +3,8 @@ package core
 import (
 	"testing"
 	"time"
+
+	"github.com/musterhq/muster"
 )
 
 var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
@@ -37,7 +39,7 @@ func TestSessionLifecycle(t *testing.T) {
 	}
 	// One nanosecond later it is gone, without a tick.
 	_, err = s.Session(t0.Add(19*time.Second+time.Nanosecond), "acme", sid(1))
-	if ErrorCode(err) != CodeSessionNotFound {
+	if muster.ErrorCode(err) != muster.CodeSessionNotFound {
 		t.Fatalf("after ttl: err = %v, want session_not_found", err)
 	}
 	if st := s.Stats(); st.Sessions != 0 || st.SessionsExpired != 1 {
@@ -50,18 +52,18 @@ func TestSessionErrors(t *testing.T) {
 		name  string
 		owner string
 		ttl   time.Duration
-		want  Code
+		want  muster.Code
 	}{
-		{"EmptyOwner", "", time.Second, CodeInvalidRequest},
-		{"LongOwner", string(make([]byte, MaxOwnerIDLen+1)), time.Second, CodeInvalidRequest},
-		{"ShortTTL", "w", MinSessionTTL - time.Millisecond, CodeInvalidRequest},
-		{"LongTTL", "w", MaxSessionTTL + time.Millisecond, CodeInvalidRequest},
+		{"EmptyOwner", "", time.Second, muster.CodeInvalidRequest},
+		{"LongOwner", string(make([]byte, MaxOwnerIDLen+1)), time.Second, muster.CodeInvalidRequest},
+		{"ShortTTL", "w", MinSessionTTL - time.Millisecond, muster.CodeInvalidRequest},
+		{"LongTTL", "w", MaxSessionTTL + time.Millisecond, muster.CodeInvalidRequest},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := testState(t)
 			_, err := s.CreateSession(t0, sid(1), "acme", tc.owner, tc.ttl)
-			if got := ErrorCode(err); got != tc.want {
+			if got := muster.ErrorCode(err); got != tc.want {
 				t.Fatalf("code = %v, want %v", got, tc.want)
 			}
 			if s.Stats().Sessions != 0 {
@@ -76,16 +78,16 @@ func TestSessionFamilyIsolation(t *testing.T) {
 	if _, err := s.CreateSession(t0, sid(1), "acme", "w", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Keepalive(t0, "other", sid(1)); ErrorCode(err) != CodeSessionNotFound {
+	if _, err := s.Keepalive(t0, "other", sid(1)); muster.ErrorCode(err) != muster.CodeSessionNotFound {
 		t.Fatalf("keepalive from another family: %v", err)
 	}
-	if err := s.EndSession(t0, "other", sid(1)); ErrorCode(err) != CodeSessionNotFound {
+	if err := s.EndSession(t0, "other", sid(1)); muster.ErrorCode(err) != muster.CodeSessionNotFound {
 		t.Fatalf("end from another family: %v", err)
 	}
 	if err := s.EndSession(t0, "acme", sid(1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.EndSession(t0, "acme", sid(1)); ErrorCode(err) != CodeSessionNotFound {
+	if err := s.EndSession(t0, "acme", sid(1)); muster.ErrorCode(err) != muster.CodeSessionNotFound {
 		t.Fatalf("second end: %v", err)
 	}
 }
@@ -97,7 +99,7 @@ func TestSessionLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.CreateSession(t0, sid(5), "acme", "w", time.Second); ErrorCode(err) != CodeSessionLimit {
+	if _, err := s.CreateSession(t0, sid(5), "acme", "w", time.Second); muster.ErrorCode(err) != muster.CodeSessionLimit {
 		t.Fatalf("fifth session: %v", err)
 	}
 	// Expired sessions free their slots before the limit is checked.
@@ -131,7 +133,7 @@ func TestParseSessionID(t *testing.T) {
 		t.Fatalf("round trip: %v %v", got, err)
 	}
 	for _, bad := range []string{"", "00", id.String() + "0", "0123456789ABCDEF0123456789abcdef", "0123456789abcdef0123456789abcdeg"} {
-		if _, err := ParseSessionID(bad); ErrorCode(err) != CodeInvalidRequest {
+		if _, err := ParseSessionID(bad); muster.ErrorCode(err) != muster.CodeInvalidRequest {
 			t.Errorf("ParseSessionID(%q) err = %v", bad, err)
 		}
 	}

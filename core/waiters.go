@@ -1,6 +1,10 @@
 package core
 
-import "time"
+import (
+	"time"
+
+	"github.com/musterhq/muster"
+)
 
 // waiter is one queued acquisition.
 type waiter struct {
@@ -31,22 +35,22 @@ func (s *State) enqueue(now time.Time, f *family, key string, ss *session, ttl, 
 	for w := q.head; w != nil; w = w.next {
 		if !w.removed && w.sess == ss {
 			s.stats.AcquireAlreadyQueued++
-			return 0, Errorf(CodeAlreadyQueued, "the session is already waiting for this lease")
+			return 0, muster.Errorf(muster.CodeAlreadyQueued, "the session is already waiting for this lease")
 		}
 	}
 	if q.len >= MaxWaitersPerKey {
 		s.stats.AcquireQueueFull++
-		return 0, LimitErrorf(CodeQueueFull, ScopeRoute, "the wait queue of this lease is full (%d)", MaxWaitersPerKey)
+		return 0, muster.LimitErrorf(muster.CodeQueueFull, muster.ScopeRoute, "the wait queue of this lease is full (%d)", MaxWaitersPerKey)
 	}
 	u := s.use(ss.Family)
 	if quota := s.quota(ss.Family).Waiters; over(u.Waiters, 1, quota) {
 		s.stats.AcquireQueueFull++
 		u.WaitersRefused++
-		return 0, LimitErrorf(CodeQueueFull, ScopeFamily, "the family holds its quota of %d waiting acquisitions", quota)
+		return 0, muster.LimitErrorf(muster.CodeQueueFull, muster.ScopeFamily, "the family holds its quota of %d waiting acquisitions", quota)
 	}
 	if len(s.waiters) >= s.cfg.MaxWaiters {
 		s.stats.AcquireQueueFull++
-		return 0, LimitErrorf(CodeQueueFull, ScopeBroker, "the broker holds its maximum of %d waiting acquisitions", s.cfg.MaxWaiters)
+		return 0, muster.LimitErrorf(muster.CodeQueueFull, muster.ScopeBroker, "the broker holds its maximum of %d waiting acquisitions", s.cfg.MaxWaiters)
 	}
 	s.nextTicket++
 	w := &waiter{ticket: s.nextTicket, sess: ss, fam: f, key: key, ttl: ttl, deadline: now.Add(wait)}
@@ -103,10 +107,10 @@ func (s *State) grantNext(now time.Time, f *family, key string) {
 		w := q.head
 		switch {
 		case now.After(w.sess.ExpiresAt):
-			s.dropWaiter(w, Errorf(CodeSessionNotFound, "the session ended while waiting"))
+			s.dropWaiter(w, muster.Errorf(muster.CodeSessionNotFound, "the session ended while waiting"))
 		case now.After(w.deadline):
 			s.stats.AcquireWaitTimeout++
-			s.dropWaiter(w, Errorf(CodeWaitTimeout, "the lease was not granted within wait_ms"))
+			s.dropWaiter(w, muster.Errorf(muster.CodeWaitTimeout, "the lease was not granted within wait_ms"))
 		default:
 			s.dropWaiter(w, nil)
 			g := s.grant(now, f, key, w.sess, w.ttl)
@@ -140,7 +144,7 @@ func (s *State) timeoutWaiters(now time.Time) {
 		}
 		if w := s.waiters[t]; w != nil {
 			s.stats.AcquireWaitTimeout++
-			s.dropWaiter(w, Errorf(CodeWaitTimeout, "the lease was not granted within wait_ms"))
+			s.dropWaiter(w, muster.Errorf(muster.CodeWaitTimeout, "the lease was not granted within wait_ms"))
 		}
 	}
 }

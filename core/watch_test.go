@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/musterhq/muster"
 )
 
 func mustSel(t testing.TB, s string) Selector {
@@ -58,7 +60,7 @@ func TestWatchLimits(t *testing.T) {
 		}
 	}
 	_, err := s.Subscribe(t0, "acme", &id, SessionID{}, []Selector{mustSel(t, "lease://one-more/*/*")}, 999, "c")
-	wantCode(t, err, CodeSubscriptionLimit)
+	wantCode(t, err, muster.CodeSubscriptionLimit)
 	if s.streams[999] != nil {
 		t.Fatal("a refused open left a stream behind")
 	}
@@ -73,7 +75,7 @@ func TestWatchLimits(t *testing.T) {
 	// All or nothing: one bad selector among good ones registers nothing.
 	before := s.Stats()
 	_, err = s.Subscribe(t0, "acme", &id, SessionID{}, []Selector{mustSel(t, "lease://x/y/z"), mustSel(t, "lease://new/*/*")}, 1002, "c")
-	wantCode(t, err, CodeSubscriptionLimit)
+	wantCode(t, err, muster.CodeSubscriptionLimit)
 	if after := s.Stats(); after.ExactRegistrations != before.ExactRegistrations {
 		t.Fatal("a refused open registered part of its selectors")
 	}
@@ -215,7 +217,7 @@ func TestWatchCaps(t *testing.T) {
 		}
 	}
 	_, err := s.Subscribe(t0, "acme", nil, sid(103), []Selector{sel}, 3, "c")
-	wantCode(t, err, CodeSubscriptionLimit)
+	wantCode(t, err, muster.CodeSubscriptionLimit)
 	if _, err := s.CreateSession(t0, sid(1), "acme", "w", time.Minute); err != nil {
 		t.Fatalf("anonymous streams took the only session slot: %v", err)
 	}

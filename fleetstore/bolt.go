@@ -13,7 +13,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 	berrors "go.etcd.io/bbolt/errors"
 )
 
@@ -128,7 +128,7 @@ func (s *boltStore) Register(ctx context.Context, family, root, kind string, spe
 		name, err = boltMint(tx, family, root, kind, spec, max)
 		return err
 	})
-	if core.ErrorCode(err) == core.CodeSpecLimit {
+	if muster.ErrorCode(err) == muster.CodeSpecLimit {
 		return "", err
 	}
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -21,7 +21,7 @@ func TestBoltSecondOpenTimesOut(t *testing.T) {
 	if err == nil {
 		_ = s.Close()
 	}
-	wantCode(t, err, core.CodeUnavailable)
+	wantCode(t, err, muster.CodeUnavailable)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("second open gave up after %v", d)
 	}
@@ -86,7 +86,7 @@ func TestBoltRefusesUnknownFormat(t *testing.T) {
 	if err == nil {
 		_ = s.Close()
 	}
-	wantCode(t, err, core.CodeInternal)
+	wantCode(t, err, muster.CodeInternal)
 }
 
 // TestBoltNeverOverwrites: a counter set back by hand makes Register fail
@@ -100,7 +100,7 @@ func TestBoltNeverOverwrites(t *testing.T) {
 		return tx.Bucket([]byte("fleets")).Bucket([]byte(fam)).Bucket([]byte(root)).Put([]byte(CounterKey), []byte("1"))
 	}))
 	_, err := f.Register(ctx, fam, root, "repo", []byte(`"second"`))
-	wantCode(t, err, core.CodeInternal)
+	wantCode(t, err, muster.CodeInternal)
 	row, err := f.Get(ctx, fam, root, "repo-1")
 	must(t, err)
 	if string(row.Spec) != `"first"` {

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 )
 
 // testSpecsPerRoot: a root at its quota refuses the next spec with
@@ -24,8 +24,8 @@ func testSpecsPerRoot(t *testing.T, st storage) {
 		last = mustRegister(t, f, "small", root, "k", `{}`)
 	}
 	_, err := f.Register(ctx, "small", root, "k", []byte(`{}`))
-	var ce *core.Error
-	if !errors.As(err, &ce) || ce.Code != core.CodeSpecLimit || ce.Scope != core.ScopeRoot {
+	var ce *muster.Error
+	if !errors.As(err, &ce) || ce.Code != muster.CodeSpecLimit || ce.Scope != muster.ScopeRoot {
 		t.Fatalf("4th spec: %v, want spec_limit with scope root", err)
 	}
 	if n := len(listAll(t, f, "small", root, 0)); n != 3 {

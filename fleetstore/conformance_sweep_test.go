@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 )
 
 // The sweep cases of the conformance suite (see TestConformance).
@@ -42,13 +42,13 @@ func testSweep(t *testing.T, st storage) {
 
 	for _, bad := range []struct {
 		name, schema string
-		want         core.Code
+		want         muster.Code
 	}{
-		{"NotJSON", `{`, core.CodeInvalidRequest},
-		{"NotASchema", `{"type": 12}`, core.CodeInvalidRequest},
-		{"FileRef", `{"$ref": "file:///etc/passwd"}`, core.CodeInvalidRequest},
-		{"RemoteRef", `{"$ref": "https://example.com/schema.json"}`, core.CodeInvalidRequest},
-		{"TooLarge", `{"description": "` + strings.Repeat("x", MaxSchemaBytes) + `"}`, core.CodePayloadTooLarge},
+		{"NotJSON", `{`, muster.CodeInvalidRequest},
+		{"NotASchema", `{"type": 12}`, muster.CodeInvalidRequest},
+		{"FileRef", `{"$ref": "file:///etc/passwd"}`, muster.CodeInvalidRequest},
+		{"RemoteRef", `{"$ref": "https://example.com/schema.json"}`, muster.CodeInvalidRequest},
+		{"TooLarge", `{"description": "` + strings.Repeat("x", MaxSchemaBytes) + `"}`, muster.CodePayloadTooLarge},
 	} {
 		t.Run(bad.name, func(t *testing.T) {
 			_, err := f.Sweep(ctx, fam, root, []byte(bad.schema))

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 )
 
 // TestConformance runs the one conformance suite against every backend. Each
@@ -286,11 +286,11 @@ func testPagination(t *testing.T, st storage) {
 	})
 	t.Run("NegativeLimit", func(t *testing.T) {
 		_, _, err := f.Desired(ctx, fam, root, "", -1)
-		wantCode(t, err, core.CodeInvalidRequest)
+		wantCode(t, err, muster.CodeInvalidRequest)
 	})
 	t.Run("IllegalAfter", func(t *testing.T) {
 		_, _, err := f.Desired(ctx, fam, root, "Repo-1", 10)
-		wantCode(t, err, core.CodeInvalidCursor)
+		wantCode(t, err, muster.CodeInvalidCursor)
 	})
 }
 
@@ -305,7 +305,7 @@ func testForget(t *testing.T, st storage) {
 	mustRegister(t, f, fam, root, "repo", `1`)
 	mustRegister(t, f, fam, root, "repo", `2`)
 	for _, name := range illegalNames {
-		wantCode(t, f.Forget(ctx, fam, root, name), core.CodeInvalidName)
+		wantCode(t, f.Forget(ctx, fam, root, name), muster.CodeInvalidName)
 	}
 	if got := names(listAll(t, f, fam, root, 0)); !slices.Equal(got, []string{"repo-1", "repo-2"}) {
 		t.Fatalf("after refused forgets: %v, want nothing deleted (repo-1 not folded from Repo-1)", got)
@@ -313,7 +313,7 @@ func testForget(t *testing.T, st storage) {
 
 	must(t, f.Forget(ctx, fam, root, "repo-1"))
 	_, err := f.Get(ctx, fam, root, "repo-1")
-	wantCode(t, err, core.CodeSpecNotFound)
+	wantCode(t, err, muster.CodeSpecNotFound)
 	if got := names(listAll(t, f, fam, root, 0)); !slices.Equal(got, []string{"repo-2"}) {
 		t.Fatalf("after forget repo-1: %v, want [repo-2]", got)
 	}
@@ -343,14 +343,14 @@ func testGet(t *testing.T, st storage) {
 		t.Fatal(err)
 	}
 	_, err := f.Get(ctx, fam, root, "repo-99")
-	wantCode(t, err, core.CodeSpecNotFound)
+	wantCode(t, err, muster.CodeSpecNotFound)
 	_, err = f.Get(ctx, "acme", root, name)
-	wantCode(t, err, core.CodeSpecNotFound)
+	wantCode(t, err, muster.CodeSpecNotFound)
 	_, err = f.Get(ctx, fam, "monitors/x", name)
-	wantCode(t, err, core.CodeSpecNotFound)
+	wantCode(t, err, muster.CodeSpecNotFound)
 	for _, n := range illegalNames {
 		_, err := f.Get(ctx, fam, root, n)
-		wantCode(t, err, core.CodeInvalidName)
+		wantCode(t, err, muster.CodeInvalidName)
 	}
 }
 
@@ -360,25 +360,25 @@ func testRefused(t *testing.T, st storage) {
 		name               string
 		family, root, kind string
 		spec               string
-		want               core.Code
+		want               muster.Code
 	}{
-		{"EmptyRoot", fam, "", "repo", `{}`, core.CodeInvalidRequest},
-		{"UpperRoot", fam, "Monitors", "repo", `{}`, core.CodeInvalidRequest},
-		{"EmptySegment", fam, "a//b", "repo", `{}`, core.CodeInvalidRequest},
-		{"LeadingSlash", fam, "/a", "repo", `{}`, core.CodeInvalidRequest},
-		{"TrailingSlash", fam, "a/", "repo", `{}`, core.CodeInvalidRequest},
-		{"EscapedSlash", fam, "a%2Fb", "repo", `{}`, core.CodeInvalidRequest},
-		{"LongRoot", fam, strings.Repeat("a", MaxRootBytes+1), "repo", `{}`, core.CodeInvalidRequest},
-		{"DeepRoot", fam, strings.Repeat("a/", MaxRootSegments) + "a", "repo", `{}`, core.CodeInvalidRequest},
-		{"EmptyKind", fam, root, "", `{}`, core.CodeInvalidRequest},
-		{"UpperKind", fam, root, "Repo", `{}`, core.CodeInvalidRequest},
-		{"SlashKind", fam, root, "re/po", `{}`, core.CodeInvalidRequest},
-		{"LongKind", fam, root, strings.Repeat("k", MaxKindBytes+1), `{}`, core.CodeInvalidRequest},
-		{"EmptyFamily", "", root, "repo", `{}`, core.CodeInvalidRequest},
-		{"EmptySpec", fam, root, "repo", ``, core.CodeInvalidRequest},
-		{"BrokenSpec", fam, root, "repo", `{"a":`, core.CodeInvalidRequest},
-		{"TwoValues", fam, root, "repo", `1 2`, core.CodeInvalidRequest},
-		{"TooLarge", fam, root, "repo", `"` + strings.Repeat("x", MaxSpecBytes-1) + `"`, core.CodePayloadTooLarge},
+		{"EmptyRoot", fam, "", "repo", `{}`, muster.CodeInvalidRequest},
+		{"UpperRoot", fam, "Monitors", "repo", `{}`, muster.CodeInvalidRequest},
+		{"EmptySegment", fam, "a//b", "repo", `{}`, muster.CodeInvalidRequest},
+		{"LeadingSlash", fam, "/a", "repo", `{}`, muster.CodeInvalidRequest},
+		{"TrailingSlash", fam, "a/", "repo", `{}`, muster.CodeInvalidRequest},
+		{"EscapedSlash", fam, "a%2Fb", "repo", `{}`, muster.CodeInvalidRequest},
+		{"LongRoot", fam, strings.Repeat("a", muster.MaxFleetRootLen+1), "repo", `{}`, muster.CodeInvalidRequest},
+		{"DeepRoot", fam, strings.Repeat("a/", muster.MaxFleetDepth) + "a", "repo", `{}`, muster.CodeInvalidRequest},
+		{"EmptyKind", fam, root, "", `{}`, muster.CodeInvalidRequest},
+		{"UpperKind", fam, root, "Repo", `{}`, muster.CodeInvalidRequest},
+		{"SlashKind", fam, root, "re/po", `{}`, muster.CodeInvalidRequest},
+		{"LongKind", fam, root, strings.Repeat("k", MaxKindBytes+1), `{}`, muster.CodeInvalidRequest},
+		{"EmptyFamily", "", root, "repo", `{}`, muster.CodeInvalidRequest},
+		{"EmptySpec", fam, root, "repo", ``, muster.CodeInvalidRequest},
+		{"BrokenSpec", fam, root, "repo", `{"a":`, muster.CodeInvalidRequest},
+		{"TwoValues", fam, root, "repo", `1 2`, muster.CodeInvalidRequest},
+		{"TooLarge", fam, root, "repo", `"` + strings.Repeat("x", MaxSpecBytes-1) + `"`, muster.CodePayloadTooLarge},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -393,7 +393,7 @@ func testRefused(t *testing.T, st storage) {
 	if got := mustRegister(t, f, fam, root, "repo", `{}`); got != "repo-1" {
 		t.Fatalf("first accepted Register = %s, want repo-1", got)
 	}
-	deepest := strings.Repeat("a/", MaxRootSegments-1) + "a"
+	deepest := strings.Repeat("a/", muster.MaxFleetDepth-1) + "a"
 	if got := mustRegister(t, f, fam, deepest, strings.Repeat("k", MaxKindBytes), `{}`); got != strings.Repeat("k", MaxKindBytes)+"-1" {
 		t.Fatalf("Register at the limits = %s", got)
 	}
@@ -444,10 +444,10 @@ func testClosed(t *testing.T, st storage) {
 	mustRegister(t, f, fam, root, "repo", `{}`)
 	must(t, f.Close())
 	_, err := f.Register(ctx, fam, root, "repo", []byte(`{}`))
-	wantCode(t, err, core.CodeUnavailable)
+	wantCode(t, err, muster.CodeUnavailable)
 	_, _, err = f.Desired(ctx, fam, root, "", 0)
-	wantCode(t, err, core.CodeUnavailable)
+	wantCode(t, err, muster.CodeUnavailable)
 	_, err = f.Get(ctx, fam, root, "repo-1")
-	wantCode(t, err, core.CodeUnavailable)
-	wantCode(t, f.Forget(ctx, fam, root, "repo-1"), core.CodeUnavailable)
+	wantCode(t, err, muster.CodeUnavailable)
+	wantCode(t, f.Forget(ctx, fam, root, "repo-1"), muster.CodeUnavailable)
 }

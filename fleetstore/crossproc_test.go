@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 )
 
 // The cross-process tests re-execute this test binary; TestMain turns it into
@@ -54,7 +54,7 @@ func runChild(role string) int {
 	s, err := Open(ctx, os.Getenv(envChildDataDir), os.Getenv(envChildStoreURL))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child: open:", err)
-		if core.ErrorCode(err) == core.CodeUnavailable {
+		if muster.ErrorCode(err) == muster.CodeUnavailable {
 			return exitUnavailable
 		}
 		return 1

@@ -42,8 +42,8 @@
 //     names it validated and found failing. A spec registered while a sweep
 //     runs is either validated by it or left alone.
 //   - Plan is pure and has no effects.
-//   - Errors are *core.Error values (or wrap one, see BackendError), so the
-//     HTTP layer maps core.ErrorCode(err) directly.
+//   - Errors are *muster.Error values (or wrap one, see BackendError), so the
+//     HTTP layer maps muster.ErrorCode(err) directly.
 //
 // The bbolt backend (the default) is one file in the data directory that one
 // process at a time may open. The PostgreSQL backend lets several brokers share

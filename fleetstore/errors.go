@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 )
 
 // BackendError is a failure of the storage backend rather than of the request.
@@ -13,10 +13,10 @@ import (
 // CodeInternal otherwise, with a fixed message naming the operation. Cause is
 // the backend's own error, for logs only: it may quote stored values.
 //
-// errors.As(err, new(*core.Error)) finds Public, so core.ErrorCode works on
+// errors.As(err, new(*muster.Error)) finds Public, so muster.ErrorCode works on
 // it; errors.Is sees through to Cause (context.Canceled, for one).
 type BackendError struct {
-	Public *core.Error
+	Public *muster.Error
 	Cause  error
 }
 
@@ -28,23 +28,23 @@ func (e *BackendError) Unwrap() []error { return []error{e.Public, e.Cause} }
 // backendErr wraps cause as a BackendError for operation op. unavailable
 // reports whether the backend classed the failure as transient; a cancelled
 // or expired context is always unavailable. An error that already carries a
-// *core.Error passes through unchanged.
+// *muster.Error passes through unchanged.
 func backendErr(op string, cause error, unavailable bool) error {
 	if cause == nil {
 		return nil
 	}
-	var ce *core.Error
+	var ce *muster.Error
 	if errors.As(cause, &ce) {
 		return cause
 	}
-	code, msg := core.CodeInternal, "fleet store failed to "+op
+	code, msg := muster.CodeInternal, "fleet store failed to "+op
 	if unavailable || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
-		code, msg = core.CodeUnavailable, "fleet store unavailable to "+op
+		code, msg = muster.CodeUnavailable, "fleet store unavailable to "+op
 	}
-	return &BackendError{Public: &core.Error{Code: code, Message: msg}, Cause: cause}
+	return &BackendError{Public: &muster.Error{Code: code, Message: msg}, Cause: cause}
 }
 
 // errSpecNotFound is the answer of Get for a legal name that is not stored.
 func errSpecNotFound() error {
-	return core.Errorf(core.CodeSpecNotFound, "no spec with that name under this root")
+	return muster.Errorf(muster.CodeSpecNotFound, "no spec with that name under this root")
 }

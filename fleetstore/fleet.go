@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 )
 
 // Fleet is the desired set's rules on top of a Store: it judges every family,
@@ -22,7 +22,7 @@ func New(store Store) *Fleet { return &Fleet{store: store} }
 
 // errSpecLimit is the refusal of a spec beyond a root's quota.
 func errSpecLimit(max int) error {
-	return core.LimitErrorf(core.CodeSpecLimit, core.ScopeRoot, "the root holds its quota of %d specs", max)
+	return muster.LimitErrorf(muster.CodeSpecLimit, muster.ScopeRoot, "the root holds its quota of %d specs", max)
 }
 
 // Close closes the underlying Store.
@@ -84,11 +84,11 @@ func (f *Fleet) Desired(ctx context.Context, family, root, after string, limit i
 		return nil, false, err
 	}
 	if after != "" && CheckName(after) != nil {
-		return nil, false, core.Errorf(core.CodeInvalidCursor, "the position to list after is not a legal name")
+		return nil, false, muster.Errorf(muster.CodeInvalidCursor, "the position to list after is not a legal name")
 	}
 	switch {
 	case limit < 0:
-		return nil, false, core.Errorf(core.CodeInvalidRequest, "limit must not be negative")
+		return nil, false, muster.Errorf(muster.CodeInvalidRequest, "limit must not be negative")
 	case limit == 0:
 		limit = DefaultPageSize
 	case limit > MaxPageSize:
@@ -164,15 +164,16 @@ func checkScope(family, root string) error {
 	if err := CheckFamily(family); err != nil {
 		return err
 	}
-	return CheckRoot(root)
+	_, err := muster.ParseFleetRoot(root)
+	return err
 }
 
 func checkSpec(spec []byte) error {
 	if len(spec) > MaxSpecBytes {
-		return core.Errorf(core.CodePayloadTooLarge, "spec is larger than %d bytes", MaxSpecBytes)
+		return muster.Errorf(muster.CodePayloadTooLarge, "spec is larger than %d bytes", MaxSpecBytes)
 	}
 	if !json.Valid(spec) {
-		return core.Errorf(core.CodeInvalidRequest, "spec is not one valid JSON value")
+		return muster.Errorf(muster.CodeInvalidRequest, "spec is not one valid JSON value")
 	}
 	return nil
 }

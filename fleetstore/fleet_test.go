@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 )
 
 // spyStore records what reaches the backend and stores nothing.
@@ -45,20 +45,20 @@ func TestRefusedBeforeTheStore(t *testing.T) {
 	spy := &spyStore{}
 	f := New(spy)
 	for _, name := range illegalNames {
-		wantCode(t, f.Forget(ctx, fam, root, name), core.CodeInvalidName)
+		wantCode(t, f.Forget(ctx, fam, root, name), muster.CodeInvalidName)
 		_, err := f.Get(ctx, fam, root, name)
-		wantCode(t, err, core.CodeInvalidName)
+		wantCode(t, err, muster.CodeInvalidName)
 	}
 	_, err := f.Register(ctx, fam, "Bad", "repo", []byte(`{}`))
-	wantCode(t, err, core.CodeInvalidRequest)
+	wantCode(t, err, muster.CodeInvalidRequest)
 	_, err = f.Register(ctx, fam, root, "repo", make([]byte, MaxSpecBytes+1))
-	wantCode(t, err, core.CodePayloadTooLarge)
+	wantCode(t, err, muster.CodePayloadTooLarge)
 	_, err = f.Sweep(ctx, fam, root, []byte(`{"type": 1}`))
-	wantCode(t, err, core.CodeInvalidRequest)
+	wantCode(t, err, muster.CodeInvalidRequest)
 	_, err = f.Sweep(ctx, fam, "a//b", []byte(`true`))
-	wantCode(t, err, core.CodeInvalidRequest)
+	wantCode(t, err, muster.CodeInvalidRequest)
 	_, err = f.Names(ctx, "", root)
-	wantCode(t, err, core.CodeInvalidRequest)
+	wantCode(t, err, muster.CodeInvalidRequest)
 	if len(spy.calls) != 0 {
 		t.Fatalf("refused calls reached the store: %v", spy.calls)
 	}
@@ -84,17 +84,17 @@ func TestBackendError(t *testing.T) {
 		name  string
 		cause error
 		trans bool
-		want  core.Code
+		want  muster.Code
 	}{
-		{"Internal", io.ErrShortWrite, false, core.CodeInternal},
-		{"Transient", io.ErrShortWrite, true, core.CodeUnavailable},
-		{"Cancelled", context.Canceled, false, core.CodeUnavailable},
-		{"Deadline", context.DeadlineExceeded, false, core.CodeUnavailable},
+		{"Internal", io.ErrShortWrite, false, muster.CodeInternal},
+		{"Transient", io.ErrShortWrite, true, muster.CodeUnavailable},
+		{"Cancelled", context.Canceled, false, muster.CodeUnavailable},
+		{"Deadline", context.DeadlineExceeded, false, muster.CodeUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := backendErr("register", tt.cause, tt.trans)
-			if got := core.ErrorCode(err); got != tt.want {
+			if got := muster.ErrorCode(err); got != tt.want {
 				t.Errorf("code = %s, want %s", got, tt.want)
 			}
 			if !errors.Is(err, tt.cause) {
@@ -109,7 +109,7 @@ func TestBackendError(t *testing.T) {
 	t.Run("DomainErrorPassesThrough", func(t *testing.T) {
 		nf := errSpecNotFound()
 		if err := backendErr("read", nf, false); err != nf {
-			t.Errorf("backendErr rewrapped a *core.Error: %v", err)
+			t.Errorf("backendErr rewrapped a *muster.Error: %v", err)
 		}
 	})
 	t.Run("Nil", func(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/tests/pgtest"
 )
 
@@ -94,14 +94,14 @@ func randomHex(tb testing.TB, n int) string {
 }
 
 // wantCode fails the test unless err carries code.
-func wantCode(tb testing.TB, err error, code core.Code) {
+func wantCode(tb testing.TB, err error, code muster.Code) {
 	tb.Helper()
 	if err == nil {
 		tb.Fatalf("err = nil, want code %s", code)
 	}
-	var ce *core.Error
+	var ce *muster.Error
 	if !errors.As(err, &ce) {
-		tb.Fatalf("err = %v (%T), want a *core.Error with code %s", err, err, code)
+		tb.Fatalf("err = %v (%T), want a *muster.Error with code %s", err, err, code)
 	}
 	if ce.Code != code {
 		tb.Fatalf("code = %s (%v), want %s", ce.Code, err, code)

@@ -1,9 +1,9 @@
 package fleetstore
 
-import "github.com/musterhq/muster/core"
-
-// Limits. They are part of the contract: the HTTP layer documents them and
-// the SDKs may rely on them. Raising one is compatible; lowering one is not.
+// Limits of the store; a root's are muster's (MaxFleetRootLen, MaxFleetDepth,
+// MaxSegmentLen, one parser: muster.ParseFleetRoot). They are part of the
+// contract: the HTTP layer documents them and the SDKs may rely on them.
+// Raising one is compatible; lowering one is not.
 const (
 	// MaxSpecBytes is the largest spec Register accepts, in bytes of JSON as
 	// given. Larger specs fail with CodePayloadTooLarge (413).
@@ -12,17 +12,6 @@ const (
 	// MaxSchemaBytes is the largest JSON Schema Sweep accepts. Larger schemas
 	// fail with CodePayloadTooLarge.
 	MaxSchemaBytes = 256 << 10
-
-	// MaxRootBytes is the longest root, "/" separators included.
-	MaxRootBytes = 255
-
-	// MaxRootSegments is the largest number of segments in a root.
-	MaxRootSegments = 8
-
-	// MaxRootSegmentBytes is the longest segment of a root: the grammar's
-	// segment bound (core.MaxSegmentLen), so that every legal root can be
-	// named by a fleet grant.
-	MaxRootSegmentBytes = core.MaxSegmentLen
 
 	// MaxKindBytes is the longest kind.
 	MaxKindBytes = 64

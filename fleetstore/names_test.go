@@ -6,64 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 )
 
 // The reference grammar the hand-written checks must agree with.
 var segmentRE = regexp.MustCompile(`^[a-z0-9_-]+$`)
-
-func TestLegalSegment(t *testing.T) {
-	tests := []struct {
-		in   string
-		want bool
-	}{
-		{"repo", true}, {"repo-1", true}, {"a_b-c9", true}, {"-", true}, {"_", true}, {"0", true},
-		{"", false}, {"Repo-1", false}, {"repo 1", false}, {"repo/1", false}, {"repo.1", false},
-		{"répo", false}, {"repo\x00", false}, {"repo\n", false}, {"*", false}, {"%2F", false},
-	}
-	for _, tt := range tests {
-		if got := LegalSegment(tt.in); got != tt.want {
-			t.Errorf("LegalSegment(%q) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestCheckRoot(t *testing.T) {
-	tests := []struct {
-		in   string
-		want bool
-	}{
-		{"monitors", true},
-		{"inst-7/monitors", true},
-		{strings.Repeat("a/", MaxRootSegments-1) + "a", true},
-		{strings.Repeat("a", MaxRootSegmentBytes), true},
-		{strings.Repeat("a", MaxRootSegmentBytes) + "/" + strings.Repeat("b", MaxRootBytes-MaxRootSegmentBytes-1), true},
-		{strings.Repeat("a", MaxRootSegmentBytes+1), false},
-		{"x/" + strings.Repeat("a", MaxRootSegmentBytes+1), false},
-		{strings.Repeat("a", MaxRootBytes), false},
-		{"", false}, {"/", false}, {"a//b", false}, {"/a", false}, {"a/", false},
-		{"Monitors", false}, {"inst-7%2Fmonitors", false}, {"a/../b", false},
-		{strings.Repeat("a/", MaxRootSegments) + "a", false},
-		{strings.Repeat("a", MaxRootBytes+1), false},
-	}
-	everything, err := core.ParseGrant("fleet://**#*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tt := range tests {
-		err := CheckRoot(tt.in)
-		// One rule for roots: what CheckRoot accepts, a grant can name.
-		if allowed := (core.Grants{everything}).AllowsFleet(tt.in, core.ReadWrite); allowed != (err == nil) {
-			t.Errorf("CheckRoot(%q) = %v but fleet://**#* allows it: %v", tt.in, err, allowed)
-		}
-		if (err == nil) != tt.want {
-			t.Errorf("CheckRoot(%q) = %v, want ok %v", tt.in, err, tt.want)
-		}
-		if err != nil && core.ErrorCode(err) != core.CodeInvalidRequest {
-			t.Errorf("CheckRoot(%q) code = %s, want invalid_request", tt.in, core.ErrorCode(err))
-		}
-	}
-}
 
 // TestLongestNameIsLegal: the longest kind with the largest counter makes a
 // name CheckName accepts, so every minted name can be forgotten.
@@ -87,8 +34,8 @@ func FuzzCheckName(f *testing.F) {
 		if (err == nil) != want {
 			t.Fatalf("CheckName(%q) = %v, reference says legal %v", s, err, want)
 		}
-		if err != nil && core.ErrorCode(err) != core.CodeInvalidName {
-			t.Fatalf("CheckName(%q) code = %s, want invalid_name", s, core.ErrorCode(err))
+		if err != nil && muster.ErrorCode(err) != muster.CodeInvalidName {
+			t.Fatalf("CheckName(%q) code = %s, want invalid_name", s, muster.ErrorCode(err))
 		}
 		if err == nil && strings.ToLower(s) != s {
 			t.Fatalf("CheckName accepted %q, which folding would change", s)
@@ -114,22 +61,6 @@ func FuzzCheckKind(f *testing.F) {
 			if !strings.HasPrefix(mintName(s, 1), NamePrefix(s)) {
 				t.Fatalf("mintName(%q) lacks NamePrefix", s)
 			}
-		}
-	})
-}
-
-func FuzzCheckRoot(f *testing.F) {
-	for _, s := range []string{"monitors", "inst-7/monitors", "a//b", "/a", "a/", "A", "a%2Fb", "a/b/c/d/e/f/g/h/i"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		segs := strings.Split(s, "/")
-		want := len(s) <= MaxRootBytes && len(segs) <= MaxRootSegments
-		for _, seg := range segs {
-			want = want && segmentRE.MatchString(seg)
-		}
-		if err := CheckRoot(s); (err == nil) != want {
-			t.Fatalf("CheckRoot(%q) = %v, reference says legal %v", s, err, want)
 		}
 	})
 }

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 )
 
 // Open picks the backend the way `muster serve --store` does: an empty
@@ -19,7 +19,7 @@ func Open(ctx context.Context, dataDir, storeURL string) (Store, error) {
 	case strings.HasPrefix(storeURL, "postgres://"), strings.HasPrefix(storeURL, "postgresql://"):
 		return OpenPostgres(ctx, storeURL)
 	default:
-		return nil, core.Errorf(core.CodeInvalidRequest,
+		return nil, muster.Errorf(muster.CodeInvalidRequest,
 			"store must be empty (bbolt in the data directory) or a postgres:// URL")
 	}
 }

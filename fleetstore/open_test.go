@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 )
 
 func TestOpen(t *testing.T) {
@@ -25,20 +25,20 @@ func TestOpen(t *testing.T) {
 	})
 	t.Run("UnknownScheme", func(t *testing.T) {
 		_, err := Open(ctx, t.TempDir(), "mysql://localhost/x")
-		wantCode(t, err, core.CodeInvalidRequest)
+		wantCode(t, err, muster.CodeInvalidRequest)
 	})
 	t.Run("PostgresUnreachable", func(t *testing.T) {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		_, err := Open(cctx, "", "postgres://nobody:secret@127.0.0.1:1/none?sslmode=disable")
-		wantCode(t, err, core.CodeUnavailable)
+		wantCode(t, err, muster.CodeUnavailable)
 		if err != nil && containsSecret(err.Error()) {
 			t.Errorf("error text quotes the password: %v", err)
 		}
 	})
 	t.Run("PostgresBadURL", func(t *testing.T) {
 		_, err := Open(ctx, "", "postgres://nobody:secret@127.0.0.1:1/none?sslmode=bogus")
-		wantCode(t, err, core.CodeInternal)
+		wantCode(t, err, muster.CodeInternal)
 		if err != nil && containsSecret(err.Error()) {
 			t.Errorf("error text quotes the password: %v", err)
 		}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 )
 
 // Tests of the PostgreSQL backend's own promises; the shared behaviour is in
@@ -69,7 +69,7 @@ func TestPostgresRefusesNewerSchema(t *testing.T) {
 	if err == nil {
 		_ = s.Close()
 	}
-	wantCode(t, err, core.CodeInternal)
+	wantCode(t, err, muster.CodeInternal)
 }
 
 // TestPostgresGeometry pins the tables: specs as bytea (never jsonb, which
@@ -180,7 +180,7 @@ func TestPostgresCancelled(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	_, err := f.Register(cctx, fam, root, "repo", []byte(`{}`))
-	wantCode(t, err, core.CodeUnavailable)
+	wantCode(t, err, muster.CodeUnavailable)
 	if got := mustRegister(t, f, fam, root, "repo", `{}`); got != "repo-1" {
 		t.Fatalf("after a cancelled Register: %s, want repo-1 (nothing spent)", got)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -55,9 +55,9 @@ type meter struct {
 // abort is the panic value that ends a validation early; Judge recovers it.
 type abort struct{ err error }
 
-var errSpecBudget = core.Errorf(core.CodeInvalidRequest,
+var errSpecBudget = muster.Errorf(muster.CodeInvalidRequest,
 	"the schema exceeds the sweep work budget of %d subschema evaluations per spec", SweepSpecBudget)
-var errRequestBudget = core.Errorf(core.CodeInvalidRequest,
+var errRequestBudget = muster.Errorf(muster.CodeInvalidRequest,
 	"the schema exceeds the sweep work budget of %d subschema evaluations per request", SweepRequestBudget)
 
 func (m *meter) step() {
@@ -113,19 +113,19 @@ func checkDocument(doc any) error {
 		switch v := it.v.(type) {
 		case map[string]any:
 			if it.depth > MaxSchemaDepth {
-				return core.Errorf(core.CodeInvalidRequest, "schema nests deeper than %d levels (limit: schema depth)", MaxSchemaDepth)
+				return muster.Errorf(muster.CodeInvalidRequest, "schema nests deeper than %d levels (limit: schema depth)", MaxSchemaDepth)
 			}
 			for k, c := range v {
 				if k == "pattern" {
 					if p, ok := c.(string); ok && len(p) > MaxSchemaPatternBytes {
-						return core.Errorf(core.CodeInvalidRequest, "schema has a pattern longer than %d bytes (limit: pattern size)", MaxSchemaPatternBytes)
+						return muster.Errorf(muster.CodeInvalidRequest, "schema has a pattern longer than %d bytes (limit: pattern size)", MaxSchemaPatternBytes)
 					}
 				}
 				if k == "patternProperties" {
 					if pp, ok := c.(map[string]any); ok {
 						for p := range pp {
 							if len(p) > MaxSchemaPatternBytes {
-								return core.Errorf(core.CodeInvalidRequest, "schema has a pattern longer than %d bytes (limit: pattern size)", MaxSchemaPatternBytes)
+								return muster.Errorf(muster.CodeInvalidRequest, "schema has a pattern longer than %d bytes (limit: pattern size)", MaxSchemaPatternBytes)
 							}
 						}
 					}
@@ -134,7 +134,7 @@ func checkDocument(doc any) error {
 			}
 		case []any:
 			if it.depth > MaxSchemaDepth {
-				return core.Errorf(core.CodeInvalidRequest, "schema nests deeper than %d levels (limit: schema depth)", MaxSchemaDepth)
+				return muster.Errorf(muster.CodeInvalidRequest, "schema nests deeper than %d levels (limit: schema depth)", MaxSchemaDepth)
 			}
 			for _, c := range v {
 				stack = append(stack, item{c, it.depth + 1})
@@ -279,11 +279,11 @@ func checkShape(root *jsonschema.Schema) error {
 }
 
 var (
-	errExpansion = core.Errorf(core.CodeInvalidRequest,
+	errExpansion = muster.Errorf(muster.CodeInvalidRequest,
 		"schema expands to more than %d subschemas once its $refs are followed (limit: $ref expansion)", MaxSchemaExpansion)
-	errNesting = core.Errorf(core.CodeInvalidRequest,
+	errNesting = muster.Errorf(muster.CodeInvalidRequest,
 		"schema nests subschemas deeper than %d once its $refs are followed (limit: subschema nesting)", MaxSchemaNesting)
-	errFanOut = core.Errorf(core.CodeInvalidRequest,
+	errFanOut = muster.Errorf(muster.CodeInvalidRequest,
 		"schema lists more than %d subschemas in one allOf, anyOf, oneOf or prefixItems (limit: combinator fan-out)", MaxSchemaFanOut)
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/tests/hostile"
 )
 
@@ -27,7 +27,7 @@ func FuzzCompileSchema(f *testing.F) {
 			}
 		}
 		if err != nil {
-			if c := core.ErrorCode(err); c != core.CodeInvalidRequest && c != core.CodePayloadTooLarge {
+			if c := muster.ErrorCode(err); c != muster.CodeInvalidRequest && c != muster.CodePayloadTooLarge {
 				t.Fatalf("CompileSchema: %v", err)
 			}
 			return
@@ -36,7 +36,7 @@ func FuzzCompileSchema(f *testing.F) {
 		defer cancel()
 		start := time.Now()
 		_, err = s.Judge(ctx, spec)
-		if err != nil && core.ErrorCode(err) != core.CodeInvalidRequest {
+		if err != nil && muster.ErrorCode(err) != muster.CodeInvalidRequest {
 			t.Fatalf("Judge: %v", err)
 		}
 		if errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 4*time.Second {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/tests/hostile"
 )
 
@@ -21,7 +21,7 @@ func TestSweepRefusesHostileSchemasFast(t *testing.T) {
 			start := time.Now()
 			_, err := CompileSchema([]byte(hostile.Schema(levels)))
 			took := time.Since(start)
-			wantCode(t, err, core.CodeInvalidRequest)
+			wantCode(t, err, muster.CodeInvalidRequest)
 			if !strings.Contains(err.Error(), "$ref expansion") {
 				t.Errorf("refusal does not name the limit: %v", err)
 			}
@@ -64,7 +64,7 @@ func TestSweepStructuralLimits(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := CompileSchema([]byte(tt.schema))
-			wantCode(t, err, core.CodeInvalidRequest)
+			wantCode(t, err, muster.CodeInvalidRequest)
 			if err != nil && !strings.Contains(err.Error(), "(limit: "+tt.limit+")") {
 				t.Errorf("refusal does not name %q: %v", tt.limit, err)
 			}
@@ -93,7 +93,7 @@ func TestSweepSpecBudget(t *testing.T) {
 	start := time.Now()
 	_, err = s.Judge(ctx, []byte(spec))
 	took := time.Since(start)
-	wantCode(t, err, core.CodeInvalidRequest)
+	wantCode(t, err, muster.CodeInvalidRequest)
 	if !strings.Contains(err.Error(), "per spec") {
 		t.Errorf("not the per-spec budget: %v", err)
 	}

@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -51,16 +51,16 @@ func compileSchema(raw []byte, fast bool) (*Schema, error) {
 	c.AssertVocabs()
 	c.RegisterVocabulary(countVocab(m))
 	if err := c.AddResource(schemaLocation, doc); err != nil {
-		return nil, core.Errorf(core.CodeInvalidRequest, "schema cannot be added")
+		return nil, muster.Errorf(muster.CodeInvalidRequest, "schema cannot be added")
 	}
 	s, err := c.Compile(schemaLocation)
 	if err != nil {
 		var le *jsonschema.LoadURLError
 		if errors.As(err, &le) {
-			return nil, core.Errorf(core.CodeInvalidRequest,
+			return nil, muster.Errorf(muster.CodeInvalidRequest,
 				"schema refers to an external resource; sweep loads none")
 		}
-		return nil, core.Errorf(core.CodeInvalidRequest, "schema is not a valid JSON Schema")
+		return nil, muster.Errorf(muster.CodeInvalidRequest, "schema is not a valid JSON Schema")
 	}
 	if err := checkShape(s); err != nil {
 		return nil, err
@@ -81,11 +81,11 @@ func PrecheckSchema(raw []byte) error {
 
 func precheck(raw []byte, fast bool) (any, error) {
 	if len(raw) > MaxSchemaBytes {
-		return nil, core.Errorf(core.CodePayloadTooLarge, "schema is larger than %d bytes", MaxSchemaBytes)
+		return nil, muster.Errorf(muster.CodePayloadTooLarge, "schema is larger than %d bytes", MaxSchemaBytes)
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return nil, core.Errorf(core.CodeInvalidRequest, "schema is not one valid JSON value")
+		return nil, muster.Errorf(muster.CodeInvalidRequest, "schema is not one valid JSON value")
 	}
 	if err := checkDocument(doc); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/core"
 )
 
@@ -94,7 +95,7 @@ func callerFrom(ctx context.Context) *Caller {
 	return c
 }
 
-var errForbidden = core.Errorf(core.CodeForbidden, "no grant covers this request")
+var errForbidden = muster.Errorf(muster.CodeForbidden, "no grant covers this request")
 
 // allowLease checks that ONE grant of the caller covers sel with access a.
 func allowLease(c *Caller, sel core.Selector, a core.Access) error {

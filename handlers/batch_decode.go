@@ -2,15 +2,18 @@ package handlers
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 )
@@ -84,7 +87,7 @@ func loadBatchLimits(spec *openapi3.T) (*batchLimits, error) {
 // batchFieldError is the problem of one body field, worded as the contract
 // middleware words kin-openapi's findings (validationError).
 func batchFieldError(field, why string) error {
-	return core.Errorf(core.CodeInvalidRequest, "request body field %q %s", field, why)
+	return muster.Errorf(muster.CodeInvalidRequest, "request body field %q %s", field, why)
 }
 
 func invalidField(field string) error { return batchFieldError(field, "is missing or invalid") }
@@ -94,9 +97,9 @@ func invalidField(field string) error { return batchFieldError(field, "is missin
 // UTF-8 without duplicate names: the decoder refuses anything else, and a
 // refusal is worded by checkOneJSONValue when the body breaks its rules, so
 // that the problem is the one any other operation would answer.
-func decodeBatch(data []byte, lim *batchLimits) (api.BatchRequest, error) {
+func decodeBatch(data []byte, lim *batchLimits) (batchBody, error) {
 	if len(data) == 0 {
-		return api.BatchRequest{}, core.Errorf(core.CodeInvalidRequest, "a request body is required")
+		return batchBody{}, muster.Errorf(muster.CodeInvalidRequest, "a request body is required")
 	}
 	req, err := decodeBatchValue(data, lim)
 	if err != nil {
@@ -107,11 +110,40 @@ func decodeBatch(data []byte, lim *batchLimits) (api.BatchRequest, error) {
 	return req, err
 }
 
-func decodeBatchValue(data []byte, lim *batchLimits) (api.BatchRequest, error) {
-	var req api.BatchRequest
-	dec := jsontext.NewDecoder(bytes.NewReader(data))
+// batchBody is a decoded batch body.
+type batchBody struct {
+	Session string
+	Ops     []wireOp
+}
+
+// decoders recycles decoders and their buffers across requests.
+var decoders = sync.Pool{New: func() any {
+	pd := &pooledDecoder{}
+	pd.dec = jsontext.NewDecoder(&pd.r)
+	return pd
+}}
+
+type pooledDecoder struct {
+	r   bytes.Reader
+	dec *jsontext.Decoder
+}
+
+func decodeBatchValue(data []byte, lim *batchLimits) (batchBody, error) {
+	pd := decoders.Get().(*pooledDecoder)
+	defer func() {
+		pd.r.Reset(nil)
+		pd.dec.Reset(&pd.r)
+		decoders.Put(pd)
+	}()
+	pd.r.Reset(data)
+	pd.dec.Reset(&pd.r)
+	return decodeBatchFrom(pd.dec, lim)
+}
+
+func decodeBatchFrom(dec *jsontext.Decoder, lim *batchLimits) (batchBody, error) {
+	var req batchBody
 	if dec.PeekKind() != '{' {
-		return req, core.Errorf(core.CodeInvalidRequest, "the request body does not match its schema")
+		return req, muster.Errorf(muster.CodeInvalidRequest, "the request body does not match its schema")
 	}
 	dec.ReadToken()
 	var haveSession, haveOps bool
@@ -129,7 +161,7 @@ func decodeBatchValue(data []byte, lim *batchLimits) (api.BatchRequest, error) {
 			if len(s) != lim.sessionLen || !isLowerHex(s) {
 				return req, invalidField("/session_id")
 			}
-			req.SessionId, haveSession = s, true
+			req.Session, haveSession = s, true
 		case "ops":
 			if req.Ops, err = decodeOps(dec, lim); err != nil {
 				return req, err
@@ -141,18 +173,18 @@ func decodeBatchValue(data []byte, lim *batchLimits) (api.BatchRequest, error) {
 	}
 	dec.ReadToken()
 	if _, err := dec.ReadToken(); err != io.EOF {
-		return req, core.Errorf(core.CodeInvalidRequest, "the request body has data after its JSON value")
+		return req, muster.Errorf(muster.CodeInvalidRequest, "the request body has data after its JSON value")
 	}
 	switch {
 	case !haveSession:
-		return req, core.Errorf(core.CodeInvalidRequest, "request body property %q is missing", "session_id")
+		return req, muster.Errorf(muster.CodeInvalidRequest, "request body property %q is missing", "session_id")
 	case !haveOps:
-		return req, core.Errorf(core.CodeInvalidRequest, "request body property %q is missing", "ops")
+		return req, muster.Errorf(muster.CodeInvalidRequest, "request body property %q is missing", "ops")
 	}
 	return req, nil
 }
 
-func decodeOps(dec *jsontext.Decoder, lim *batchLimits) ([]api.BatchOp, error) {
+func decodeOps(dec *jsontext.Decoder, lim *batchLimits) ([]wireOp, error) {
 	if err := nonNull(dec, "/ops"); err != nil {
 		return nil, err
 	}
@@ -160,7 +192,7 @@ func decodeOps(dec *jsontext.Decoder, lim *batchLimits) ([]api.BatchOp, error) {
 		return nil, invalidField("/ops")
 	}
 	dec.ReadToken()
-	ops := make([]api.BatchOp, 0, 64)
+	ops := make([]wireOp, 0, 64)
 	for dec.PeekKind() != ']' {
 		if len(ops) == lim.maxOps {
 			return nil, invalidField("/ops")
@@ -180,8 +212,8 @@ func decodeOps(dec *jsontext.Decoder, lim *batchLimits) ([]api.BatchOp, error) {
 
 // decodeOp decodes operation i; the names of its fields (for problems) are
 // built only when one is at fault.
-func decodeOp(dec *jsontext.Decoder, lim *batchLimits, i int) (api.BatchOp, error) {
-	var op api.BatchOp
+func decodeOp(dec *jsontext.Decoder, lim *batchLimits, i int) (wireOp, error) {
+	var op wireOp
 	at := opPath(i)
 	if err := nonNull(dec, at); err != nil {
 		return op, err
@@ -221,13 +253,13 @@ func decodeOp(dec *jsontext.Decoder, lim *batchLimits, i int) (api.BatchOp, erro
 			if err != nil {
 				return op, err
 			}
-			op.TtlMs = &n
+			op.TTL, op.HasTTL = n, true
 		case "fencing_token":
 			n, err := readInt(dec, at, "fencing_token", lim.minToken, 1<<63-1)
 			if err != nil {
 				return op, err
 			}
-			op.FencingToken = &n
+			op.Token, op.HasToken = n, true
 		default:
 			return op, unknownField(at, name)
 		}
@@ -235,9 +267,9 @@ func decodeOp(dec *jsontext.Decoder, lim *batchLimits, i int) (api.BatchOp, erro
 	dec.ReadToken()
 	switch {
 	case !haveOp:
-		return op, core.Errorf(core.CodeInvalidRequest, "request body property %q is missing", "op")
+		return op, muster.Errorf(muster.CodeInvalidRequest, "request body property %q is missing", "op")
 	case !haveRoute:
-		return op, core.Errorf(core.CodeInvalidRequest, "request body property %q is missing", "route")
+		return op, muster.Errorf(muster.CodeInvalidRequest, "request body property %q is missing", "route")
 	}
 	return op, nil
 }
@@ -285,17 +317,33 @@ func isLowerHex(s string) bool {
 // unknownField words an unknown member as validationError does.
 func unknownField(at, name string) error {
 	if fieldNameRe.MatchString(name) {
-		return core.Errorf(core.CodeInvalidRequest, "request body field %q is unknown: this operation does not take it", at+"/"+name)
+		return muster.Errorf(muster.CodeInvalidRequest, "request body field %q is unknown: this operation does not take it", at+"/"+name)
 	}
-	return core.Errorf(core.CodeInvalidRequest, "request body has an unknown field (its name is not shown: it is not a plain identifier)")
+	return muster.Errorf(muster.CodeInvalidRequest, "request body has an unknown field (its name is not shown: it is not a plain identifier)")
 }
 
+// readName reads a member name. The names the batch schemas know are
+// returned without allocating; an escaped or unknown name is unquoted.
 func readName(dec *jsontext.Decoder) (string, error) {
-	tok, err := dec.ReadToken()
+	v, err := dec.ReadValue()
 	if err != nil {
 		return "", bodyNotJSON(err)
 	}
-	return tok.String(), nil
+	if n, ok := batchNames[string(v)]; ok { // no allocation: a map lookup by []byte
+		return n, nil
+	}
+	var name string
+	if err := json.Unmarshal(v, &name); err != nil {
+		return "", bodyNotJSON(err)
+	}
+	return name, nil
+}
+
+// batchNames are the member names of the batch schemas, quoted as they
+// are most often sent (unescaped).
+var batchNames = map[string]string{
+	`"session_id"`: "session_id", `"ops"`: "ops", `"op"`: "op", `"route"`: "route",
+	`"ttl_ms"`: "ttl_ms", `"fencing_token"`: "fencing_token",
 }
 
 // nonNull refuses a null where the contract has no nullable schema.
@@ -344,5 +392,5 @@ func readInt(dec *jsontext.Decoder, at, name string, lo, hi int64) (int64, error
 }
 
 func bodyNotJSON(error) error {
-	return core.Errorf(core.CodeInvalidRequest, "the request body is not valid JSON")
+	return muster.Errorf(muster.CodeInvalidRequest, "the request body is not valid JSON")
 }

@@ -11,12 +11,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
-	"github.com/musterhq/muster/core"
 )
 
 // contractVerdict is what the generic path answers for a batch body:
@@ -35,10 +34,10 @@ func contractVerdict(t testing.TB, data []byte) (api.BatchRequest, error) {
 	in := &openapi3filter.RequestValidationInput{Request: hr, Route: route,
 		Options: &openapi3filter.Options{AuthenticationFunc: func(context.Context, *openapi3filter.AuthenticationInput) error { return nil }, SkipSettingDefaults: true}}
 	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
-		return req, validationError(err, func(*openapi3.Parameter) string { return "" })
+		return req, muster.Errorf(muster.CodeInvalidRequest, "kin-openapi: %v", err)
 	}
 	if err := json.Unmarshal(data, &req); err != nil {
-		return req, core.Errorf(core.CodeInvalidRequest, "the request body does not match its schema")
+		return req, muster.Errorf(muster.CodeInvalidRequest, "the request body does not match its schema")
 	}
 	return req, nil
 }
@@ -69,14 +68,15 @@ func batchRoute(t testing.TB) *routers.Route {
 // the same request, or both refuse with invalid_request.
 func checkSameVerdict(t *testing.T, data []byte) {
 	t.Helper()
-	want, werr := contractVerdict(t, data)
+	wantReq, werr := contractVerdict(t, data)
+	want := batchBody{Session: wantReq.SessionId, Ops: wireOps(wantReq.Ops)}
 	got, gerr := decodeBatch(data, batchRouteOnce.lim)
 	switch {
 	case (werr == nil) != (gerr == nil):
 		t.Fatalf("body %q: decodeBatch says %v, the contract says %v", data, gerr, werr)
 	case werr == nil && !reflect.DeepEqual(got, want):
 		t.Fatalf("body %q: decodeBatch read %+v, the generated decoder %+v", data, got, want)
-	case werr != nil && (core.ErrorCode(gerr) != core.CodeInvalidRequest || core.ErrorCode(werr) != core.CodeInvalidRequest):
+	case werr != nil && (muster.ErrorCode(gerr) != muster.CodeInvalidRequest || muster.ErrorCode(werr) != muster.CodeInvalidRequest):
 		t.Fatalf("body %q: codes %v / %v", data, gerr, werr)
 	}
 }
@@ -112,6 +112,8 @@ var batchSeeds = func() []string {
 		`{"session_id":"0123456789ABCDEF0123456789abcdef","ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000}]}`,
 		`{"session_id":"0123456789abcdef","ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000}]}`,
 		`{"session_id":7,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000}]}`,
+		`{"session\u005fid":"0123456789abcdef0123456789abcdef","ops":[{"\u006fp":"acquire","route":"lease://a/b/c","ttl_ms":1000}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000,"\u006fp":"release"}]}`,
 		`[]`, `null`, `"x"`, `{`, ``, ` `,
 		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://` + strings.Repeat("é", 392) + `","ttl_ms":1000}]}`,
 		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://` + strings.Repeat("é", 393) + `","ttl_ms":1000}]}`,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 )
@@ -33,10 +34,10 @@ func FuzzBatchOps(f *testing.F) {
 		if json.Unmarshal(data, &in) != nil {
 			return
 		}
-		ops, err := batchOps(in, grants)
+		ops, err := batchOps(wireOps(in), grants)
 		if err != nil {
-			var e *core.Error
-			if !errors.As(err, &e) || (e.Code != core.CodeInvalidRequest && e.Code != core.CodeInvalidRoute) {
+			var e *muster.Error
+			if !errors.As(err, &e) || (e.Code != muster.CodeInvalidRequest && e.Code != muster.CodeInvalidRoute) {
 				t.Fatalf("refusal %v is not a typed invalid_request/invalid_route", err)
 			}
 			return

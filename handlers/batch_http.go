@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/musterhq/muster/api"
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/core"
 )
 
@@ -20,14 +20,14 @@ import (
 // handler would write, without reflection.
 func (s *Server) batchHTTP(w http.ResponseWriter, r *http.Request) {
 	if !isJSON(r.Header.Get("Content-Type")) {
-		writeProblem(w, core.CodeInvalidRequest, "the request body must be application/json")
+		writeProblem(w, muster.CodeInvalidRequest, "the request body must be application/json")
 		return
 	}
 	buf := batchBufs.Get().(*[]byte)
 	defer batchBufs.Put(buf)
 	data, err := appendAll((*buf)[:0], r.Body)
 	if err != nil {
-		writeProblem(w, core.CodeInvalidRequest, "the request body could not be read")
+		writeProblem(w, muster.CodeInvalidRequest, "the request body could not be read")
 		return
 	}
 	req, err := decodeBatch(data, s.batchLimits)
@@ -35,12 +35,12 @@ func (s *Server) batchHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(s.log, w, r, err)
 		return
 	}
-	out, err := s.applyBatch(r.Context(), &req)
+	_, res, rev, err := s.applyBatch(r.Context(), req.Session, req.Ops)
 	if err != nil {
 		writeError(s.log, w, r, err)
 		return
 	}
-	data = appendBatchResponse(data[:0], &out)
+	data = appendBatchAnswer(data[:0], req.Ops, res, rev)
 	*buf = data
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -69,59 +69,62 @@ func appendAll(dst []byte, r io.Reader) ([]byte, error) {
 	}
 }
 
-// appendBatchResponse encodes a BatchResponse as encoding/json would (the
-// members of each struct in declaration order, omitempty honoured).
-func appendBatchResponse(b []byte, out *api.BatchResponse) []byte {
+// appendBatchAnswer encodes the answer to ops as encoding/json encodes the
+// BatchResponse that BatchLeases builds for them (members in declaration
+// order, omitempty honoured), straight from the core's results.
+func appendBatchAnswer(b []byte, ops []wireOp, res []core.BatchResult, rev uint64) []byte {
 	b = append(b, `{"results":[`...)
-	for i := range out.Results {
+	for i := range res {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendBatchResult(b, &out.Results[i])
+		b = appendBatchResult(b, &ops[i], &res[i])
 	}
 	b = append(b, `],"revision":`...)
-	b = strconv.AppendInt(b, out.Revision, 10)
+	b = strconv.AppendUint(b, rev, 10)
 	return append(b, '}')
 }
 
-func appendBatchResult(b []byte, r *api.BatchResult) []byte {
+func appendBatchResult(b []byte, op *wireOp, r *core.BatchResult) []byte {
 	b = append(b, '{')
-	if r.Code != nil {
+	var status int
+	if r.Err != nil {
+		var code muster.Code
+		var detail string
+		code, status, detail = batchFailure(r.Err)
 		b = append(b, `"code":`...)
-		b = appendString(b, string(*r.Code))
+		b = appendString(b, string(code))
+		b = append(b, `,"detail":`...)
+		b = appendString(b, detail)
 		b = append(b, ',')
-	}
-	if r.Detail != nil {
-		b = append(b, `"detail":`...)
-		b = appendString(b, *r.Detail)
-		b = append(b, ',')
-	}
-	if l := r.Lease; l != nil {
+	} else if h := &r.Holding; h.Item != nil {
 		b = append(b, `"lease":{"acquired_at":`...)
-		b = appendTime(b, l.AcquiredAt)
+		b = appendTime(b, h.Item.AcquiredAt())
 		b = append(b, `,"expires_at":`...)
-		b = appendTime(b, l.ExpiresAt)
+		b = appendTime(b, h.Item.ExpiresAt())
 		b = append(b, `,"fencing_token":`...)
-		b = strconv.AppendInt(b, l.FencingToken, 10)
-		if l.Outcome != nil {
-			b = append(b, `,"outcome":`...)
-			b = appendString(b, string(*l.Outcome))
+		b = strconv.AppendUint(b, h.Token, 10)
+		switch h.Outcome {
+		case core.OutcomeAcquired:
+			b = append(b, `,"outcome":"acquired"`...)
+		case core.OutcomeAlreadyHeld:
+			b = append(b, `,"outcome":"already_held"`...)
 		}
 		b = append(b, `,"renewals":`...)
-		b = strconv.AppendInt(b, l.Renewals, 10)
+		b = strconv.AppendUint(b, h.Item.Renewals(), 10)
 		b = append(b, `,"route":`...)
-		b = appendString(b, l.Route)
+		b = appendString(b, op.Route)
 		b = append(b, "},"...)
 	}
 	b = append(b, `"ok":`...)
-	b = strconv.AppendBool(b, r.Ok)
+	b = strconv.AppendBool(b, r.Err == nil)
 	b = append(b, `,"op":`...)
-	b = appendString(b, string(r.Op))
+	b = appendString(b, string(op.Op))
 	b = append(b, `,"route":`...)
-	b = appendString(b, r.Route)
-	if r.Status != nil {
+	b = appendString(b, op.Route)
+	if r.Err != nil {
 		b = append(b, `,"status":`...)
-		b = strconv.AppendInt(b, int64(*r.Status), 10)
+		b = strconv.AppendInt(b, int64(status), 10)
 	}
 	return append(b, '}')
 }

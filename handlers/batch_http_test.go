@@ -3,35 +3,64 @@ package handlers
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/musterhq/muster/api"
+	"github.com/musterhq/muster/core"
 )
 
-// The hand encoder writes what encoding/json writes for the same answer
-// (the same members, names and values; escaping may differ).
-func TestAppendBatchResponseMatchesEncodingJSON(t *testing.T) {
-	code, status, detail := api.ErrorCode("lease_held"), 409, `held by "another" <session> & more ✓`
-	acquired := api.LeaseOutcomeAcquired
-	at := time.Date(2026, 12, 1, 3, 4, 5, 123456789, time.UTC)
-	out := api.BatchResponse{Revision: 1 << 40, Results: []api.BatchResult{
-		{Op: api.Acquire, Route: "lease://a/b/c", Ok: true, Lease: &api.Lease{Route: "lease://a/b/c", FencingToken: 7, AcquiredAt: at, ExpiresAt: at.Add(time.Second), Outcome: &acquired}},
-		{Op: api.Extend, Route: `lease://é/"q"/<\>`, Ok: true, Lease: &api.Lease{Route: `lease://é/"q"/<\>`, FencingToken: 1<<62 + 1, AcquiredAt: at.Truncate(time.Second), ExpiresAt: at, Renewals: 3}},
-		{Op: api.Release, Route: "lease://a/b/d", Ok: true},
-		{Op: api.Acquire, Route: "lease://a/b/e", Ok: false, Code: &code, Status: &status, Detail: &detail},
-	}}
-	want, err := json.Marshal(out)
+// The hand encoder writes what the strict handler's encoding/json writes
+// for the same results (the same members, names and values; escaping may
+// differ).
+func TestAppendBatchAnswerMatchesEncodingJSON(t *testing.T) {
+	s := core.NewState(core.Config{Epoch: "e", IncarnationKey: []byte("k")})
+	now := time.Date(2026, 12, 1, 3, 4, 5, 123456789, time.UTC)
+	id := core.SessionID{1}
+	if _, err := s.CreateSession(now, id, "f", "w", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	in := []wireOp{
+		{Op: api.Acquire, Route: "lease://a/b/c", TTL: 1000, HasTTL: true},
+		{Op: api.Acquire, Route: `lease://é/"q"/<\>`, TTL: 1000, HasTTL: true},
+		{Op: api.Acquire, Route: "lease://a/b/c", TTL: 1000, HasTTL: true},
+		{Op: api.Extend, Route: "lease://a/b/c", TTL: 5000, HasTTL: true, Token: 1, HasToken: true},
+		{Op: api.Extend, Route: "lease://a/b/c", TTL: 5000, HasTTL: true, Token: 9, HasToken: true},
+		{Op: api.Release, Route: "lease://a/b/c", Token: 1, HasToken: true},
+		{Op: api.Release, Route: "lease://a/b/d", Token: 1, HasToken: true},
+	}
+	ops, err := batchOps(in, core.AllGrants())
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := appendBatchResponse(nil, &out)
+	ops[6].Refused = errForbidden
+	res, err := s.Batch(now, "f", id, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := api.BatchResponse{Results: make([]api.BatchResult, len(res)), Revision: int64(s.Revision())}
+	for i, r := range res {
+		want.Results[i] = batchResult(&in[i], ops[i].Route, r)
+	}
+	wantJSON, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := appendBatchAnswer(nil, in, res, s.Revision())
 	var g, w any
 	if err := json.Unmarshal(got, &g); err != nil {
 		t.Fatalf("not JSON: %s", got)
 	}
-	json.Unmarshal(want, &w)
+	json.Unmarshal(wantJSON, &w)
 	if !reflect.DeepEqual(g, w) {
-		t.Fatalf("hand encoder:\n%s\nencoding/json:\n%s", got, want)
+		t.Fatalf("hand encoder:\n%s\nencoding/json:\n%s", got, wantJSON)
+	}
+	for _, member := range []string{`"outcome":"acquired"`, `"outcome":"already_held"`, `"code":"fenced"`, `"code":"forbidden"`, `"renewals":1`} {
+		if !json.Valid(got) || !contains(got, member) {
+			t.Errorf("the answer lacks %s: %s", member, got)
+		}
 	}
 }
+
+func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }

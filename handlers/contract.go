@@ -21,6 +21,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/core"
 	"github.com/musterhq/muster/fleetstore"
 )
@@ -110,7 +111,7 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 		}
 		op := c.ops[method+" "+rctx.RoutePattern()]
 		if op == nil {
-			writeProblem(w, core.CodeNotFound, "no such operation")
+			writeProblem(w, muster.CodeNotFound, "no such operation")
 			return
 		}
 		if !op.public {
@@ -121,13 +122,13 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 			caller, ok := c.auth.Authenticate(secret)
 			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="muster"`)
-				writeProblem(w, core.CodeUnauthenticated, "a valid bearer token is required")
+				writeProblem(w, muster.CodeUnauthenticated, "a valid bearer token is required")
 				return
 			}
 			r = r.WithContext(withCaller(r.Context(), caller))
 		}
 		if op.bodyLimit > 0 {
-			if err := bufferBody(r, op.bodyLimit, c.bodyTimeout, !op.selfValidated); err != nil {
+			if err := bufferBody(r, op.bodyLimit, c.bodyTimeout); err != nil {
 				writeError(c.log, w, r, err)
 				return
 			}
@@ -143,7 +144,7 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 		for i, k := range rctx.URLParams.Keys {
 			v, err := url.PathUnescape(rctx.URLParams.Values[i])
 			if err != nil {
-				writeProblem(w, core.CodeInvalidRequest, fmt.Sprintf("path parameter %q is not correctly escaped", k))
+				writeProblem(w, muster.CodeInvalidRequest, fmt.Sprintf("path parameter %q is not correctly escaped", k))
 				return
 			}
 			params[k] = v
@@ -163,27 +164,25 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 }
 
 // bufferBody reads at most limit bytes of the body into memory so that the
-// validator and the handler can both read it. checkJSON is false for the
-// self-validated operations, whose decoders apply checkOneJSONValue's rules
-// themselves.
-func bufferBody(r *http.Request, limit int64, timeout time.Duration, checkJSON bool) error {
+// validator and the handler can both read it.
+func bufferBody(r *http.Request, limit int64, timeout time.Duration) error {
 	if r.ContentLength > limit {
-		return core.Errorf(core.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
+		return muster.Errorf(muster.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if isTimeout(err) {
-		return core.Errorf(core.CodeInvalidRequest, "the request body did not arrive within %s", timeout)
+		return muster.Errorf(muster.CodeInvalidRequest, "the request body did not arrive within %s", timeout)
 	}
 	if err != nil {
-		return core.Errorf(core.CodeInvalidRequest, "the request body could not be read")
+		return muster.Errorf(muster.CodeInvalidRequest, "the request body could not be read")
 	}
 	if int64(len(data)) > limit {
-		return core.Errorf(core.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
+		return muster.Errorf(muster.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
 	}
 	// The validator and the generated decoder both stop after the first JSON
 	// value and replace invalid UTF-8 with U+FFFD; a body must be exactly
 	// one value of valid UTF-8, whatever the case of its media type.
-	if checkJSON && len(data) > 0 && isJSON(r.Header.Get("Content-Type")) {
+	if len(data) > 0 && isJSON(r.Header.Get("Content-Type")) {
 		if err := checkOneJSONValue(data); err != nil {
 			return err
 		}
@@ -206,7 +205,7 @@ func isJSON(contentType string) bool {
 // decoders read differently.
 func checkOneJSONValue(data []byte) error {
 	if !utf8.Valid(data) {
-		return core.Errorf(core.CodeInvalidRequest, "the request body is not valid UTF-8")
+		return muster.Errorf(muster.CodeInvalidRequest, "the request body is not valid UTF-8")
 	}
 	if jsontext.Value(data).IsValid() {
 		return nil
@@ -215,13 +214,13 @@ func checkOneJSONValue(data []byte) error {
 	_, err := dec.ReadValue()
 	switch {
 	case errors.Is(err, jsontext.ErrDuplicateName):
-		return core.Errorf(core.CodeInvalidRequest, "the request body has an object with a duplicate member name")
+		return muster.Errorf(muster.CodeInvalidRequest, "the request body has an object with a duplicate member name")
 	case err != nil && strings.Contains(err.Error(), "surrogate"):
-		return core.Errorf(core.CodeInvalidRequest, "the request body has an invalid escape (such as a lone surrogate \\ud800), which is not valid UTF-8")
+		return muster.Errorf(muster.CodeInvalidRequest, "the request body has an invalid escape (such as a lone surrogate \\ud800), which is not valid UTF-8")
 	case err == nil:
-		return core.Errorf(core.CodeInvalidRequest, "the request body has data after its JSON value")
+		return muster.Errorf(muster.CodeInvalidRequest, "the request body has data after its JSON value")
 	}
-	return core.Errorf(core.CodeInvalidRequest, "the request body is not valid JSON")
+	return muster.Errorf(muster.CodeInvalidRequest, "the request body is not valid JSON")
 }
 
 // unsupportedRe finds the member named by kin-openapi's failure of
@@ -235,15 +234,15 @@ var fieldNameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // paramCodes gives the code of a parameter that fails validation; any other
 // parameter or the body gives invalid_request.
-var paramCodes = map[string]core.Code{
-	"selector": core.CodeInvalidSelector,
-	"live":     core.CodeInvalidSelector,
-	"realm":    core.CodeInvalidRoute,
-	"area":     core.CodeInvalidRoute,
-	"resource": core.CodeInvalidRoute,
-	"cursor":   core.CodeInvalidCursor,
-	"name":     core.CodeInvalidName,
-	"root":     core.CodeInvalidRequest,
+var paramCodes = map[string]muster.Code{
+	"selector": muster.CodeInvalidSelector,
+	"live":     muster.CodeInvalidSelector,
+	"realm":    muster.CodeInvalidRoute,
+	"area":     muster.CodeInvalidRoute,
+	"resource": muster.CodeInvalidRoute,
+	"cursor":   muster.CodeInvalidCursor,
+	"name":     muster.CodeInvalidName,
+	"root":     muster.CodeInvalidRequest,
 }
 
 // domainChecks judge a parameter the way the handler behind it would, so
@@ -251,7 +250,7 @@ var paramCodes = map[string]core.Code{
 // same one whichever layer sees it first).
 var domainChecks = map[string]func(string) error{
 	"name":     fleetstore.CheckName,
-	"root":     fleetstore.CheckRoot,
+	"root":     func(v string) error { _, err := muster.ParseFleetRoot(v); return err },
 	"selector": checkSelector,
 	"live":     checkSelector,
 	"realm":    func(v string) error { _, err := core.NewRoute(v, "a", "a"); return err },
@@ -260,11 +259,11 @@ var domainChecks = map[string]func(string) error{
 }
 
 // paramCode is the code of a parameter that fails validation.
-func paramCode(name string) core.Code {
+func paramCode(name string) muster.Code {
 	if code, ok := paramCodes[name]; ok {
 		return code
 	}
-	return core.CodeInvalidRequest
+	return muster.CodeInvalidRequest
 }
 
 func checkSelector(v string) error { _, err := core.ParseSelector(v); return err }
@@ -275,16 +274,16 @@ func checkSelector(v string) error { _, err := core.ParseSelector(v); return err
 func validationError(err error, value func(*openapi3.Parameter) string) error {
 	var re *openapi3filter.RequestError
 	if !errors.As(err, &re) {
-		return core.Errorf(core.CodeInvalidRequest, "the request does not match the contract")
+		return muster.Errorf(muster.CodeInvalidRequest, "the request does not match the contract")
 	}
 	if p := re.Parameter; p != nil {
 		if check, ok := domainChecks[p.Name]; ok && p.In != openapi3.ParameterInHeader {
-			var ce *core.Error
+			var ce *muster.Error
 			if errors.As(check(value(p)), &ce) && ce.Code == paramCode(p.Name) {
 				return ce
 			}
 		}
-		return core.Errorf(paramCode(p.Name), "%s parameter %q is missing or invalid", p.In, p.Name)
+		return muster.Errorf(paramCode(p.Name), "%s parameter %q is missing or invalid", p.In, p.Name)
 	}
 	if re.RequestBody != nil {
 		var se *openapi3.SchemaError
@@ -296,26 +295,26 @@ func validationError(err error, value func(*openapi3.Parameter) string) error {
 			}
 			switch m := unsupportedRe.FindStringSubmatch(se.Reason); {
 			case se.SchemaField == "required":
-				return core.Errorf(core.CodeInvalidRequest, "request body %s", se.Reason)
+				return muster.Errorf(muster.CodeInvalidRequest, "request body %s", se.Reason)
 			case m != nil && fieldNameRe.MatchString(m[1]):
-				return core.Errorf(core.CodeInvalidRequest, "request body field %q is unknown: this operation does not take it", field+"/"+m[1])
+				return muster.Errorf(muster.CodeInvalidRequest, "request body field %q is unknown: this operation does not take it", field+"/"+m[1])
 			case m != nil:
-				return core.Errorf(core.CodeInvalidRequest, "request body has an unknown field (its name is not shown: it is not a plain identifier)")
+				return muster.Errorf(muster.CodeInvalidRequest, "request body has an unknown field (its name is not shown: it is not a plain identifier)")
 			case se.SchemaField == "nullable" || strings.Contains(se.Reason, "not nullable"):
-				return core.Errorf(core.CodeInvalidRequest, "request body field %q must not be null", field)
+				return muster.Errorf(muster.CodeInvalidRequest, "request body field %q must not be null", field)
 			}
 			if len(ptr) > 0 {
-				return core.Errorf(core.CodeInvalidRequest, "request body field %q is missing or invalid", "/"+strings.Join(ptr, "/"))
+				return muster.Errorf(muster.CodeInvalidRequest, "request body field %q is missing or invalid", "/"+strings.Join(ptr, "/"))
 			}
-			return core.Errorf(core.CodeInvalidRequest, "the request body does not match its schema")
+			return muster.Errorf(muster.CodeInvalidRequest, "the request body does not match its schema")
 		}
 		if strings.Contains(re.Error(), "header Content-Type") {
-			return core.Errorf(core.CodeInvalidRequest, "the request body must be application/json")
+			return muster.Errorf(muster.CodeInvalidRequest, "the request body must be application/json")
 		}
 		if strings.Contains(re.Reason, "must not be empty") || errors.Is(re.Err, openapi3filter.ErrInvalidRequired) {
-			return core.Errorf(core.CodeInvalidRequest, "a request body is required")
+			return muster.Errorf(muster.CodeInvalidRequest, "a request body is required")
 		}
-		return core.Errorf(core.CodeInvalidRequest, "the request body is not valid JSON")
+		return muster.Errorf(muster.CodeInvalidRequest, "the request body is not valid JSON")
 	}
-	return core.Errorf(core.CodeInvalidRequest, "the request does not match the contract")
+	return muster.Errorf(muster.CodeInvalidRequest, "the request does not match the contract")
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 	"github.com/musterhq/muster/fleetstore"
@@ -46,11 +48,13 @@ func TestContractLimitsAreTheServers(t *testing.T) {
 		what      string
 		got, want int
 	}{
-		{"Segment maxLength", maxLen(schema("Segment")), core.MaxSegmentLen},
+		{"Segment maxLength", maxLen(schema("Segment")), muster.MaxSegmentLen},
 		{"Selector maxLength", maxLen(schema("Selector")), core.MaxSelectorLen},
 		{"OwnerId maxLength", maxLen(schema("OwnerId")), core.MaxOwnerIDLen},
+		{"SessionId maxLength", maxLen(schema("SessionId")), 2 * len(core.SessionID{})},
+		{"SessionId minLength", int(schema("SessionId").MinLength), 2 * len(core.SessionID{})},
 		{"Cursor maxLength", maxLen(param("Cursor")), core.MaxCursorLen},
-		{"Root maxLength", maxLen(param("Root")), fleetstore.MaxRootBytes},
+		{"Root maxLength", maxLen(param("Root")), muster.MaxFleetRootLen},
 		{"SpecName maxLength", maxLen(param("SpecName")), fleetstore.MaxNameBytes},
 		{"RegisterRequest.kind maxLength", maxLen(prop(schema("RegisterRequest"), "kind")), fleetstore.MaxKindBytes},
 		{"watch selector maxItems", int(*opParam("/v1/leases/watch", "GET", "query", "selector").MaxItems), core.MaxSelectorsPerStream},
@@ -58,6 +62,8 @@ func TestContractLimitsAreTheServers(t *testing.T) {
 		{"listLeases limit default", int(opParam("/v1/leases", "GET", "query", "limit").Default.(float64)), core.DefaultPageLimit},
 		{"listSpecs limit maximum", int(num(opParam("/v1/fleets/{root}/specs", "GET", "query", "limit").Max)), fleetstore.MaxPageSize},
 		{"listSpecs limit default", int(opParam("/v1/fleets/{root}/specs", "GET", "query", "limit").Default.(float64)), fleetstore.DefaultPageSize},
+		{"fleetGap limit maximum", int(num(opParam("/v1/fleets/{root}/gap", "GET", "query", "limit").Max)), core.MaxGapPage},
+		{"fleetGap limit default", int(opParam("/v1/fleets/{root}/gap", "GET", "query", "limit").Default.(float64)), core.DefaultGapPage},
 		{"session ttl_ms minimum", int(num(prop(schema("CreateSessionRequest"), "ttl_ms").Min)), int(ms(core.MinSessionTTL))},
 		{"session ttl_ms maximum", int(num(prop(schema("CreateSessionRequest"), "ttl_ms").Max)), int(ms(core.MaxSessionTTL))},
 		{"LeaseTTL minimum", int(num(schema("LeaseTTL").Min)), int(ms(core.MinLeaseTTL))},
@@ -68,6 +74,13 @@ func TestContractLimitsAreTheServers(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("openapi.yaml %s = %d, the server's limit is %d", c.what, c.got, c.want)
 		}
+	}
+
+	// The numbers inside the Root pattern are the root's bounds as well.
+	rootPattern := fmt.Sprintf(`^[a-z0-9_-]{1,%d}(/[a-z0-9_-]{1,%d}){0,%d}$`,
+		muster.MaxSegmentLen, muster.MaxSegmentLen, muster.MaxFleetDepth-1)
+	if got := param("Root").Pattern; got != rootPattern {
+		t.Errorf("openapi.yaml Root pattern = %s, the server's bounds make %s", got, rootPattern)
 	}
 }
 
@@ -102,12 +115,16 @@ func TestContractPatternsAreTheServers(t *testing.T) {
 			// segment structure is the grammar's (docs/routing.md).
 			[]string{"lease://a/b/c", "lease://**", "lease://a/*/*", "lease://a\x01/b/c", "acme/b/c", "LEASE://a/b/c", "lease:/a/b/c", "http://a/b/c", "lease://a\u0085/b/c"}},
 		{"Root", spec.Components.Parameters["Root"].Value.Schema.Value,
-			func(v string) bool { return ok(fleetstore.CheckRoot(v)) },
+			func(v string) bool { _, err := muster.ParseFleetRoot(v); return ok(err) },
 			[]string{"monitors", "inst-7/monitors", seg128, seg129, "x/" + seg129, seg128 + "/" + strings.Repeat("b", 126), seg128 + "/" + strings.Repeat("b", 127),
 				"a/b/c/d/e/f/g/h", "a/b/c/d/e/f/g/h/i", "", "/", "a//b", "/a", "a/", "Monitors", "a b", "a/../b", "é"}},
 		{"SpecName", spec.Components.Parameters["SpecName"].Value.Schema.Value,
 			func(v string) bool { return ok(fleetstore.CheckName(v)) },
 			[]string{"repo-1", "a", strings.Repeat("n", 84), strings.Repeat("n", 85), "Repo-1", "", "a/b", "a.b", "é"}},
+		{"SessionId", spec.Components.Schemas["SessionId"].Value,
+			func(v string) bool { _, err := core.ParseSessionID(v); return ok(err) },
+			[]string{strings.Repeat("0a", 16), strings.Repeat("f", 32), strings.Repeat("F", 32), strings.Repeat("a", 31), strings.Repeat("a", 33),
+				"", strings.Repeat("g", 32), strings.Repeat("a", 31) + " ", strings.Repeat("a", 31) + "\n"}},
 		{"kind", spec.Components.Schemas["RegisterRequest"].Value.Properties["kind"].Value,
 			func(v string) bool { return ok(fleetstore.CheckKind(v)) },
 			[]string{"repo", strings.Repeat("k", 64), strings.Repeat("k", 65), "Repo", "", "a-b_c", "a/b"}},

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"unicode/utf8"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 	"github.com/musterhq/muster/fleetstore"
@@ -34,7 +35,7 @@ func fleetCursorSelector(root string) string { return "fleet:" + root }
 // fleetScope checks the root and that one grant of the caller covers it with
 // access a, and returns the caller's family.
 func fleetScope(ctx context.Context, root string, a core.Access) (string, error) {
-	if err := fleetstore.CheckRoot(root); err != nil {
+	if _, err := muster.ParseFleetRoot(root); err != nil {
 		return "", err
 	}
 	c := callerFrom(ctx)
@@ -67,7 +68,7 @@ func (s *Server) RegisterSpec(ctx context.Context, req api.RegisterSpecRequestOb
 	}
 	spec := []byte(req.Body.Spec)
 	if len(spec) <= fleetstore.MaxSpecBytes && !utf8.Valid(spec) {
-		return nil, core.Errorf(core.CodeInvalidRequest, "spec is not valid UTF-8")
+		return nil, muster.Errorf(muster.CodeInvalidRequest, "spec is not valid UTF-8")
 	}
 	name, err := s.fleet.Register(ctx, fam, req.Root, req.Body.Kind, spec)
 	if err != nil {
@@ -110,12 +111,9 @@ func (s *Server) ListSpecs(ctx context.Context, req api.ListSpecsRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	limit := fleetstore.DefaultPageSize
-	if req.Params.Limit != nil {
-		limit = *req.Params.Limit
-	}
-	if limit < 1 || limit > fleetstore.MaxPageSize {
-		return nil, core.Errorf(core.CodeInvalidRequest, "limit must be 1..%d", fleetstore.MaxPageSize)
+	limit, err := pageLimit(req.Params.Limit, fleetstore.DefaultPageSize, fleetstore.MaxPageSize)
+	if err != nil {
+		return nil, err
 	}
 	sel := fleetCursorSelector(req.Root)
 	after := ""
@@ -252,12 +250,9 @@ func (s *Server) FleetGap(ctx context.Context, req api.FleetGapRequestObject) (a
 	if err != nil {
 		return nil, err
 	}
-	limit := core.DefaultGapPage
-	if req.Params.Limit != nil {
-		limit = *req.Params.Limit
-	}
-	if limit < 1 || limit > core.MaxGapPage {
-		return nil, core.Errorf(core.CodeInvalidRequest, "limit must be 1..%d", core.MaxGapPage)
+	limit, err := pageLimit(req.Params.Limit, core.DefaultGapPage, core.MaxGapPage)
+	if err != nil {
+		return nil, err
 	}
 	bound := gapCursorSelector(req.Root, sel)
 	var sn *core.Snapshot
@@ -272,7 +267,7 @@ func (s *Server) FleetGap(ctx context.Context, req api.FleetGapRequestObject) (a
 		}
 		after = cur.After
 	} else if sn, err = s.broker.HeldView(ctx, fam); err != nil {
-		return nil, core.Errorf(core.CodeInventoryUnavailable, "no inventory snapshot could be taken")
+		return nil, muster.Errorf(muster.CodeInventoryUnavailable, "no inventory snapshot could be taken")
 	}
 	desired, dmore, err := s.fleet.NamePage(ctx, fam, req.Root, after, limit)
 	if err != nil {
@@ -294,7 +289,7 @@ func (s *Server) FleetGap(ctx context.Context, req api.FleetGapRequestObject) (a
 	if end != "" {
 		if sn.ID == 0 {
 			if sn, err = s.broker.Retain(ctx, sn, snapshotOwner(callerFrom(ctx))); err != nil {
-				return nil, core.Errorf(core.CodeInventoryUnavailable, "no inventory snapshot could be kept")
+				return nil, muster.Errorf(muster.CodeInventoryUnavailable, "no inventory snapshot could be kept")
 			}
 		}
 		next := s.cursors.Encode(core.Cursor{Epoch: s.broker.Epoch(), Family: fam, Selector: bound, Snapshot: sn.ID, After: end})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 )
@@ -34,7 +35,7 @@ func (s *Server) page(ctx context.Context, sel core.Selector, cursor *string, li
 	if sel.IsExact() {
 		if cursor != nil {
 			s.metrics.cursorMismatch("exact_selector")
-			return out, core.Errorf(core.CodeInvalidCursor, "an exact selector has a single page and no cursor")
+			return out, muster.Errorf(muster.CodeInvalidCursor, "an exact selector has a single page and no cursor")
 		}
 		r, _ := sel.Route()
 		it, rev, err := s.broker.Lookup(ctx, c.Family, r)
@@ -53,7 +54,7 @@ func (s *Server) page(ctx context.Context, sel core.Selector, cursor *string, li
 	if cursor == nil {
 		var err error
 		if sn, err = s.broker.OpenSnapshot(ctx, c.Family, snapshotOwner(c)); err != nil {
-			return out, core.Errorf(core.CodeInventoryUnavailable, "no inventory snapshot could be taken")
+			return out, muster.Errorf(muster.CodeInventoryUnavailable, "no inventory snapshot could be taken")
 		}
 	} else {
 		cur, err := s.cursors.Decode(*cursor, c.Family, sel.String())
@@ -61,7 +62,7 @@ func (s *Server) page(ctx context.Context, sel core.Selector, cursor *string, li
 			sn, err = s.broker.ResumeSnapshot(ctx, cur.Snapshot, c.Family)
 		}
 		if err != nil {
-			s.metrics.cursorMismatch(string(core.ErrorCode(err)))
+			s.metrics.cursorMismatch(string(muster.ErrorCode(err)))
 			return out, err
 		}
 		after = cur.After
@@ -87,16 +88,26 @@ func (s *Server) ListLeases(ctx context.Context, req api.ListLeasesRequestObject
 	if err != nil {
 		return nil, err
 	}
-	limit := core.DefaultPageLimit
-	if req.Params.Limit != nil {
-		limit = *req.Params.Limit
-	}
-	if limit < 1 || limit > core.MaxPageLimit {
-		return nil, core.Errorf(core.CodeInvalidRequest, "limit must be 1..%d", core.MaxPageLimit)
+	limit, err := pageLimit(req.Params.Limit, core.DefaultPageLimit, core.MaxPageLimit)
+	if err != nil {
+		return nil, err
 	}
 	out, err := s.page(ctx, sel, req.Params.Cursor, limit)
 	if err != nil {
 		return nil, err
 	}
 	return api.ListLeases200JSONResponse(out), nil
+}
+
+// pageLimit is the `limit` parameter of a paged operation: def when absent,
+// else a value in 1..max (the contract states both; a request outside them
+// fails with CodeInvalidRequest).
+func pageLimit(p *int, def, max int) (int, error) {
+	if p == nil {
+		return def, nil
+	}
+	if *p < 1 || *p > max {
+		return 0, muster.Errorf(muster.CodeInvalidRequest, "limit must be 1..%d", max)
+	}
+	return *p, nil
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
-	"github.com/musterhq/muster/core"
 )
 
 // Healthz answers while the process is alive.
@@ -17,16 +17,16 @@ func (s *Server) Healthz(context.Context, api.HealthzRequestObject) (api.Healthz
 // Readyz answers 200 when the actor answers and the dependencies are reachable.
 func (s *Server) Readyz(ctx context.Context, req api.ReadyzRequestObject) (api.ReadyzResponseObject, error) {
 	if _, err := s.broker.Stats(ctx); err != nil {
-		return nil, core.Errorf(core.CodeUnavailable, "the lease core does not answer")
+		return nil, muster.Errorf(muster.CodeUnavailable, "the lease core does not answer")
 	}
 	if s.ready != nil {
 		if err := s.ready(ctx); err != nil {
-			var ce *core.Error
-			if errors.As(err, &ce) && ce.Code == core.CodeUnavailable {
+			var ce *muster.Error
+			if errors.As(err, &ce) && ce.Code == muster.CodeUnavailable {
 				return nil, ce
 			}
 			s.log.Warn("readiness check failed", "err", err)
-			return nil, core.Errorf(core.CodeUnavailable, "a dependency does not answer")
+			return nil, muster.Errorf(muster.CodeUnavailable, "a dependency does not answer")
 		}
 	}
 	dev := s.auth.DevMode()

@@ -18,10 +18,12 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 	"github.com/musterhq/muster/fleetstore"
 	"github.com/musterhq/muster/handlers/swaggerui"
+	"github.com/musterhq/muster/handlers/ui"
 	"github.com/musterhq/muster/sse"
 )
 
@@ -46,6 +48,9 @@ type Options struct {
 	// SweepsRunning bounds the sweeps that validate at once (one per
 	// family in any case); zero is DefaultSweepsRunning.
 	SweepsRunning int
+	// CORSAllowedOrigins are the exact origins (scheme://host[:port]) whose
+	// pages may call the API from a browser; empty turns CORS off. See cors.
+	CORSAllowedOrigins []string
 }
 
 // Server is the HTTP face of one broker.
@@ -59,12 +64,11 @@ type Server struct {
 	cursors *core.CursorCodec
 	hub     sse.Hub
 	router  http.Handler
-	// changeCache is touched only on the actor goroutine.
-	changeCache changeCache
-	docs        http.Handler
-	fleet       *fleetstore.Fleet
-	sweeps      *sweepGate
-	batchLimits *batchLimits // the batch body's bounds, from the contract
+	docs    http.Handler
+	fleet   *fleetstore.Fleet
+	sweeps  *sweepGate
+	// batchLimits are the batch body's bounds, from the contract.
+	batchLimits *batchLimits
 }
 
 // New builds the router: chi, the generated routes behind the contract
@@ -99,25 +103,36 @@ func New(opt Options) (*Server, error) {
 		return nil, err
 	}
 
+	corsMW, err := cors(opt.CORSAllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
+
 	r := chi.NewRouter()
+	if corsMW != nil {
+		r.Use(corsMW) // first: a preflight is answered before anything else runs
+	}
 	// HEAD is served by every GET route (RFC 9110 §9.3.2): chi routes it to
 	// the GET handler, and net/http drops the body.
 	r.Use(bodyDeadline(opt.BodyReadTimeout), s.epochHeader, s.metrics.middleware, s.recoverer, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
-		writeProblem(w, core.CodeNotFound, "no such route")
+		writeProblem(w, muster.CodeNotFound, "no such route")
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		// RFC 9110 §15.5.6: a 405 lists the methods the route takes.
 		w.Header().Set("Allow", strings.Join(allowed(r, req.URL.Path), ", "))
-		writeProblem(w, core.CodeMethodNotAllowed, "the route does not take this method")
+		writeProblem(w, muster.CodeMethodNotAllowed, "the route does not take this method")
 	})
 	r.Handle("/docs/*", s.docs)
+	dashboard := ui.Handler()
+	r.Handle(ui.MountPath, dashboard)
+	r.Handle(ui.MountPath+"/*", dashboard)
 	s.router = r
 	r.Group(func(r chi.Router) {
 		r.Use(c.middleware)
 		strict := api.NewStrictHandlerWithOptions(s, nil, api.StrictHTTPServerOptions{
 			RequestErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, _ error) {
-				writeProblem(w, core.CodeInvalidRequest, "the request body does not match its schema")
+				writeProblem(w, muster.CodeInvalidRequest, "the request body does not match its schema")
 			},
 			ResponseErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
 				writeError(s.log, w, r, err)
@@ -126,7 +141,7 @@ func New(opt Options) (*Server, error) {
 		api.HandlerWithOptions(routes{ServerInterface: strict, s: s}, api.ChiServerOptions{
 			BaseRouter: r,
 			ErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, _ error) {
-				writeProblem(w, core.CodeInvalidRequest, "a parameter is missing or invalid")
+				writeProblem(w, muster.CodeInvalidRequest, "a parameter is missing or invalid")
 			},
 		})
 	})
@@ -203,7 +218,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				panic(v)
 			}
 			s.log.Error("panic", "route", routePattern(r), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			writeProblem(w, core.CodeInternal, "internal error")
+			writeProblem(w, muster.CodeInternal, "internal error")
 		}()
 		next.ServeHTTP(w, r)
 	})
@@ -211,4 +226,4 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 
 func (s *Server) now() time.Time { return s.clock.Now() }
 
-var errNotImplemented = core.Errorf(core.CodeNotImplemented, "this operation is not implemented yet")
+var errNotImplemented = muster.Errorf(muster.CodeNotImplemented, "this operation is not implemented yet")

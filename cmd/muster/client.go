@@ -245,6 +245,25 @@ func splitRoute(s string) (realm, area, resource string, err error) {
 	return parts[0], parts[1], parts[2], nil
 }
 
+// span is the help text of a duration flag's bounds, "100ms..10m", from the
+// broker's own constants (core), so the help never states other limits.
+func span(lo, hi time.Duration) string { return short(lo) + ".." + short(hi) }
+
+// short formats d without zero trailing units: 10m, 30s, 100ms, 0.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	if s == "0s" {
+		s = "0"
+	}
+	return s
+}
+
 // ms formats a millisecond count as a duration.
 func ms(n int64) string { return (time.Duration(n) * time.Millisecond).String() }
 

@@ -13,6 +13,7 @@ import (
 
 	muster "github.com/musterhq/muster/clients/go"
 	"github.com/musterhq/muster/clients/go/api"
+	"github.com/musterhq/muster/core"
 )
 
 // itemJSON is a held lease as `-o json` prints it (the contract's LeaseItem).
@@ -51,7 +52,7 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 		return func(fs *flag.FlagSet) {
 			sessionFlag(fs, &session)
 			if withTTL {
-				fs.DurationVar(&ttl, "ttl", 30*time.Second, "lease `TTL` (100ms..10m)")
+				fs.DurationVar(&ttl, "ttl", 30*time.Second, "lease `TTL` ("+span(core.MinLeaseTTL, core.MaxLeaseTTL)+")")
 			}
 			if withToken {
 				fs.Int64Var(&fencing, "fencing-token", 0, "the lease's fencing `token` (from acquire)")
@@ -64,6 +65,18 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 			return usageErr{"no session: pass --session or set MUSTER_SESSION (muster session create)"}
 		}
 		return nil
+	}
+	// sessionRoute opens the commands that act for a session on one route:
+	// a client, the route's segments, and the session (flag or environment).
+	sessionRoute := func(cf *clientFlags, route string) (c *muster.Client, realm, area, res string, err error) {
+		if c, err = cf.client(); err != nil {
+			return nil, "", "", "", err
+		}
+		realm, area, res, err = splitRoute(route)
+		if err := errors.Join(err, needSession()); err != nil {
+			return nil, "", "", "", err
+		}
+		return c, realm, area, res, nil
 	}
 	printLease := func(cf *clientFlags, out io.Writer, l api.Lease) error {
 		if cf.json() {
@@ -79,15 +92,11 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 		{name: "acquire", args: "ROUTE", summary: "acquire an exact lease for a session (waiting up to --wait in its queue)", nargs: [2]int{1, 1},
 			flags: func(fs *flag.FlagSet) {
 				leaseFlags(true, false)(fs)
-				fs.DurationVar(&wait, "wait", 0, "how long to wait when it is held (0..30s)")
+				fs.DurationVar(&wait, "wait", 0, "how long to wait when it is held ("+span(0, core.MaxWait)+")")
 			},
 			run: func(ctx context.Context, cf *clientFlags, args []string, out io.Writer) error {
-				c, err := cf.client()
+				c, realm, area, res, err := sessionRoute(cf, args[0])
 				if err != nil {
-					return err
-				}
-				realm, area, res, err := splitRoute(args[0])
-				if err := errors.Join(err, needSession()); err != nil {
 					return err
 				}
 				body := api.AcquireRequest{SessionId: session, TtlMs: ttl.Milliseconds()}
@@ -104,12 +113,8 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 			}},
 		{name: "extend", args: "ROUTE", summary: "extend a held lease to now + --ttl", nargs: [2]int{1, 1}, flags: leaseFlags(true, true),
 			run: func(ctx context.Context, cf *clientFlags, args []string, out io.Writer) error {
-				c, err := cf.client()
+				c, realm, area, res, err := sessionRoute(cf, args[0])
 				if err != nil {
-					return err
-				}
-				realm, area, res, err := splitRoute(args[0])
-				if err := errors.Join(err, needSession()); err != nil {
 					return err
 				}
 				var l api.Lease
@@ -121,12 +126,8 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 			}},
 		{name: "release", args: "ROUTE", summary: "release a held lease", nargs: [2]int{1, 1}, flags: leaseFlags(false, true),
 			run: func(ctx context.Context, cf *clientFlags, args []string, out io.Writer) error {
-				c, err := cf.client()
+				c, realm, area, res, err := sessionRoute(cf, args[0])
 				if err != nil {
-					return err
-				}
-				realm, area, res, err := splitRoute(args[0])
-				if err := errors.Join(err, needSession()); err != nil {
 					return err
 				}
 				resp, err := c.Raw().ReleaseLease(ctx, realm, area, res, api.ReleaseRequest{SessionId: session, FencingToken: fencing})
@@ -198,7 +199,7 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 		{name: "run", args: "ROUTE -- COMMAND [ARG…]", summary: "hold a lease while a command runs (renewed; the command is signalled if it is lost)", nargs: [2]int{2, -1},
 			flags: func(fs *flag.FlagSet) {
 				fs.DurationVar(&ttl, "ttl", 30*time.Second, "lease and session `TTL`; renewed every third of it")
-				fs.DurationVar(&wait, "wait", 0, "how long to wait for the lease when it is held (0..30s)")
+				fs.DurationVar(&wait, "wait", 0, "how long to wait for the lease when it is held ("+span(0, core.MaxWait)+")")
 				fs.StringVar(&owner, "owner", "", "owner `ID` shown in the inventory (default: the command's name)")
 			},
 			run: func(ctx context.Context, cf *clientFlags, args []string, out io.Writer) error {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/musterhq/muster/clients/go/api"
+	"github.com/musterhq/muster/core"
 )
 
 // sessionCommand is `muster session create|keepalive|end`: a session that
@@ -21,7 +22,7 @@ func sessionCommand() func([]string, io.Writer, io.Writer) int {
 			flags: func(fs *flag.FlagSet) {
 				host, _ := os.Hostname()
 				fs.StringVar(&owner, "owner", "cli@"+host, "owner `ID` shown in the inventory")
-				fs.DurationVar(&ttl, "ttl", 10*time.Minute, "session `TTL` (1s..10m): keep it alive within it")
+				fs.DurationVar(&ttl, "ttl", 10*time.Minute, "session `TTL` ("+span(core.MinSessionTTL, core.MaxSessionTTL)+"): keep it alive within it")
 			},
 			run: func(ctx context.Context, cf *clientFlags, _ []string, out io.Writer) error {
 				c, err := cf.client()

@@ -30,6 +30,8 @@ NOT_MODELS = {
     "HolderIncarnation",
     "LeaseTTL",
     "FencingToken",
+    "BatchOpKind",
+    "Route",
     "ChangeKind",
     "StreamEndReason",
     "WatchEvent",

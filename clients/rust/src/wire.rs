@@ -108,6 +108,76 @@ pub struct LeaseGrant {
     pub outcome: Option<Outcome>,
 }
 
+/// The kind of one operation of a batch (schema `BatchOpKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchOpKind {
+    /// Acquire without waiting.
+    Acquire,
+    /// Extend a held lease.
+    Extend,
+    /// Release a held lease.
+    Release,
+}
+
+/// One operation of a batch (schema `BatchOp`): `acquire` takes `ttl_ms`,
+/// `extend` takes `fencing_token` and `ttl_ms`, `release` takes
+/// `fencing_token`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchOp {
+    /// What to do.
+    pub op: BatchOpKind,
+    /// The exact route.
+    pub route: String,
+    /// The TTL in milliseconds (acquire, extend).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<i64>,
+    /// The current fencing token (extend, release).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fencing_token: Option<i64>,
+}
+
+/// Body of `batchLeases`: 1 to 256 operations of one session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchRequest {
+    /// The acting session.
+    pub session_id: String,
+    /// The operations, applied in order.
+    pub ops: Vec<BatchOp>,
+}
+
+/// The outcome of one operation of a batch (schema `BatchResult`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchResult {
+    /// The operation's kind.
+    pub op: BatchOpKind,
+    /// Its route, as sent.
+    pub route: String,
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// The holding after a successful acquire or extend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<LeaseGrant>,
+    /// On failure, the code the operation's own endpoint would answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// On failure, the status the operation's own endpoint would answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// On failure, why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// Answer of `batchLeases` (schema `BatchResponse`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchResponse {
+    /// One result per operation, in order.
+    pub results: Vec<BatchResult>,
+    /// The broker revision after the batch.
+    pub revision: i64,
+}
+
 /// Answer of `getLease`: the state of one route, never a session id or a
 /// fencing token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -43,6 +43,8 @@ fn round_trip(schema: &str, v: &Value) {
         "ExtendRequest" => rt::<ExtendRequest>(v),
         "ReleaseRequest" => rt::<ReleaseRequest>(v),
         "Lease" => rt::<LeaseGrant>(v),
+        "BatchRequest" => rt::<BatchRequest>(v),
+        "BatchResponse" => rt::<BatchResponse>(v),
         "LeaseStatus" => rt::<LeaseStatus>(v),
         "LeaseItem" => rt::<Item>(v),
         "LeasePage" => rt::<LeasePage>(v),
@@ -148,6 +150,10 @@ fn client_operations_examples_round_trip() {
             let v: Value = serde_json::from_str(body).unwrap();
             let schema = if v.get("code").is_some() {
                 "Problem"
+            } else if v.get("ops").is_some() {
+                "BatchRequest"
+            } else if v.get("results").is_some() {
+                "BatchResponse"
             } else if v.get("session_id").is_some() {
                 "Session"
             } else if v.get("fencing_token").is_some() {

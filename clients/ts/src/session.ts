@@ -2,6 +2,7 @@
 import type { MusterClient, RequestOptions } from "./client.js";
 import { Backoff, sleep } from "./backoff.js";
 import { ClosedError, LeaseLostError, SessionLostError, isAbort, isCode } from "./errors.js";
+import { Batch } from "./batch.js";
 import { Lease, acquire, withLease, type AcquireOptions } from "./lease.js";
 import { openWatch, type Subscription, type WatchOptions } from "./watch.js";
 
@@ -74,6 +75,14 @@ export class Session {
    */
   acquire(route: string, ttlMs: number, options: AcquireOptions = {}): Promise<Lease> {
     return acquire(this, route, ttlMs, options);
+  }
+
+  /**
+   * Starts an empty batch: many acquisitions (which never wait), extensions
+   * and releases of this session's leases in one request; see Batch.
+   */
+  batch(): Batch {
+    return new Batch(this);
   }
 
   /**

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/fleetstore"
 )
 
@@ -62,7 +62,7 @@ func (m *Main) storeReady(ctx context.Context) error {
 		err = be.Cause
 	}
 	m.Logger.Warn("readiness: the fleet store does not answer", "err", err)
-	return core.Errorf(core.CodeUnavailable, "the fleet store does not answer")
+	return muster.Errorf(muster.CodeUnavailable, "the fleet store does not answer")
 }
 
 // Fleet is the desired set (for tools, tests and benchmarks).

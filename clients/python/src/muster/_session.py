@@ -27,6 +27,7 @@ from ._errors import (
 )
 
 if TYPE_CHECKING:
+    from ._batch import Batch
     from ._client import Client
     from ._watch import Subscription
 
@@ -160,6 +161,14 @@ class Session:
         body = m.AcquireRequest(session_id=self.id, ttl_ms=ms(ttl), wait_ms=ms(wait) if wait > 0 else None)
         t0 = loop.time()
         out = await self._c._decode_call(m.Lease, "POST", f"/v1/leases/{r.path}/acquire", 200, body=body)
+        return self._adopt(r, out, t0, ttl)
+
+    def _adopt(self, r: Route, out: m.Lease, t0: float, ttl: float) -> Lease:
+        """The handle of a lease the broker granted (or answered already_held
+        for) to a request sent at loop time t0 for ttl: the existing handle
+        when it is the same grant, otherwise a new one whose local deadline is
+        t0+ttl, or what remains of an already-held lease's TTL when less."""
+        loop = asyncio.get_running_loop()
         deadline = t0 + ttl
         if out.outcome == "already_held":
             held = self._leases.get(str(r))
@@ -176,6 +185,13 @@ class Session:
         else:
             self._leases[str(r)] = lease
         return lease
+
+    def batch(self) -> Batch:
+        """Starts an empty batch: many acquisitions (which never wait),
+        extensions and releases of this session's leases in one request."""
+        from ._batch import Batch
+
+        return Batch(self)
 
     def _untrack(self, lease: Lease) -> None:
         if self._leases.get(lease.route) is lease:
@@ -288,10 +304,14 @@ class Lease:
             raise
         if self._error is not None:
             raise self._error
+        self._extended(out, t0, ttl)
+
+    def _extended(self, out: m.Lease, t0: float, ttl: float) -> None:
+        """Records a successful extension sent at loop time t0 for ttl."""
         self.expires_at, self.renewals = out.expires_at, out.renewals
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = loop.call_at(t0 + ttl, self._expired)
+        self._timer = asyncio.get_running_loop().call_at(t0 + ttl, self._expired)
 
     async def release(self) -> None:
         """Releases the lease; the next FIFO waiter (if any) is granted. It

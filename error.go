@@ -1,4 +1,12 @@
-package core
+// Package muster is the broker's shared vocabulary: the error codes of the
+// contract, the one error type that carries them, and the limits and name
+// rules that more than one layer enforces. It imports nothing of this module
+// and nothing outside the standard library, so every layer (core, fleetstore,
+// handlers, cmd) may depend on it and it depends on none of them.
+//
+// What a code means over HTTP (its status) is the HTTP layer's business:
+// handlers holds that table.
+package muster
 
 import (
 	"errors"
@@ -10,7 +18,8 @@ import (
 // Never rename a code; add new ones at the end.
 type Code string
 
-// The code table. HTTPStatus gives the status each code is answered with.
+// The codes, in the contract's order (openapi.yaml ErrorCode
+// x-extensible-enum).
 const (
 	CodeInvalidRoute         Code = "invalid_route"
 	CodeInvalidSelector      Code = "invalid_selector"
@@ -42,38 +51,7 @@ const (
 	CodeSpecLimit            Code = "spec_limit"
 )
 
-var statuses = map[Code]int{
-	CodeInvalidRoute:         400,
-	CodeInvalidSelector:      400,
-	CodeInvalidRequest:       400,
-	CodeUnauthenticated:      401,
-	CodeForbidden:            403,
-	CodeSessionNotFound:      404,
-	CodeLeaseHeld:            409,
-	CodeAlreadyQueued:        409,
-	CodeWaitTimeout:          409,
-	CodeQueueFull:            429,
-	CodeNotOwner:             409,
-	CodeFenced:               409,
-	CodeLeaseExpired:         409,
-	CodeInvalidCursor:        400,
-	CodeCursorExpired:        410,
-	CodeEpochChanged:         410,
-	CodeSubscriptionLimit:    429,
-	CodeInventoryUnavailable: 503,
-	CodeInvalidName:          400,
-	CodeSpecNotFound:         404,
-	CodePayloadTooLarge:      413,
-	CodeInternal:             500,
-	CodeNotFound:             404,
-	CodeMethodNotAllowed:     405,
-	CodeNotImplemented:       501,
-	CodeUnavailable:          503,
-	CodeSessionLimit:         429,
-	CodeSpecLimit:            429,
-}
-
-// Codes lists every code in table order.
+// Codes lists every code in the contract's order.
 func Codes() []Code {
 	return []Code{
 		CodeInvalidRoute, CodeInvalidSelector, CodeInvalidRequest, CodeUnauthenticated,
@@ -86,13 +64,18 @@ func Codes() []Code {
 	}
 }
 
-// HTTPStatus is the status a code is answered with; unknown codes are 500.
-func (c Code) HTTPStatus() int {
-	if s, ok := statuses[c]; ok {
-		return s
-	}
-	return 500
-}
+// Scope says which bound a limit error hit. The HTTP layer sends it as the
+// problem's `scope` member beside the code.
+type Scope string
+
+// The scopes of limit errors.
+const (
+	ScopeBroker  Scope = "broker"  // a broker-wide cap, shared by all families
+	ScopeFamily  Scope = "family"  // the caller's family's quota
+	ScopeSession Scope = "session" // a per-session bound (registrations)
+	ScopeRoute   Scope = "route"   // a per-route bound (waiters)
+	ScopeRoot    Scope = "root"    // a per-fleet-root bound (specs)
+)
 
 // Error is the one error type of the domain: a code and a message safe to
 // show to the caller. The message never contains a session id, a token or a
@@ -113,8 +96,15 @@ func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// LimitErrorf builds a limit *Error with its scope.
+func LimitErrorf(code Code, scope Scope, format string, args ...any) *Error {
+	e := Errorf(code, format, args...)
+	e.Scope = scope
+	return e
+}
+
 // ErrorCode extracts the code of err: the code of an *Error in its chain, or
-// CodeInternal for anything else.
+// CodeInternal for anything else (nil included).
 func ErrorCode(err error) Code {
 	var e *Error
 	if errors.As(err, &e) {
