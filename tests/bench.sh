@@ -44,3 +44,6 @@ run ./handlers 'WatchActorStep' 1s # issue 18: what streams cost the actor
 # Issue 6: the desired set.
 run ./fleetstore 'Register|Sweep|Desired|Plan' 1s
 run ./tests/load 'HTTPGap' 20x
+# Issue 19: peers (ceiling, Muster, etcd, Redis) in one run, and the watch side;
+# installs redis-server and etcd-server when absent, prints the tables.
+bash tests/peers/bench.sh | tee -a "$out"

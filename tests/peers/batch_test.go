@@ -1,0 +1,93 @@
+package peers
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"testing"
+)
+
+// musterBatch sends a pair's acquires (then its releases) as one
+// POST /v1/leases/batch of the worker's session: the Muster row beside
+// Redis pipelined. An operation's result carries its own code: lease_held
+// is errHeld, not_owner and fenced are errNotHeld.
+type musterBatch struct {
+	h *httpLeaser
+}
+
+// openMusterBatch opens the batch row; it is skipped when the broker under
+// test has no batch endpoint (a branch without it).
+func openMusterBatch(tb testing.TB) batchLeaser {
+	tb.Helper()
+	m := &musterBatch{h: openHTTP(tb, musterURL(tb))}
+	body := fmt.Appendf(nil, `{"session_id":%q,"ops":[]}`, m.h.sessions[0])
+	if st, err := m.h.post("/v1/leases/batch", body, http.StatusBadRequest, nil); st == http.StatusNotFound || st == http.StatusMethodNotAllowed {
+		tb.Skipf("the broker has no batch endpoint (POST /v1/leases/batch answers %d: %v)", st, err)
+	}
+	return m
+}
+
+type batchResults struct {
+	Results []struct {
+		OK    bool   `json:"ok"`
+		Code  string `json:"code"`
+		Lease *struct {
+			FencingToken int64 `json:"fencing_token"`
+		} `json:"lease"`
+	} `json:"results"`
+}
+
+// do sends the ops of one kind on keys (tokens for releases) and returns
+// the token of each result; the first failed result's code is the error.
+func (m *musterBatch) do(w int, op string, keys []string, tokens []int64) ([]int64, error) {
+	b := fmt.Appendf(nil, `{"session_id":%q,"ops":[`, m.h.sessions[w])
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, `{"op":%q,"route":"lease://peers/%s"`, op, k)
+		if tokens != nil {
+			b = append(b, `,"fencing_token":`...)
+			b = strconv.AppendInt(b, tokens[i], 10)
+		} else {
+			b = fmt.Appendf(b, `,"ttl_ms":%d`, leaseTTL.Milliseconds())
+		}
+		b = append(b, '}')
+	}
+	b = append(b, "]}"...)
+	var out batchResults
+	if _, err := m.h.post("/v1/leases/batch", b, http.StatusOK, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Results) != len(keys) {
+		return nil, fmt.Errorf("batch %s: %d results for %d ops", op, len(out.Results), len(keys))
+	}
+	got := make([]int64, len(keys))
+	var first error
+	for i, r := range out.Results {
+		switch {
+		case r.OK && r.Lease != nil:
+			got[i] = r.Lease.FencingToken
+		case r.OK:
+		case first != nil:
+		case r.Code == "lease_held":
+			first = errHeld
+		case r.Code == "not_owner" || r.Code == "fenced":
+			first = errNotHeld
+		default:
+			first = fmt.Errorf("batch %s of %s: %s", op, keys[i], r.Code)
+		}
+	}
+	return got, first
+}
+
+func (m *musterBatch) acquireAll(w int, keys []string) ([]int64, error) {
+	return m.do(w, "acquire", keys, nil)
+}
+
+func (m *musterBatch) releaseAll(w int, keys []string, tokens []int64) error {
+	_, err := m.do(w, "release", keys, tokens)
+	return err
+}
+
+func (m *musterBatch) close() { m.h.close() }

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// write prints the pair table, then the watch table, for what the runs
+// have.
+func write(w io.Writer, runs []run) {
+	pairs := byGroup(runs, "Pairs")
+	if len(pairs.order) > 0 {
+		fmt.Fprintf(w, "Pairs (take a free key's exclusive TTL lease, give it back): %d round(s); each figure min–max over the rounds\n\n", pairs.rounds)
+		fmt.Fprintln(w, "| system | pairs/s | lease ops/s | of the ceiling | × Redis | acquire p50 / p99 (closed loop) | acquire p50 / p99 at half peak (open loop) |")
+		fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- |")
+		for _, s := range pairs.order {
+			if strings.HasSuffix(s, "-half") {
+				continue
+			}
+			rs := pairs.by[s]
+			peer := "redis"
+			if strings.Contains(s, "pipe") || strings.Contains(s, "batch") {
+				peer = "redis-pipe64"
+			}
+			ofCeiling := "—"
+			if peer == "redis" {
+				ofCeiling = rng(ratio(rs, pairs.by["ceiling"], "pairs/s"), "%.2f")
+			}
+			halfLat := "—"
+			if h := pairs.by[s+"-half"]; len(h) > 0 {
+				halfLat = ms(values(h, "first-p50-µs")) + " / " + ms(values(h, "first-p99-µs"))
+				if v := values(h, "broker-acq-p99-le-µs"); len(v) > 0 {
+					halfLat += " (broker's own p99 ≤ " + ms(v) + ")"
+				}
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", s,
+				kilo(values(rs, "pairs/s")), kilo(values(rs, "ops/s")), ofCeiling,
+				rng(ratio(rs, pairs.by[peer], "pairs/s"), "%.2f"),
+				ms(values(rs, "acq-p50-µs"))+" / "+ms(values(rs, "acq-p99-µs")), halfLat)
+		}
+		fmt.Fprintln(w)
+	}
+	watch := byGroup(runs, "Watch1000")
+	if len(watch.order) > 0 {
+		fmt.Fprintf(w, "Watch (1 change reaching every watcher): %d round(s); latency of each delivery, min–max over the rounds\n\n", watch.rounds)
+		fmt.Fprintln(w, "| system | watchers | delivery p50 | delivery p99 |")
+		fmt.Fprintln(w, "| --- | --- | --- | --- |")
+		for _, s := range watch.order {
+			rs := watch.by[s]
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", s, rng(values(rs, "watchers"), "%.0f"),
+				ms(values(rs, "delivery-p50-µs")), ms(values(rs, "delivery-p99-µs")))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+type group struct {
+	order  []string         // systems in their first order of appearance
+	by     map[string][]run // system → its runs
+	rounds int
+}
+
+func byGroup(runs []run, name string) group {
+	g := group{by: map[string][]run{}}
+	for _, r := range runs {
+		if r.group != name {
+			continue
+		}
+		if _, ok := g.by[r.system]; !ok {
+			g.order = append(g.order, r.system)
+		}
+		g.by[r.system] = append(g.by[r.system], r)
+		g.rounds = max(g.rounds, r.round)
+	}
+	return g
+}
+
+func values(rs []run, unit string) []float64 {
+	var out []float64
+	for _, r := range rs {
+		if v, ok := r.metrics[unit]; ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// ratio is a's unit over b's, round by round (rounds present in both).
+func ratio(a, b []run, unit string) []float64 {
+	var out []float64
+	for _, x := range a {
+		for _, y := range b {
+			if x.round == y.round && y.metrics[unit] > 0 {
+				out = append(out, x.metrics[unit]/y.metrics[unit])
+			}
+		}
+	}
+	return out
+}
+
+// rng formats min–max (one value when they print the same); "—" for none.
+func rng(vs []float64, format string) string {
+	return rngWith(vs, func(v float64) string { return fmt.Sprintf(format, v) })
+}
+
+func rngWith(vs []float64, f func(float64) string) string {
+	if len(vs) == 0 {
+		return "—"
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range vs {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	a, b := f(lo), f(hi)
+	if a == b {
+		return a
+	}
+	return a + "–" + b
+}
+
+func kilo(vs []float64) string {
+	k := make([]float64, len(vs))
+	for i, v := range vs {
+		k[i] = v / 1000
+	}
+	if len(k) == 0 {
+		return "—"
+	}
+	return rng(k, "%.1f") + " k"
+}
+
+// ms formats microsecond values as milliseconds, two significant digits
+// or more.
+func ms(vs []float64) string {
+	if len(vs) == 0 {
+		return "—"
+	}
+	return rngWith(vs, func(us float64) string {
+		switch m := us / 1000; {
+		case m >= 10:
+			return fmt.Sprintf("%.0f", m)
+		case m >= 1:
+			return fmt.Sprintf("%.1f", m)
+		default:
+			return fmt.Sprintf("%.2f", m)
+		}
+	}) + " ms"
+}

@@ -1,0 +1,194 @@
+package peers
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/musterhq/muster/sse"
+	"github.com/musterhq/muster/tests/load"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// watchers is the number of watchers of the watch benchmark (env
+// MUSTER_PEERS_WATCHERS, default 1,000).
+func watchers() int {
+	if n, err := strconv.Atoi(os.Getenv("MUSTER_PEERS_WATCHERS")); err == nil && n > 0 {
+		return n
+	}
+	return 1000
+}
+
+// A fanout is a set of watchers of one system and the change they watch:
+// change makes one change (and undoes it, which the watchers also see);
+// got has, per watcher, the time each change reached it.
+type fanout struct {
+	change func() error
+	got    []chan time.Time
+	close  func()
+}
+
+// BenchmarkWatch1000 makes one change reach 1,000 watchers, op after op:
+// Muster SSE streams on a selector (one connection each) against etcd
+// watches on a prefix (one client, so one connection, each; and, as etcd
+// clients usually do, all on one client). Each op is one change (taken and
+// given back); it reports the p50/p99 of the latency of every delivery,
+// from just before the change's request to the watcher's read of it. The
+// watchers of one system are set up once and serve its rounds.
+func BenchmarkWatch1000(b *testing.B) {
+	n := watchers()
+	for _, sys := range []struct {
+		name string
+		open func(testing.TB, int) *fanout
+	}{
+		{"muster-sse", openMusterWatch},
+		{"etcd-watch", func(tb testing.TB, n int) *fanout { return openEtcdWatch(tb, n, n) }},
+		{"etcd-watch-1conn", func(tb testing.TB, n int) *fanout { return openEtcdWatch(tb, n, 1) }},
+	} {
+		f := sys.open(b, n)
+		for r := 1; r <= rounds(); r++ {
+			b.Run(fmt.Sprintf("round%d/%s", r, sys.name), func(b *testing.B) { deliver(b, f) })
+		}
+		f.close()
+	}
+}
+
+func deliver(b *testing.B, f *fanout) {
+	lat := make([]time.Duration, 0, b.N*len(f.got))
+	for b.Loop() {
+		start := time.Now()
+		if err := f.change(); err != nil {
+			b.Fatal(err)
+		}
+		for _, got := range f.got {
+			select {
+			case at := <-got:
+				lat = append(lat, at.Sub(start))
+			case <-time.After(30 * time.Second):
+				b.Fatal("a watcher saw no change for 30 s")
+			}
+		}
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(len(f.got)), "watchers")
+	b.ReportMetric(float64(load.Percentile(lat, 0.50).Microseconds()), "delivery-p50-µs")
+	b.ReportMetric(float64(load.Percentile(lat, 0.99).Microseconds()), "delivery-p99-µs")
+}
+
+// openMusterWatch opens n SSE streams on lease://peers/watch/** of the real
+// broker, each on its own raw connection, and the pair workload's Muster
+// leaser, which changes lease://peers/watch/x.
+func openMusterWatch(tb testing.TB, n int) *fanout {
+	tb.Helper()
+	base := musterURL(tb)
+	addr := strings.TrimPrefix(base, "http://")
+	f := &fanout{}
+	var conns []net.Conn
+	for range n {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		conns = append(conns, conn)
+		fmt.Fprintf(conn, "GET /v1/leases/watch?selector=lease://peers/watch/** HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAuthorization: Bearer load-token\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			tb.Fatalf("open stream: %v %v", err, resp)
+		}
+		d := sse.NewDecoder(resp.Body)
+		// The snapshot marker says the stream is registered: changes from
+		// now on reach it.
+		for ev, err := d.Next(); ev.Name != "snapshot"; ev, err = d.Next() {
+			if err != nil {
+				tb.Fatal(err)
+			}
+		}
+		got := make(chan time.Time, 16)
+		f.got = append(f.got, got)
+		go func() {
+			for {
+				ev, err := d.Next()
+				if err != nil {
+					return
+				}
+				if ev.Name == "change" && strings.Contains(string(ev.Data), `"kind":"acquired"`) {
+					got <- time.Now()
+				}
+			}
+		}()
+	}
+	h := openHTTP(tb, base)
+	f.change = func() error {
+		token, err := h.acquire(0, "watch/x")
+		if err != nil {
+			return err
+		}
+		return h.release(0, "watch/x", token)
+	}
+	f.close = func() {
+		for _, c := range conns {
+			c.Close()
+		}
+		h.close()
+	}
+	return f
+}
+
+// openEtcdWatch opens n watches on the prefix peers/watch/ of the real etcd
+// over conns clients (one connection each), and the pair workload's etcd
+// leaser, which changes peers/watch/x.
+func openEtcdWatch(tb testing.TB, n, conns int) *fanout {
+	tb.Helper()
+	ep := etcdEndpoint(tb)
+	ctx, cancel := context.WithCancel(context.Background())
+	var cs []*clientv3.Client
+	for range conns {
+		c, err := newEtcdClient(ep)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	f := &fanout{}
+	for i := range n {
+		wch := cs[i%conns].Watch(ctx, "peers/watch/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+		if first := <-wch; !first.Created {
+			tb.Fatalf("etcd watch not created: %v", first.Err())
+		}
+		got := make(chan time.Time, 16)
+		f.got = append(f.got, got)
+		go func() {
+			for resp := range wch {
+				for _, ev := range resp.Events {
+					if ev.Type == clientv3.EventTypePut {
+						got <- time.Now()
+					}
+				}
+			}
+		}()
+	}
+	e := openEtcd(tb)
+	f.change = func() error {
+		token, err := e.acquire(0, "watch/x")
+		if err != nil {
+			return err
+		}
+		return e.release(0, "watch/x", token)
+	}
+	f.close = func() {
+		cancel()
+		for _, c := range cs {
+			c.Close()
+		}
+		e.close()
+	}
+	return f
+}
