@@ -349,3 +349,49 @@ func TestPostgresSweepUnderCuts(t *testing.T) {
 		t.Errorf("want sweeps both completed and cut: %d / %d", sweeps.Load(), failed.Load())
 	}
 }
+
+// TestPostgresRegisterCutStoredOnce cuts the connection in the answers to a
+// register on a fresh connection (the statement's preparation, then its
+// execution): a register is stored at most once, and one that reports
+// success is stored. The store's one retry must not run an INSERT that
+// reached the server again (pgx calls some errors after a send safe to
+// retry: see connPool.inTx).
+func TestPostgresRegisterCutStoredOnce(t *testing.T) {
+	fx := newCutFixture(t)
+	register := func(r string, off int64) (left int64, err error) {
+		fx.freshConn(t)
+		fx.proxy.arm(off)
+		_, err = fx.cut.Register(ctx, fam, r, "s", []byte(`{"topic":"x"}`))
+		left = fx.proxy.armed.Load()
+		fx.proxy.disarm()
+		return left, err
+	}
+	const big = 1 << 40
+	left, err := register("reg/dry", big)
+	must(t, err)
+	total := big - left
+	var offsets []int64
+	for off := range int64(24) {
+		offsets = append(offsets, total-24+off)
+	}
+	for i := range int64(8) {
+		offsets = append(offsets, i*(total-24)/8)
+	}
+	seen := map[string]int{}
+	for _, off := range offsets {
+		r := fmt.Sprintf("reg/o%d", off)
+		_, err := register(r, off)
+		n := len(listAll(t, fx.direct, fam, r, 0))
+		if n > 1 || (err == nil && n != 1) {
+			t.Fatalf("cut after %d of %d bytes: err %v, %d stored", off, total, err, n)
+		}
+		if err != nil {
+			wantCode(t, err, core.CodeUnavailable)
+		}
+		seen[fmt.Sprintf("err %v, stored %d", err != nil, n)]++
+	}
+	t.Logf("%d cut points in %d bytes of answers: %v", len(offsets), total, seen)
+	if seen["err true, stored 1"] == 0 {
+		t.Errorf("no cut landed after the commit: %v", seen)
+	}
+}
