@@ -230,12 +230,14 @@ func (s *pgStore) Forget(ctx context.Context, family, root string, names ...stri
 // pgDropCheck reads and locks the judged rows still stored, telling for each
 // whether it holds the judged bytes. They are compared by SHA-256, so a page
 // of judged specs (up to MaxPageSize × MaxSpecBytes) need not travel back to
-// the server; the locks keep the rows compared until the delete.
+// the server; the locks keep the rows compared until the delete. The
+// "name = ANY" lets the primary key find the rows: the join alone reads the
+// whole root.
 const pgDropCheck = `
 SELECT s.name, sha256(s.spec) = j.digest
 FROM muster_fleet_specs s
 JOIN unnest($3::text[], $4::bytea[]) AS j(name, digest) ON s.name = j.name
-WHERE s.family = $1 AND s.root = $2
+WHERE s.family = $1 AND s.root = $2 AND s.name = ANY($3::text[])
 FOR UPDATE OF s`
 
 // Drop compares and deletes in one transaction: the rows compared are locked
