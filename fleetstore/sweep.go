@@ -186,9 +186,10 @@ func (f *Fleet) SweepSchema(ctx context.Context, family, root string, s *Schema)
 //
 // Any failure stops the sweep before anything more is deleted and returns
 // an error carrying a *core.Error, with an empty result: valid's own
-// *core.Error as it is (a work budget ran out), anything else as a
-// BackendError (the store failed, ctx ended: CodeUnavailable; ErrSpecChanged
-// or a validator failure: CodeInternal). The pages already swept stay swept.
+// *core.Error as it is (a work budget ran out, the validator failed), any
+// other error as a BackendError (the store failed or ctx ended:
+// CodeUnavailable; ErrSpecChanged: CodeInternal). The pages already swept
+// stay swept.
 func (f *Fleet) SweepFunc(ctx context.Context, family, root string, valid func(Row) (bool, error)) (SweepResult, error) {
 	res := SweepResult{Kept: []Row{}, Dropped: []string{}}
 	err := f.each(ctx, family, root, func(rows []Row) error {
