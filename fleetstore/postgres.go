@@ -227,21 +227,22 @@ func (s *pgStore) Forget(ctx context.Context, family, root string, names ...stri
 	return pgErr("forget", err)
 }
 
-// pgDropCheck reads and locks the judged rows still stored, telling for each
-// whether it holds the judged bytes. They are compared by SHA-256, so a page
-// of judged specs (up to MaxPageSize × MaxSpecBytes) need not travel back to
-// the server; the locks keep the rows compared until the delete. The
-// "name = ANY" lets the primary key find the rows: the join alone reads the
-// whole root.
-const pgDropCheck = `
-SELECT s.name, sha256(s.spec) = j.digest
-FROM muster_fleet_specs s
-JOIN unnest($3::text[], $4::bytea[]) AS j(name, digest) ON s.name = j.name
+// pgDrop deletes the judged rows stored with the judged bytes, compared by
+// SHA-256 (so a page of judged specs, up to MaxPageSize × MaxSpecBytes,
+// need not travel back to the server); each row is compared and deleted
+// under the row lock the DELETE takes. The "name = ANY" lets the primary
+// key find the rows.
+const pgDrop = `
+DELETE FROM muster_fleet_specs s
+USING unnest($3::text[], $4::bytea[]) AS j(name, digest)
 WHERE s.family = $1 AND s.root = $2 AND s.name = ANY($3::text[])
-FOR UPDATE OF s`
+	AND s.name = j.name AND sha256(s.spec) = j.digest
+RETURNING s.name`
 
-// Drop compares and deletes in one transaction: the rows compared are locked
-// until the delete, so the rows deleted are exactly those compared.
+// Drop deletes what matches, then, in the same transaction and only if some
+// judged name was not deleted, looks for it: a name still stored was stored
+// with other bytes (names are never reused), and the transaction is rolled
+// back; a name gone was forgotten meanwhile.
 func (s *pgStore) Drop(ctx context.Context, family, root string, judged []Row) ([]string, error) {
 	dropped := []string{}
 	if len(judged) == 0 {
@@ -254,34 +255,38 @@ func (s *pgStore) Drop(ctx context.Context, family, root string, judged []Row) (
 		names[i], digests[i] = r.Name, d[:]
 	}
 	err := s.pool.inTx(ctx, func(tx pgx.Tx) error {
-		same := map[string]bool{}
-		rows, err := tx.Query(ctx, pgDropCheck, family, root, names, digests)
+		deleted := map[string]bool{}
+		rows, err := tx.Query(ctx, pgDrop, family, root, names, digests)
 		if err != nil {
 			return err
 		}
 		var name string
-		var eq bool
-		if _, err := pgx.ForEachRow(rows, []any{&name, &eq}, func() error {
-			same[name] = eq
+		if _, err := pgx.ForEachRow(rows, []any{&name}, func() error {
+			deleted[name] = true
 			return nil
 		}); err != nil {
 			return err
 		}
-		del := []string{}
+		var rest []string
 		for _, n := range names {
-			eq, stored := same[n]
-			if !stored {
-				continue // forgotten meanwhile
+			if !deleted[n] {
+				rest = append(rest, n)
 			}
-			if !eq {
+		}
+		if len(rest) > 0 {
+			var changed int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM muster_fleet_specs
+				WHERE family = $1 AND root = $2 AND name = ANY($3::text[])`, family, root, rest).Scan(&changed); err != nil {
+				return err
+			}
+			if changed > 0 {
 				return ErrSpecChanged
 			}
-			del = append(del, n)
 		}
-		if len(del) > 0 {
-			if _, err := tx.Exec(ctx, `DELETE FROM muster_fleet_specs
-				WHERE family = $1 AND root = $2 AND name = ANY($3::text[])`, family, root, del); err != nil {
-				return err
+		del := []string{}
+		for _, n := range names {
+			if deleted[n] {
+				del = append(del, n)
 			}
 		}
 		dropped = del
