@@ -218,6 +218,45 @@ func (s *boltStore) Forget(ctx context.Context, family, root string, names ...st
 	return boltErr("forget", err)
 }
 
+// Drop compares each judged row with the stored one and deletes them, in one
+// write transaction (bbolt has one writer at a time, so nothing changes
+// between the comparison and the delete).
+func (s *boltStore) Drop(ctx context.Context, family, root string, judged []Row) ([]string, error) {
+	dropped := []string{}
+	if len(judged) == 0 {
+		return dropped, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, backendErr("sweep", err, true)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		specs, err := specsBucket(tx, family, root)
+		if specs == nil || err != nil {
+			return err
+		}
+		for _, r := range judged {
+			v := specs.Get([]byte(r.Name))
+			if v == nil {
+				continue
+			}
+			if !bytes.Equal(v, r.Spec) {
+				return ErrSpecChanged
+			}
+			dropped = append(dropped, r.Name)
+		}
+		for _, name := range dropped {
+			if err := specs.Delete([]byte(name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, boltErr("sweep", err)
+	}
+	return dropped, nil
+}
+
 func (s *boltStore) Desired(ctx context.Context, family, root, after string, limit int) ([]Row, bool, error) {
 	rows := []Row{}
 	more, err := s.scan(ctx, family, root, after, limit, func(k, v []byte) {

@@ -39,8 +39,12 @@
 //     snapshot: a spec registered or forgotten between two pages may or may not
 //     appear, but a spec present for the whole listing appears exactly once.
 //   - Sweep visits every spec present when it starts and deletes exactly the
-//     names it validated and found failing. A spec registered while a sweep
-//     runs is either validated by it or left alone.
+//     specs it validated and found failing, each only while it is stored with
+//     the very bytes validated (compare-and-delete, Store.Drop). A spec
+//     registered while a sweep runs is either validated by it or left alone.
+//     Any failure (the store, a cut connection, a read that returned other
+//     bytes than those stored, the client leaving) stops the sweep with an
+//     error and deletes nothing more.
 //   - Plan is pure and has no effects.
 //   - Errors are *muster.Error values (or wrap one, see BackendError), so the
 //     HTTP layer maps muster.ErrorCode(err) directly.

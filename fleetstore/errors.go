@@ -44,6 +44,13 @@ func backendErr(op string, cause error, unavailable bool) error {
 	return &BackendError{Public: &muster.Error{Code: code, Message: msg}, Cause: cause}
 }
 
+// ErrSpecChanged is the cause of the BackendError (CodeInternal) of a
+// Store.Drop, and of the sweep that called it, when a spec the sweep judged
+// is stored under its name with other bytes: the read that handed the sweep
+// those bytes was wrong (names are never reused and specs never change), so
+// the sweep deletes nothing on that page and stops.
+var ErrSpecChanged = errors.New("a spec judged by the sweep is stored with other bytes")
+
 // errSpecNotFound is the answer of Get for a legal name that is not stored.
 func errSpecNotFound() error {
 	return muster.Errorf(muster.CodeSpecNotFound, "no spec with that name under this root")

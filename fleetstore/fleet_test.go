@@ -31,6 +31,11 @@ func (s *spyStore) Forget(context.Context, string, string, ...string) error {
 	return nil
 }
 
+func (s *spyStore) Drop(context.Context, string, string, []Row) ([]string, error) {
+	s.calls = append(s.calls, "Drop")
+	return []string{}, nil
+}
+
 func (s *spyStore) Desired(_ context.Context, _, _, _ string, limit int) ([]Row, bool, error) {
 	s.calls = append(s.calls, "Desired")
 	s.limits = append(s.limits, limit)

@@ -42,5 +42,40 @@ func (p *connPool) with(ctx context.Context, fn func(*pgx.Conn) error) error {
 	}
 }
 
+// inTx runs fn inside a transaction on a pooled connection, committing when
+// fn succeeds. Only a failure to begin is retried (as with does): once BEGIN
+// is answered, a failure is final. pgx reports a connection lost while
+// reading the answer to a simple-protocol statement (COMMIT included) as a
+// "conn closed" error that pgconn.SafeToRetry calls safe, though the
+// statement reached the server and a COMMIT may have taken effect;
+// retrying the transaction would then run it again on a state it already
+// changed.
+func (p *connPool) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return p.with(ctx, func(c *pgx.Conn) error {
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			_ = tx.Rollback(ctx) // the connection is destroyed if this fails
+			return finalErr{err, c.IsClosed()}
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return finalErr{err, c.IsClosed()}
+		}
+		return nil
+	})
+}
+
+// finalErr is a failure that must not be retried, whatever its cause says;
+// lost says that the connection was lost with it (a transient failure).
+type finalErr struct {
+	error
+	lost bool
+}
+
+func (e finalErr) Unwrap() error     { return e.error }
+func (e finalErr) SafeToRetry() bool { return false }
+
 // close closes the pool; it waits for the connections in use to be released.
 func (p *connPool) close() { p.p.Close() }

@@ -2,6 +2,7 @@ package fleetstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -107,7 +108,7 @@ func OpenPostgres(ctx context.Context, connURL string) (Store, error) {
 		return nil, backendErr("open", fmt.Errorf("postgres pool: %w", err), false)
 	}
 	s := &pgStore{pool: &connPool{p: p}}
-	if err := s.pool.with(ctx, func(c *pgx.Conn) error { return migrate(ctx, c) }); err != nil {
+	if err := s.pool.inTx(ctx, func(tx pgx.Tx) error { return migrate(ctx, tx) }); err != nil {
 		s.pool.close()
 		return nil, pgErr("open", err)
 	}
@@ -148,40 +149,38 @@ func pgConfig(connURL string) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// migrate creates or migrates the schema in one transaction, under an
-// advisory lock so that brokers starting together take turns.
-func migrate(ctx context.Context, c *pgx.Conn) error {
-	return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(pgMigrateLock)); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+pgVersionTable+` (
-			component text PRIMARY KEY,
-			version   integer NOT NULL)`); err != nil {
-			return err
-		}
-		var have int
-		err := tx.QueryRow(ctx, `SELECT version FROM `+pgVersionTable+` WHERE component = $1`,
-			pgComponent).Scan(&have)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		if have > len(pgMigrations) {
-			return fmt.Errorf("database schema of %s is version %d; this broker knows up to %d",
-				pgComponent, have, len(pgMigrations))
-		}
-		for _, step := range pgMigrations[have:] {
-			for _, stmt := range step {
-				if _, err := tx.Exec(ctx, stmt); err != nil {
-					return err
-				}
+// migrate creates or migrates the schema inside tx, under an advisory lock
+// so that brokers starting together take turns.
+func migrate(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(pgMigrateLock)); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+pgVersionTable+` (
+		component text PRIMARY KEY,
+		version   integer NOT NULL)`); err != nil {
+		return err
+	}
+	var have int
+	err := tx.QueryRow(ctx, `SELECT version FROM `+pgVersionTable+` WHERE component = $1`,
+		pgComponent).Scan(&have)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	if have > len(pgMigrations) {
+		return fmt.Errorf("database schema of %s is version %d; this broker knows up to %d",
+			pgComponent, have, len(pgMigrations))
+	}
+	for _, step := range pgMigrations[have:] {
+		for _, stmt := range step {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
 			}
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO `+pgVersionTable+` (component, version) VALUES ($1, $2)
-			ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version`,
-			pgComponent, len(pgMigrations))
-		return err
-	})
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO `+pgVersionTable+` (component, version) VALUES ($1, $2)
+		ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version`,
+		pgComponent, len(pgMigrations))
+	return err
 }
 
 func (s *pgStore) Register(ctx context.Context, family, root, kind string, spec []byte, max int) (string, error) {
@@ -226,6 +225,77 @@ func (s *pgStore) Forget(ctx context.Context, family, root string, names ...stri
 		return err
 	})
 	return pgErr("forget", err)
+}
+
+// pgDrop deletes the judged rows stored with the judged bytes, compared by
+// SHA-256 (so a page of judged specs, up to MaxPageSize × MaxSpecBytes,
+// need not travel back to the server); each row is compared and deleted
+// under the row lock the DELETE takes. The "name = ANY" lets the primary
+// key find the rows.
+const pgDrop = `
+DELETE FROM muster_fleet_specs s
+USING unnest($3::text[], $4::bytea[]) AS j(name, digest)
+WHERE s.family = $1 AND s.root = $2 AND s.name = ANY($3::text[])
+	AND s.name = j.name AND sha256(s.spec) = j.digest
+RETURNING s.name`
+
+// Drop deletes what matches, then, in the same transaction and only if some
+// judged name was not deleted, looks for it: a name still stored was stored
+// with other bytes (names are never reused), and the transaction is rolled
+// back; a name gone was forgotten meanwhile.
+func (s *pgStore) Drop(ctx context.Context, family, root string, judged []Row) ([]string, error) {
+	dropped := []string{}
+	if len(judged) == 0 {
+		return dropped, nil
+	}
+	names := make([]string, len(judged))
+	digests := make([][]byte, len(judged))
+	for i, r := range judged {
+		d := sha256.Sum256(r.Spec)
+		names[i], digests[i] = r.Name, d[:]
+	}
+	err := s.pool.inTx(ctx, func(tx pgx.Tx) error {
+		deleted := map[string]bool{}
+		rows, err := tx.Query(ctx, pgDrop, family, root, names, digests)
+		if err != nil {
+			return err
+		}
+		var name string
+		if _, err := pgx.ForEachRow(rows, []any{&name}, func() error {
+			deleted[name] = true
+			return nil
+		}); err != nil {
+			return err
+		}
+		var rest []string
+		for _, n := range names {
+			if !deleted[n] {
+				rest = append(rest, n)
+			}
+		}
+		if len(rest) > 0 {
+			var changed int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM muster_fleet_specs
+				WHERE family = $1 AND root = $2 AND name = ANY($3::text[])`, family, root, rest).Scan(&changed); err != nil {
+				return err
+			}
+			if changed > 0 {
+				return ErrSpecChanged
+			}
+		}
+		del := []string{}
+		for _, n := range names {
+			if deleted[n] {
+				del = append(del, n)
+			}
+		}
+		dropped = del
+		return nil
+	})
+	if err != nil {
+		return nil, pgErr("sweep", err)
+	}
+	return dropped, nil
 }
 
 // Names is Desired without the specs.
@@ -285,6 +355,10 @@ func pgErr(op string, err error) error {
 }
 
 func pgTransient(err error) bool {
+	var fe finalErr
+	if errors.As(err, &fe) && fe.lost {
+		return true
+	}
 	var pge *pgconn.PgError
 	if errors.As(err, &pge) {
 		return strings.HasPrefix(pge.Code, "08") || // connection exception

@@ -33,6 +33,17 @@ type Store interface {
 	// ignores the names that do not. It never touches the counter.
 	Forget(ctx context.Context, family, root string, names ...string) error
 
+	// Drop is a sweep's compare-and-delete: in one transaction, it deletes
+	// each row of judged whose stored spec is exactly judged[i].Spec (the
+	// bytes the sweep judged) and returns the names deleted, in judged's
+	// order. A name no longer stored (forgotten meanwhile) is skipped. If a
+	// name is stored with any other bytes, nothing at all is deleted and the
+	// error wraps ErrSpecChanged: the bytes judged were not the bytes stored.
+	// On any error nothing is deleted, except when the commit itself may or
+	// may not have happened (a connection cut after COMMIT was sent), and
+	// then only rows stored with exactly the judged bytes.
+	Drop(ctx context.Context, family, root string, judged []Row) (dropped []string, err error)
+
 	// Desired returns up to limit rows (1 ≤ limit ≤ MaxPageSize) whose names
 	// are strictly greater than after, in byte order, and whether more rows
 	// follow. A root that was never written is empty, not an error.

@@ -104,9 +104,11 @@ func (s *Schema) Budget(ctx context.Context) {
 
 // Judge reports whether spec is JSON that the schema accepts, within
 // SweepSpecBudget evaluations and what is left of the request's budget (see
-// Budget; without one, a fresh one under ctx). It fails with
-// CodeInvalidRequest naming the budget that ran out, or with ctx's error
-// when ctx ends.
+// Budget; without one, a fresh one under ctx). valid is false, with a nil
+// error, only when spec is not one JSON value or the schema's validation
+// reports it failing; any other outcome is an error: CodeInvalidRequest
+// naming the budget that ran out, ctx's error when ctx ends, CodeInternal
+// when the validator fails otherwise.
 func (s *Schema) Judge(ctx context.Context, spec []byte) (valid bool, err error) {
 	if s.m.ctx == nil {
 		s.Budget(ctx)
@@ -128,7 +130,14 @@ func (s *Schema) Judge(ctx context.Context, spec []byte) (valid bool, err error)
 			valid, err = false, a.err
 		}
 	}()
-	return s.s.Validate(v) == nil, nil
+	verr := s.s.Validate(v)
+	if verr == nil {
+		return true, nil
+	}
+	if _, failed := verr.(*jsonschema.ValidationError); failed {
+		return false, nil
+	}
+	return false, core.Errorf(core.CodeInternal, "the schema validator failed on a spec")
 }
 
 type refuseLoader struct{}
@@ -162,41 +171,48 @@ func (f *Fleet) SweepSchema(ctx context.Context, family, root string, s *Schema)
 }
 
 // SweepFunc reads root page by page in name order, calls valid on each row,
-// and after each page deletes the names of that page that valid rejected.
-// valid must be a pure judgement: it runs with no transaction open. When
-// valid fails (a work budget ran out, ctx ended), the sweep stops before
-// deleting anything of that page and returns the error.
+// and after each page drops the rows of that page that valid rejected, by
+// compare-and-delete (Store.Drop): a row is deleted only while it is stored
+// with exactly the bytes valid judged. valid must be a pure judgement: it
+// runs with no transaction open.
 //
-// Every spec present when the sweep starts is judged once. Only judged names
-// are deleted, and since names are never reused and specs never change, the
-// row deleted is the row judged: a spec registered while the sweep runs is
-// either judged like the others or left alone, never dropped unjudged. A spec
-// forgotten while the sweep runs may still be listed in Kept.
+// Every spec present when the sweep starts is judged once. Only judged rows
+// are deleted, and only with the bytes judged: a spec registered while the
+// sweep runs is either judged like the others or left alone, never dropped
+// unjudged; a read that handed valid other bytes than those stored
+// (ErrSpecChanged) deletes nothing of its page and stops the sweep. Dropped
+// lists the names this sweep deleted: a spec forgotten while the sweep runs
+// is in neither list, or in Kept.
 //
-// If ctx ends or the store fails midway, the pages already swept stay swept
-// and the error is returned with an empty result.
+// Any failure stops the sweep before anything more is deleted and returns
+// an error carrying a *core.Error, with an empty result: valid's own
+// *core.Error as it is (a work budget ran out, the validator failed), any
+// other error as a BackendError (the store failed or ctx ended:
+// CodeUnavailable; ErrSpecChanged: CodeInternal). The pages already swept
+// stay swept.
 func (f *Fleet) SweepFunc(ctx context.Context, family, root string, valid func(Row) (bool, error)) (SweepResult, error) {
 	res := SweepResult{Kept: []Row{}, Dropped: []string{}}
 	err := f.each(ctx, family, root, func(rows []Row) error {
-		var failed []string
+		var failed []Row
 		for _, r := range rows {
 			ok, err := valid(r)
 			if err != nil {
-				return err
+				return backendErr("sweep", err, false)
 			}
 			if ok {
 				res.Kept = append(res.Kept, r)
 			} else {
-				failed = append(failed, r.Name)
+				failed = append(failed, r)
 			}
 		}
 		if len(failed) == 0 {
 			return nil
 		}
-		if err := f.store.Forget(ctx, family, root, failed...); err != nil {
+		dropped, err := f.store.Drop(ctx, family, root, failed)
+		if err != nil {
 			return err
 		}
-		res.Dropped = append(res.Dropped, failed...)
+		res.Dropped = append(res.Dropped, dropped...)
 		return nil
 	})
 	if err != nil {

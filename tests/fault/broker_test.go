@@ -200,7 +200,11 @@ func (b *broker) metric(name string) float64 {
 }
 
 // do sends one JSON request with a token and returns status, body and the
-// epoch header. A transport error is status 0.
+// epoch header. A transport error is status 0, and so is an answer whose
+// body could not be read to its end (the request's context ended, the
+// connection broke): a status with part of its body is not an answer to
+// judge. (Issue 16: a sweep's 200 cut short at the end of a round lacked
+// its closing "dropped":[] and was taken for a sweep that dropped specs.)
 func do(ctx context.Context, c *http.Client, method, url, secret, body string) (int, []byte, string) {
 	var rd io.Reader
 	if body != "" {
@@ -219,6 +223,9 @@ func do(ctx context.Context, c *http.Client, method, url, secret, body string) (
 		return 0, nil, ""
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, ""
+	}
 	return resp.StatusCode, data, resp.Header.Get("Muster-Epoch")
 }

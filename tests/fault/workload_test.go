@@ -168,19 +168,41 @@ func (w *workload) registrar(ctx context.Context) {
 			w.forgetOne(ctx)
 		}
 		if i%25 == 24 {
-			st, body, _ := do(ctx, client, "POST", w.b.url()+"/v1/fleets/camp/sweep", workTok.secret, `{"schema":{"type":"object","required":["i"]}}`)
-			if st == 200 && !strings.Contains(string(body), `"dropped":[]`) {
-				var res struct {
-					Dropped []string `json:"dropped"`
-				}
-				_ = json.Unmarshal(body, &res)
-				w.l.violate("a sweep every spec satisfies dropped some: %q", res.Dropped)
+			st, body, _ := do(ctx, client, "POST", w.b.url()+"/v1/fleets/camp/sweep", workTok.secret, everySpecSchema)
+			if v := sweepViolation(st, body); v != "" {
+				w.l.violate("%s", v)
 			}
-			if st == 200 {
+			switch st {
+			case 200:
 				w.l.count("sweep")
+			case 0:
+				w.l.count("sweep_unanswered") // no complete answer: nothing to judge
 			}
 		}
 	}
+}
+
+// everySpecSchema is the registrar's sweep: every spec it and the vanisher
+// register satisfies it.
+const everySpecSchema = `{"schema":{"type":"object","required":["i"]}}`
+
+// sweepViolation judges a complete answer (see do) to a sweep with
+// everySpecSchema: a 200 must be a sweep result that dropped nothing.
+func sweepViolation(st int, body []byte) string {
+	if st != 200 {
+		return ""
+	}
+	var res struct {
+		Kept    *[]json.RawMessage `json:"kept"`
+		Dropped *[]string          `json:"dropped"`
+	}
+	if err := json.Unmarshal(body, &res); err != nil || res.Kept == nil || res.Dropped == nil {
+		return fmt.Sprintf("a sweep answered 200 with %d bytes that are not a sweep result: %.200s", len(body), body)
+	}
+	if len(*res.Dropped) > 0 {
+		return fmt.Sprintf("a sweep every spec satisfies dropped some: %q", *res.Dropped)
+	}
+	return ""
 }
 
 func (w *workload) forgetOne(ctx context.Context) {
