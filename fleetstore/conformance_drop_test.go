@@ -3,11 +3,10 @@ package fleetstore
 import (
 	"context"
 	"errors"
+	"github.com/musterhq/muster"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/musterhq/muster/core"
 )
 
 // The compare-and-delete cases of the conformance suite (see TestConformance):
@@ -28,7 +27,7 @@ func testDrop(t *testing.T, st storage) {
 
 	// One row read with other bytes than those stored: nothing is deleted.
 	_, err := s.Drop(ctx, fam, root, []Row{row(a, spec), row(b, `{"topic":`), row(c, spec)})
-	wantCode(t, err, core.CodeInternal)
+	wantCode(t, err, muster.CodeInternal)
 	if !errors.Is(err, ErrSpecChanged) {
 		t.Fatalf("Drop of a changed row: %v, want ErrSpecChanged", err)
 	}
@@ -109,7 +108,7 @@ func testSweepTornRead(t *testing.T, st storage) {
 			torn := all[4] // k5: stored good, read as tc.read
 			sf := New(&tornStore{Store: inner, name: torn, read: []byte(tc.read)})
 			res, err := sf.Sweep(ctx, fam, root, []byte(topicSchema))
-			wantCode(t, err, core.CodeInternal)
+			wantCode(t, err, muster.CodeInternal)
 			if !errors.Is(err, ErrSpecChanged) {
 				t.Fatalf("sweep over a torn read: %v, want ErrSpecChanged", err)
 			}
@@ -170,7 +169,7 @@ func testSweepStoreFails(t *testing.T, st storage) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := New(tc.s).Sweep(ctx, fam, root, []byte(topicSchema))
-			wantCode(t, err, core.CodeUnavailable)
+			wantCode(t, err, muster.CodeUnavailable)
 			var be *BackendError
 			if !errors.As(err, &be) || !errors.Is(err, errInjected) {
 				t.Fatalf("err = %v (%T), want a BackendError caused by the injected failure", err, err)
@@ -193,7 +192,7 @@ func testSweepStoreFails(t *testing.T, st storage) {
 			}
 			return false, nil
 		})
-		wantCode(t, err, core.CodeUnavailable)
+		wantCode(t, err, muster.CodeUnavailable)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled underneath", err)
 		}

@@ -3,6 +3,7 @@ package fleetstore
 import (
 	"context"
 	"fmt"
+	"github.com/musterhq/muster"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -13,8 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/musterhq/muster/core"
 )
 
 // Sweeps on PostgreSQL over connections cut at chosen points (issue 16: a
@@ -170,7 +169,7 @@ func TestPostgresSweepCutMidRead(t *testing.T) {
 		if err == nil {
 			t.Fatalf("cut after %d bytes: the sweep succeeded (%d kept, dropped %v); the page is %d bytes", off, len(res.Kept), res.Dropped, rows*size)
 		}
-		wantCode(t, err, core.CodeUnavailable)
+		wantCode(t, err, muster.CodeUnavailable)
 		if got := names(listAll(t, fx.direct, fam, root, 0)); !slices.Equal(got, all) {
 			t.Fatalf("cut after %d bytes: %d of %d specs left", off, len(got), rows)
 		}
@@ -208,7 +207,7 @@ func (fx *cutFixture) freshConn(t *testing.T) {
 	t.Helper()
 	fx.proxy.cutAll()
 	_, _ = fx.cutStore.Get(ctx, fam, root, "x-1") // fails on the cut connection, or dials
-	if _, err := fx.cutStore.Get(ctx, fam, root, "x-1"); core.ErrorCode(err) != core.CodeSpecNotFound {
+	if _, err := fx.cutStore.Get(ctx, fam, root, "x-1"); muster.ErrorCode(err) != muster.CodeSpecNotFound {
 		t.Fatalf("no fresh connection: %v", err)
 	}
 }
@@ -268,7 +267,7 @@ func TestPostgresSweepCutMidDrop(t *testing.T) {
 			t.Fatalf("cut after %d of %d bytes: err %v, dropped %d, %d of %d left", off, total, err, len(res.Dropped), left, rows)
 		}
 		if err != nil {
-			wantCode(t, err, core.CodeUnavailable)
+			wantCode(t, err, muster.CodeUnavailable)
 		}
 		if off >= total-18 && outcome != "committed, answer cut" {
 			t.Errorf("cut after %d of %d bytes, in the answer to COMMIT: %s", off, total, outcome)
@@ -317,7 +316,7 @@ func TestPostgresSweepUnderCuts(t *testing.T) {
 			res, err := fx.cut.Sweep(wctx, fam, root, []byte(topicSchema))
 			if err != nil {
 				failed.Add(1)
-				if c := core.ErrorCode(err); c != core.CodeUnavailable {
+				if c := muster.ErrorCode(err); c != muster.CodeUnavailable {
 					t.Errorf("sweep failed with %s: %v", c, err)
 				}
 				continue
@@ -386,7 +385,7 @@ func TestPostgresRegisterCutStoredOnce(t *testing.T) {
 			t.Fatalf("cut after %d of %d bytes: err %v, %d stored", off, total, err, n)
 		}
 		if err != nil {
-			wantCode(t, err, core.CodeUnavailable)
+			wantCode(t, err, muster.CodeUnavailable)
 		}
 		seen[fmt.Sprintf("err %v, stored %d", err != nil, n)]++
 	}

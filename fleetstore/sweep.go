@@ -137,7 +137,7 @@ func (s *Schema) Judge(ctx context.Context, spec []byte) (valid bool, err error)
 	if _, failed := verr.(*jsonschema.ValidationError); failed {
 		return false, nil
 	}
-	return false, core.Errorf(core.CodeInternal, "the schema validator failed on a spec")
+	return false, muster.Errorf(muster.CodeInternal, "the schema validator failed on a spec")
 }
 
 type refuseLoader struct{}
@@ -185,8 +185,8 @@ func (f *Fleet) SweepSchema(ctx context.Context, family, root string, s *Schema)
 // is in neither list, or in Kept.
 //
 // Any failure stops the sweep before anything more is deleted and returns
-// an error carrying a *core.Error, with an empty result: valid's own
-// *core.Error as it is (a work budget ran out, the validator failed), any
+// an error carrying a *muster.Error, with an empty result: valid's own
+// *muster.Error as it is (a work budget ran out, the validator failed), any
 // other error as a BackendError (the store failed or ctx ended:
 // CodeUnavailable; ErrSpecChanged: CodeInternal). The pages already swept
 // stay swept.
