@@ -74,7 +74,7 @@ func TestFaultCampaign(t *testing.T) {
 	pg := startPrivatePG(t)
 	store := ""
 	if pg != nil {
-		store = pg.url
+		store = pg.URL
 	}
 	b := startBroker(t, store)
 	l := newLedger()
@@ -126,14 +126,14 @@ func TestFaultCampaign(t *testing.T) {
 		case kill9:
 			b.kill9()
 		case pgStop:
-			pg.stop()
+			pg.Stop()
 			time.Sleep(time.Second)
-			pg.start()
+			pg.Start()
 		case pgCut:
 			// The pool may hold no connection at this instant: try for 2 s.
 			cut := 0
 			for deadline := time.Now().Add(2 * time.Second); cut == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				cut = pg.cut()
+				cut = cutBroker(t, pg.URL)
 			}
 			if cut == 0 {
 				t.Errorf("round %d: no broker connection to cut within 2 s", r)

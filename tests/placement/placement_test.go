@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/musterhq/muster/tests/pgtest"
 )
 
 // Three brokers, six families: each family settles on exactly one broker,
@@ -239,8 +241,11 @@ func TestShutdownHandsOver(t *testing.T) {
 // serving (family_unavailable) by its deadline; once the server is back the
 // family is served again, as a new epoch with higher tokens.
 func TestPostgresRestart(t *testing.T) {
-	pg := startPrivatePG(t)
-	c := newClusterOn(t, pg.url, 2, "acme")
+	pg := pgtest.StartPrivate(t)
+	if pg == nil {
+		t.Skip("MUSTER_TEST_PG=off: PostgreSQL tests skipped on request")
+	}
+	c := newClusterOn(t, pg.URL, 2, "acme")
 	old := c.waitSettled("acme", c.brokers, 15*time.Second)
 	s, a, err := newSession(old.url, "acme")
 	if err != nil || s == "" {
@@ -252,7 +257,7 @@ func TestPostgresRestart(t *testing.T) {
 	}
 
 	stopped := time.Now()
-	pg.stop()
+	pg.Stop()
 	// By the deadline (at most the claim TTL after the stop) nobody serves.
 	time.Sleep(time.Until(stopped.Add(claimTTL)))
 	for _, b := range c.brokers {
@@ -260,7 +265,7 @@ func TestPostgresRestart(t *testing.T) {
 			t.Fatalf("%s with PostgreSQL down for the claim TTL: %d %v %v", b.id, a.status, a.body, err)
 		}
 	}
-	pg.start()
+	pg.Start()
 	back := time.Now()
 	o := c.waitSettled("acme", c.brokers, 15*time.Second)
 	t.Logf("served again %v after PostgreSQL came back", time.Since(back))
