@@ -503,7 +503,9 @@ var table = {
   not_implemented: "retry-no",
   unavailable: "retry-backoff",
   session_limit: "retry-backoff",
-  spec_limit: "retry-no"
+  spec_limit: "retry-no",
+  wrong_broker: "retry-restart",
+  family_unavailable: "retry-backoff"
 };
 var codes = Object.keys(table);
 var Codes = {
@@ -534,7 +536,9 @@ var Codes = {
   NotImplemented: "not_implemented",
   Unavailable: "unavailable",
   SessionLimit: "session_limit",
-  SpecLimit: "spec_limit"
+  SpecLimit: "spec_limit",
+  WrongBroker: "wrong_broker",
+  FamilyUnavailable: "family_unavailable"
 };
 var MusterError = class extends Error {
   name = "MusterError";
@@ -628,7 +632,7 @@ function advice(err) {
 function messageOf(e) {
   return e instanceof Error ? e.message : String(e);
 }
-function problemError(status, statusText, contentType, body) {
+function problemError(status, statusText2, contentType, body) {
   const mt = (contentType ?? "").split(";")[0].trim().toLowerCase();
   let value = body;
   if (typeof body === "string" && (mt === "application/problem+json" || mt === "application/json")) {
@@ -644,7 +648,7 @@ function problemError(status, statusText, contentType, body) {
         q.code,
         typeof q.detail === "string" ? q.detail : "",
         status,
-        typeof q.title === "string" && q.title !== "" ? q.title : statusText,
+        typeof q.title === "string" && q.title !== "" ? q.title : statusText2,
         typeof q.scope === "string" ? q.scope : ""
       );
     }
@@ -672,7 +676,7 @@ function problemError(status, statusText, contentType, body) {
       code = "internal";
   }
   const text = typeof body === "string" ? body : body === void 0 ? "" : JSON.stringify(body);
-  return new MusterError(code, `HTTP ${status} without a problem body: ${text.slice(0, 200).trim()}`, status, statusText);
+  return new MusterError(code, `HTTP ${status} without a problem body: ${text.slice(0, 200).trim()}`, status, statusText2);
 }
 
 // src/fleet.ts
@@ -1644,10 +1648,22 @@ var Lease = class {
       }
       throw e;
     }
+    this.extended(out, t0, ttlMs);
+  }
+  /** @internal records a successful extension sent at t0 for ttlMs. */
+  extended(out, t0, ttlMs) {
     if (this.err !== null) throw this.err;
     this.#expiresAt = new Date(out.expires_at);
     this.#renewals = out.renewals;
     this.arm(t0 + ttlMs);
+  }
+  /** @internal the session the lease belongs to. */
+  get session() {
+    return this.#s;
+  }
+  /** @internal the parsed route. */
+  get parsedRoute() {
+    return this.#r;
   }
   /**
    * Releases the lease; the next FIFO waiter (if any) is granted. It resolves
@@ -1705,6 +1721,9 @@ async function acquire(s, route, ttlMs, o) {
   const t0 = Date.now();
   const c = s.client;
   const out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, signal: o.signal }), 200);
+  return adopt(s, r, out, t0, ttlMs);
+}
+function adopt(s, r, out, t0, ttlMs) {
   let deadline = t0 + ttlMs;
   const key = `lease://${r.realm}/${r.area}/${r.resource}`;
   if (out.outcome === "already_held") {
@@ -1749,6 +1768,150 @@ async function withLease(s, route, ttlMs, fn, o) {
   if (failed) throw ferr;
   if (lost !== null) throw lost;
   return result;
+}
+
+// src/batch.ts
+var maxBatchOps = 256;
+var Batch = class {
+  #s;
+  #ops = [];
+  #err = null;
+  /** @internal use Session.batch. */
+  constructor(s) {
+    this.#s = s;
+  }
+  /** The number of operations added so far. */
+  get length() {
+    return this.#ops.length;
+  }
+  /** Adds an acquisition of the exact route for ttlMs; it never waits (lease_held). */
+  acquire(route, ttlMs) {
+    let r = { realm: "", area: "", resource: "" };
+    try {
+      r = parseRoute(route);
+    } catch (e) {
+      this.#refuse(e);
+    }
+    return this.#add({ op: "acquire", route: r, text: route, ttlMs, lease: null });
+  }
+  /** Adds an extension of lease to now + ttlMs, as Lease.extend. */
+  extend(lease, ttlMs) {
+    if (this.#own(lease)) this.#add({ op: "extend", route: lease.parsedRoute, text: lease.route, ttlMs, lease });
+    return this;
+  }
+  /** Adds a release of lease, as Lease.release. */
+  release(lease) {
+    if (this.#own(lease)) this.#add({ op: "release", route: lease.parsedRoute, text: lease.route, ttlMs: 0, lease });
+    return this;
+  }
+  #add(e) {
+    if (this.#ops.length === maxBatchOps) {
+      this.#refuse(new MusterError("invalid_request", `a batch has at most ${maxBatchOps} operations`));
+    }
+    this.#ops.push(e);
+    return this;
+  }
+  #own(l) {
+    if (l.session !== this.#s) {
+      this.#refuse(new MusterError("invalid_request", "a batch takes only leases of its own session"));
+      return false;
+    }
+    return true;
+  }
+  #refuse(e) {
+    this.#err ??= e;
+  }
+  /**
+   * Sends the batch and resolves with one result per operation, in order.
+   *
+   * It rejects as a whole, and nothing was applied, when the batch was
+   * refused locally (no operation, more than maxBatchOps, a malformed route,
+   * a lease of another session) or by the broker (session_not_found: the
+   * session's leases are then lost, as with Lease.extend). On a transport
+   * error or an abort nothing is known: the leases stay as they were.
+   * Operations on leases already known to be lost are not sent.
+   */
+  async send(options = {}) {
+    if (this.#err !== null) throw this.#err;
+    if (this.#ops.length === 0) throw new MusterError("invalid_request", "a batch has at least one operation");
+    const s = this.#s;
+    if (s.err !== null) throw s.err;
+    const out = this.#ops.map((e) => ({ op: e.op, route: e.text, lease: e.lease, err: null }));
+    const ops = [];
+    const sent = [];
+    this.#ops.forEach((e, i) => {
+      const local = settledLocally(e);
+      if (local !== void 0) {
+        out[i] = { ...out[i], err: local };
+        return;
+      }
+      const op = { op: e.op, route: e.text };
+      if (e.op !== "release") op.ttl_ms = e.ttlMs;
+      if (e.lease !== null) op.fencing_token = e.lease.fencingToken;
+      ops.push(op);
+      sent.push(i);
+    });
+    if (sent.length === 0) return out;
+    const t0 = Date.now();
+    const c = s.client;
+    let answer;
+    try {
+      answer = await c.call(c.raw.POST("/v1/leases/batch", { body: { session_id: s.id, ops }, signal: options.signal }), 200);
+    } catch (e) {
+      if (e instanceof MusterError && e.code === "session_not_found") {
+        for (const i of sent) this.#ops[i].lease?.end(new LeaseLostError(e));
+      }
+      throw e;
+    }
+    if (answer.results.length !== sent.length) {
+      throw new Error(`muster: the broker answered ${answer.results.length} results for ${sent.length} operations`);
+    }
+    sent.forEach((i, k) => {
+      out[i] = settle(s, this.#ops[i], answer.results[k], t0, out[i]);
+    });
+    return out;
+  }
+};
+function settledLocally(e) {
+  const l = e.lease;
+  if (l === null) return void 0;
+  if (e.op === "extend" && l.err !== null) return l.err;
+  if (e.op === "release" && l.err !== null) return null;
+  if (e.op === "release" && l.session.err !== null) {
+    l.end(new LeaseLostError(l.session.err));
+    return null;
+  }
+  return void 0;
+}
+function settle(s, e, r, t0, out) {
+  const err = r.ok ? null : new MusterError(r.code ?? "internal", r.detail ?? "", r.status ?? 0, r.status !== void 0 ? statusText(r.status) : "");
+  const l = e.lease;
+  switch (e.op) {
+    case "acquire":
+      return { ...out, lease: err === null && r.lease !== void 0 ? adopt(s, e.route, r.lease, t0, e.ttlMs) : null, err };
+    case "extend":
+      if (err === null && r.lease !== void 0) {
+        try {
+          l.extended(r.lease, t0, e.ttlMs);
+          return out;
+        } catch (x) {
+          return { ...out, err: x };
+        }
+      }
+      if (ownershipGone(err)) {
+        l.end(new LeaseLostError(err));
+        return { ...out, err: l.err };
+      }
+      return { ...out, err };
+    case "release":
+      if (err === null) l.end(new ReleasedError());
+      else if (ownershipGone(err)) l.end(new LeaseLostError(err));
+      else return { ...out, err };
+      return out;
+  }
+}
+function statusText(status) {
+  return { 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 409: "Conflict", 429: "Too Many Requests" }[status] ?? "";
 }
 
 // src/session.ts
@@ -1802,6 +1965,13 @@ var Session = class _Session {
    */
   acquire(route, ttlMs, options = {}) {
     return acquire(this, route, ttlMs, options);
+  }
+  /**
+   * Starts an empty batch: many acquisitions (which never wait), extensions
+   * and releases of this session's leases in one request; see Batch.
+   */
+  batch() {
+    return new Batch(this);
   }
   /**
    * Acquires route for ttlMs, runs fn while holding it (extending every
@@ -2024,6 +2194,7 @@ var MusterClient = class {
   }
 };
 export {
+  Batch,
   ClosedError,
   Codes,
   EventTooLargeError,
@@ -2045,6 +2216,7 @@ export {
   defaultReconcileJitter,
   isAbort,
   isCode,
+  maxBatchOps,
   maxReconcileMs,
   minReconcileMs,
   parseRoute,
