@@ -47,6 +47,8 @@ fuzz:
 	$(GO) test ./cmd/muster/app -run='^$$' -fuzz=FuzzLimits -fuzztime=60s
 	cd clients/go && $(GO) test . -run='^$$' -fuzz=FuzzSSEReader -fuzztime=60s
 	$(GO) test ./handlers -run='^$$' -fuzz=FuzzCheckOneJSONValue -fuzztime=60s
+	$(GO) test ./handlers -run='^$$' -fuzz=FuzzBatchOps -fuzztime=60s
+	$(GO) test ./handlers -run='^$$' -fuzz=FuzzDecodeBatch -fuzztime=60s
 	$(GO) test ./cmd/muster/app -run='^$$' -fuzz=FuzzLoadConfig -fuzztime=60s
 
 clean:

@@ -23,6 +23,27 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for BatchOpKind.
+const (
+	Acquire BatchOpKind = "acquire"
+	Extend  BatchOpKind = "extend"
+	Release BatchOpKind = "release"
+)
+
+// Valid indicates whether the value is a known member of the BatchOpKind enum.
+func (e BatchOpKind) Valid() bool {
+	switch e {
+	case Acquire:
+		return true
+	case Extend:
+		return true
+	case Release:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChangeKind.
 const (
 	ChangeKindAcquired      ChangeKind = "acquired"
@@ -105,6 +126,76 @@ type AcquireRequest struct {
 
 	// WaitMs How long to wait in the FIFO queue when the lease is held by another session.
 	WaitMs *int64 `json:"wait_ms,omitempty"`
+}
+
+// BatchOp One operation. `acquire` takes `ttl_ms` (it never waits); `extend`
+// takes `fencing_token` and `ttl_ms`; `release` takes `fencing_token`.
+// A member the kind does not take is refused (`invalid_request`).
+type BatchOp struct {
+	// FencingToken The revision at which the lease was granted; strictly increasing per route, stable across renewals, meaningless across routes or epochs.
+	FencingToken *FencingToken `json:"fencing_token,omitempty"`
+	Op           BatchOpKind   `json:"op"`
+
+	// Route An exact route `lease://{realm}/{area}/{resource}`: three segments
+	// under the `Segment` rules, no wildcard (else `invalid_route`).
+	//
+	//
+	// Example: lease://acme/renderers/document-123
+	Route Route `json:"route"`
+
+	// TtlMs Lease TTL in milliseconds (100 ms .. 10 min). A lower bound; expiry may be late by one tick (50 ms).
+	TtlMs *LeaseTTL `json:"ttl_ms,omitempty"`
+}
+
+// BatchOpKind defines model for BatchOpKind.
+type BatchOpKind string
+
+// BatchRequest defines model for BatchRequest.
+type BatchRequest struct {
+	// Ops 1 to 256 operations, applied in order.
+	Ops []BatchOp `json:"ops"`
+
+	// SessionId A session id (128-bit secret, lowercase hex).
+	SessionId SessionId `json:"session_id"`
+}
+
+// BatchResponse defines model for BatchResponse.
+type BatchResponse struct {
+	// Results One per operation, in the order of `ops`.
+	Results []BatchResult `json:"results"`
+
+	// Revision The broker revision after the batch.
+	Revision Revision `json:"revision"`
+}
+
+// BatchResult The outcome of one operation. On success `ok` is true and `lease` is
+// the holding after an `acquire` (with its `outcome`) or an `extend`
+// (absent after a `release`). On failure `ok` is false, and `code`,
+// `status` (what the operation's own endpoint would answer) and
+// `detail` say why.
+type BatchResult struct {
+	// Code Stable error code; the same table drives the server and the SDKs. The
+	// set is open: codes are never renamed or removed, but new ones may be
+	// added, so a client must accept a code it does not know (and act on the
+	// HTTP status). The codes known today are listed in `x-extensible-enum`
+	// (and, with their status and retry advice, in docs/client-operations.md);
+	// it is deliberately not an `enum`, which generated clients would enforce.
+	//
+	//
+	// Example: lease_held
+	Code *ErrorCode `json:"code,omitempty"`
+
+	// Detail Example: the lease is held by another session
+	Detail *string     `json:"detail,omitempty"`
+	Lease  *Lease      `json:"lease,omitempty"`
+	Ok     bool        `json:"ok"`
+	Op     BatchOpKind `json:"op"`
+
+	// Route Example: lease://acme/renderers/document-123
+	Route string `json:"route"`
+
+	// Status Example: 409
+	Status *int `json:"status,omitempty"`
 }
 
 // ChangeEvent Data of `event: change`; the SSE `id` is the revision.
@@ -347,6 +438,12 @@ type ReleaseRequest struct {
 // Revision The broker revision, +1 on every committed state change.
 type Revision = int64
 
+// Route An exact route `lease://{realm}/{area}/{resource}`: three segments
+// under the `Segment` rules, no wildcard (else `invalid_route`).
+//
+// Example: lease://acme/renderers/document-123
+type Route = string
+
 // Segment One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
 // characters; the server counts bytes) without `/`, without `*` and
 // without control characters (U+0000..U+001F, U+007F..U+009F).
@@ -576,6 +673,9 @@ type RegisterSpecJSONRequestBody = RegisterRequest
 // SweepSpecsJSONRequestBody defines body for SweepSpecs for application/json ContentType.
 type SweepSpecsJSONRequestBody = SweepRequest
 
+// BatchLeasesJSONRequestBody defines body for BatchLeases for application/json ContentType.
+type BatchLeasesJSONRequestBody = BatchRequest
+
 // AcquireLeaseJSONRequestBody defines body for AcquireLease for application/json ContentType.
 type AcquireLeaseJSONRequestBody = AcquireRequest
 
@@ -717,6 +817,9 @@ type ServerInterface interface {
 	// ListLeases List held leases matching a selector
 	// (GET /v1/leases)
 	ListLeases(w http.ResponseWriter, r *http.Request, params ListLeasesParams)
+	// BatchLeases Acquire, extend and release many leases of one session in one request
+	// (POST /v1/leases/batch)
+	BatchLeases(w http.ResponseWriter, r *http.Request)
 	// WatchLeases Watch held-lease changes as Server-Sent Events
 	// (GET /v1/leases/watch)
 	WatchLeases(w http.ResponseWriter, r *http.Request, params WatchLeasesParams)
@@ -825,6 +928,12 @@ func (_ Unimplemented) SweepSpecs(w http.ResponseWriter, r *http.Request, root R
 // ListLeases List held leases matching a selector
 // (GET /v1/leases)
 func (_ Unimplemented) ListLeases(w http.ResponseWriter, r *http.Request, params ListLeasesParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// BatchLeases Acquire, extend and release many leases of one session in one request
+// (POST /v1/leases/batch)
+func (_ Unimplemented) BatchLeases(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1270,6 +1379,20 @@ func (siw *ServerInterfaceWrapper) ListLeases(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ListLeases(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// BatchLeases operation middleware
+func (siw *ServerInterfaceWrapper) BatchLeases(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.BatchLeases(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1763,6 +1886,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/v1/leases/{realm}/{area}/{resource}/release", wrapper.ReleaseLease)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/leases/batch", wrapper.BatchLeases)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/leases/{realm}/{area}/{resource}", wrapper.GetLease)
@@ -2776,6 +2902,109 @@ type ListLeasesdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListLeasesdefaultApplicationProblemPlusJSONResponse) VisitListLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchLeasesRequestObject struct {
+	Body *BatchLeasesJSONRequestBody
+}
+
+type BatchLeasesResponseObject interface {
+	VisitBatchLeasesResponse(w http.ResponseWriter) error
+}
+
+type BatchLeases200JSONResponse BatchResponse
+
+func (response BatchLeases200JSONResponse) VisitBatchLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchLeases400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response BatchLeases400ApplicationProblemPlusJSONResponse) VisitBatchLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchLeases401ApplicationProblemPlusJSONResponse struct {
+	UnauthenticatedApplicationProblemPlusJSONResponse
+}
+
+func (response BatchLeases401ApplicationProblemPlusJSONResponse) VisitBatchLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchLeases404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response BatchLeases404ApplicationProblemPlusJSONResponse) VisitBatchLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchLeases413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response BatchLeases413ApplicationProblemPlusJSONResponse) VisitBatchLeasesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchLeasesdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response BatchLeasesdefaultApplicationProblemPlusJSONResponse) VisitBatchLeasesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3874,6 +4103,9 @@ type StrictServerInterface interface {
 	// ListLeases List held leases matching a selector
 	// (GET /v1/leases)
 	ListLeases(ctx context.Context, request ListLeasesRequestObject) (ListLeasesResponseObject, error)
+	// BatchLeases Acquire, extend and release many leases of one session in one request
+	// (POST /v1/leases/batch)
+	BatchLeases(ctx context.Context, request BatchLeasesRequestObject) (BatchLeasesResponseObject, error)
 	// WatchLeases Watch held-lease changes as Server-Sent Events
 	// (GET /v1/leases/watch)
 	WatchLeases(ctx context.Context, request WatchLeasesRequestObject) (WatchLeasesResponseObject, error)
@@ -4293,6 +4525,37 @@ func (sh *strictHandler) ListLeases(w http.ResponseWriter, r *http.Request, para
 	}
 }
 
+// BatchLeases operation middleware
+func (sh *strictHandler) BatchLeases(w http.ResponseWriter, r *http.Request) {
+	var request BatchLeasesRequestObject
+
+	var body BatchLeasesJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.BatchLeases(ctx, request.(BatchLeasesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "BatchLeases")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(BatchLeasesResponseObject); ok {
+		if err := validResponse.VisitBatchLeasesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // WatchLeases operation middleware
 func (sh *strictHandler) WatchLeases(w http.ResponseWriter, r *http.Request, params WatchLeasesParams) {
 	var request WatchLeasesRequestObject
@@ -4567,162 +4830,178 @@ func (sh *strictHandler) Unsubscribe(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3tchs3tuCrnOLMlimnRZGynLGpmqp1MnLGN46daymTrXF71GA3SGLcBBgAFMW4VLW/7gPch9gHmyfZ",
-	"wjlAN5psSpQUO07uVLnKYn+ggYPz/YUPnVzN5kpyaU1n+KEzZ5rNuOUafz3TnLn/+SWbzUveGXY0lwXX",
-	"7nbSEbIz7MyZnXaSjmQzd5u5F5KO5j8thOZFZ2j1gicdk0/5DEf6o+bjzrDzh4P6swd01xyc8smMS9u5",
-	"uko6Xy+0Udq9UXCTazG3QrnPnU05ZJJf2vMcn8hAjcFOOcw1vxBqYWDOJjyBhcynTE54AV01Zz8t8NKc",
-	"FQUvYMQM//JoocsEmIWZMhYG/cMjyKdMs9ytfa8XlvfTgutVvT76aCde0YxdvuRyYqedoRsl6cyErC4k",
-	"Dj6WazfUP94+2/872/+5v//0fP/dF3/sJB27mrtRjdVCTnDdbzgrZ5vLfi60saDVwnIwBKawMGDzeSly",
-	"5p4EN00zZznf60H2MANhQPPxwvAClsJOIRPygpWiOMehMrfMem9ZPuPt26pxVr/Evr7hRi10zptYVah8",
-	"4R7ZHxw+2jYD/94vMgml7CaMn8G45NxBWdkhDMAqeBKAbRya4aXB4RMo1ZLrnBkOJXe7axIoxERYk0C2",
-	"nwGTBWTnWQL/VEI6fFtBdpDVyHb4+DGMVpYbEBJYWR4DA8mN5QV+222acRtMO3aQATc5m/MCmIHsfx0+",
-	"z3rwTK7sVMgJ8NLwjV0+6vejneY/Lbixa3s9U1JYtY2M3TSuhXSE9IePH1+H8xXCfxgkg8MnV92DjUt7",
-	"H/rJn67a6eGUGyOUfFE0EaY/OHx09PjLPz15ykZ5wcfrv9uXZWiwc1HcA43CfHB2c56/wrE3kcnMeY70",
-	"OAQla6pV453RJ+DLkyOPLl0G74Us6scY5GohLdd7x8DWUaLCADeJte3XfK72B+1Qwv923PwnRzvtfSuz",
-	"u3LfMHMlDUdh8xUr3hCuul+5ktbR6/BDJ2JwB3OtRiWfffFP48AcoYR7o3Djr+F9J+kU3DJRdoYdJyf8",
-	"ZRipYuWgJJUFfAH+4/T1K8fZLbML0xke9ftJxwqL8PqKFfCmGtCvhI3Uwg5HJZPvO1e7ItD3tABafxNn",
-	"XtDMQcj5wg43KThZZ9/RBcNLnlul42teQiYbmODkq5LjUuT3A3XJmeHnU14W61DGOw687qZjgEwqO+Ua",
-	"PAk24Py0hnM1rY8G5KyetIMMKzVnxer8pwVfcLyyZMKeWzHjaoEgl8qeq6XkCMgxlzk9RsPwy7mjEYLp",
-	"idaksuwI0Huv5ZlcAYGVu09DNxOOGUhWhokLt2OO79CkZ9xOVXHu7rDSsSF39V//9//t4fyfKz0SRcHl",
-	"vZBiXI0S4YRUMNFMWsjVBdcG7BRlViCoGhce1bjwPBroIyHDKwVGyEnJ/ey8LpmzsuS6nmvNNbpZtbyM",
-	"gPaNkvxe8CIqDZi0TkhGsrmZKgsjPhWyIMDRK468Ju7rEfwGEc/6hu59LDpqztthF5+rfHru9e5sCMYy",
-	"bYFNmJAw1mqGkByjJuuUdATfK2Wfq4Us7gXCINcdXo9xtHUo0gNQKE4cn18KY0FpmDIDzqQpGlh4VEPx",
-	"lbLw3I/5sUC5MX8HTac/NK/UPxB037NVqVhxptRLpif3Q8I5jXVulTovcbQbxKZVCsKDNfZF1OulJZxI",
-	"K+wKzpSCl/75jwRGZxqG6eHUNNgpk4h1as41WUjI9wx0s40le4I+U+o7Jld+/uZeYEWpcj5elOU6PJ2U",
-	"AbxNTMfNOchM/3wF1sNIQDo4uulBNb+Ph5b17BEfF6Pq7nkpZgKlY0Dd+oJDW/p1DJnJ1ZxnYNjKwHIq",
-	"8imMHAIjoH+QbGGnXFoHT34/DrBYGyuCNoMRZ9ohg3rPJXi543ltTfKDGsY0MaXFz7z4qLIHZ5Q4NsT8",
-	"7BxqjLR6z3XNq95LtYRutrZEj60/SHbBRMlGJb8vAKtx1lDVz8dZpdOFtc7EKNQyVuEex2L7lOsLkXP4",
-	"oTHix8JRIS+4tEqvzqMVODyMfw5Bc6tXZByPWP5ejcc9NOD8J9DXlSNWRCYIKwrhvsPK77VjIFY4Q2XM",
-	"SsOTzjy69CG2LHc3IJOOteX5zNz0ykvHGM7OXro3UDulVwo+ZovSdob9daj8VS2hVHICVhGjEYRZz188",
-	"f+2ZznLqse0mTd3ZjWOlZ8yibWW/POokzgIUs8WsM3zU7zszaSYk/e5XO+000QnXHTLzgin5tmmD+/W/",
-	"q95So3/y3KKBgmrEyYXH5uYC/8Isc3wz4+7+EEjnyI5xRaenJ5CJAp1fJLouRFhJc9eE5bOdgP/CPXiV",
-	"dJz1fdMLNPFv3ZO4dPr4TW+9Cc+5d5xx1/R34C4NDw5YPuMHlQ/2YM1vtmZhJ50Gzybc3HSxNHZn7YUw",
-	"Gb/0aD3b9+xbDyQuHUa87bC8Yrea40IK9EUEfTdgRF4quqVVWfLi3BFq9Jl6VV9rziz3hHQ3ekWDbgdq",
-	"fe2eW6fVJi76ecDZ2UtHZzNRlsLwXMnCQHcABno9GPRhJuTeMTB4z/mcleKCw2xhLDCt3d+OMwkJwl5P",
-	"bl/21+htgD9vILlqsdcS3InT3jeX94bJQs1AFJWe4uXBXKucGwOlGHNnLjcdTH9//2j08slPh/95+c1F",
-	"3/w4asNOtJe/RvmzAVTrGLc3a52IItI2bMaBbhUObkTghusLrtEhhvT/l29ND86mPJWGozdVzbkc4jAG",
-	"mOYguXtec8lmvHDiV/OZuuBFAqOFBcmXoCQ3MGMrGPFUYtQgAaOAQV4KLq3fuzznc4tOuIKDsOsiGz10",
-	"uQWFnDaVfz07+x5IZu7hBP2U3NMSrCrYCqdXCvQFCwnZ5T6/tFwaMSr5viOoLJVu3IRkmZ1yof2QuH6S",
-	"c6xwEjhxIxQqNwc06f1KCTa9WbF3nEqB0Cl4KUbuDi9XOHsmIcNvJV5nm3CJ9wu/fANLtSgL4HKsdM57",
-	"qWzsfcMt1Nz1pLOxIoehDbcWeiWbXq3oUu002NT5YtdDm03YmFjT89PxotU7fjpJU3evnEDuK+gDqoar",
-	"GVnT79ZJNk37hoXcWePPqDTTMJsqTTS898827UMn21psuOAP8ksIj276gfwDkb+IIBx9v6HqhwnQj3eO",
-	"mt22Fndjxw6kQk7OUQm+iSc/p4fP8Nmr5FPpXtfpMc35X8tmG7NvDW8GEQvMevqr9bQlM+Sq4sUxOJrK",
-	"bbkCIXPNmXGa+dwxNkdFiWMLjlGyXCvjjB7Jl6w0Ccw4k+j0Mqa66d4wjhMihpp2KVQJnU2Jk3S+YXOM",
-	"Hzf2dSaMm1XQtUyLAlKbBlqzlfsdRXdbxBE3i5lj42OL9j2HkhmLcRaSTnM24eS5cyBiI4ykKVk/Sq6n",
-	"pCMXpTebKL6xMS+l51Mmze0mf3t9bw2vAsjq79+gdP2Vs9JON2Ff8IvzmReu/qWRUiVnSDQ8SPvrJkkq",
-	"wVVt6MUqqXrfGrBr0Ai9Fr7WOntVFly/kDnTklkPuOaWv6YwN2kgSjr5eFG59CK9YOzs6LIEYb0vxSQo",
-	"ywlVtFPJJM8tyXv0TTZVlvzwbz/nh+XFSAzmo9mraT57PC2+KS9Gkzbl5dugx21Cnvi9OWfIBis6Kpjl",
-	"+06+tA1Xc6MNurtBu4u+di3jQU62Odmgnd9qtndZ4b14vFrYXLXFWU85UrdfBShZrnBXN22PIO9R/LeZ",
-	"FYFDtm7CdRbuL2exrW1tUIfWxUu8Z0kTAapFbEWBF97oXSMyyckDgPNOwMFqH6EJr1BbZuBnEbxW0l8O",
-	"vnVRbBrYnwy5pshGzkWTj1yHYZuMx6HZ7c1CzWdMOHm6jXxvwJzPFukiq7EFujcgYQSTXXDyezZpYU2V",
-	"1K3+2NlRcyud4plXEjQ4neBuykKI092ogobn1sFOa4wG2gqs00oY/1rE5jhoq1bxGZPhLUnvGnLbgIcz",
-	"HH3C5A2yOtCWN0HDi1u32hkeG+iKd7a4m/p9mMUepx48o3QjirscA+73yrs2oGSWw2iFWpUV+XvoPnYD",
-	"7N3eC9UGsbA9rVZOFJ54YKBUE5GzEnDnnZ5Xy5XuoNd7PDj0KVBq7LN1fjh7vv/kGLxRTD+jRLikcvLM",
-	"S5bzYq+p6y2Vfs81ZkBF2UyPB4fr6Uwbm/19yeQvZOjcwcC40VhoQyU35bvZ5QU39Kloho3Uvy9bIDRj",
-	"ly/o4UE/dk9W6w5a8y825BpUwqz9l1pB4kNKm/bl86/h6dHjP4EPmQGFwgz521gwqrNcFZRT1wRY7g2u",
-	"a62qyu15VUfaYim+U5rapgTK1Zy3KXbAAL000D06fLqXxHFY9CdMhR1CRl7dDLoMcjYHM2UaU1dTpKMV",
-	"jNlMlKu9BDL6K4NunSrzwPj7Dwz8tFCWHVNeUirxsvB+14Vk4zHPLS/26tBxlkBG6WxOAmdaKZv1IMhk",
-	"mcoow8n04G+sXFS+WUDX7Lr/kabSCqNNO/aonXf5aGa8La05gOuEGr8QBztv0rrwbvhsUlvOiFBtGPyG",
-	"T4SxXN+NsEMga9MIKPmElXWO+fW5qglk5xmy1oiEv7x7Tig5FVs0NLlCvHcksODopc+cSpZBd0t6u0+Z",
-	"3EtgMQer4Msj+FZ8lYCxyuE1v2ToOWMGJuKCY2zwcn+i9v2E/mmU7L1hy++4MU43Xd8uHw3D2bbvDqri",
-	"vxVv6O6+zfbF1j6vlpQcChcFH1YCXwycik1cJVezmbCWFxjE4D6Qe737sZVeQ3p/K0436iaGdR5/pVKQ",
-	"9tDNKizOKLHapLIuCjmOg010m0bYQ+RTDikPsqT+8RCTtFMZLuRKWq3KqM4Euj984QRar+f+HzxPwP3/",
-	"p+f0++nzPWJtcYnJ4ZPrqOsfBw/T9LLf30/Ty8E4TS//NHZ/Ph1vIbfTEGDZgFsWbMkPWPxxdfCBac6u",
-	"3E+qxLjKYDnlmgOTq4pfeLbslt5VEiNweGMPeftDd/lnrpX7NVO62hOz14MTR5LBE83wHs3N9FL5ouCU",
-	"R+Zj+kqLiZCOUeFS3BOW8g29pK6mn0HXsa99w6URVlzwvWMondpdczkDY1WWaplKN3TmUSkDvSi56cEz",
-	"n4ZfKaGt8a5Nq/vhDcplv7F1YZC3/7jlBppAemtOyFs5eH9bPpd7R3xu62NtMMRWb8hmjH3NJ7LdBd4o",
-	"cdmoIqm8a9AdHD7ZHwkLhuea2ySqI5nyy3Up/KiJbe5nzCj6+0/Z/vjdh0eHV+14Ffkz7oNY946H0Odu",
-	"iIGE2e6YLhR8LFkCrFyylYkyk/ERb4FazdlsU8n/2BBoxoV394D9yGw+PY1evdF+3ADu+qdbgT3n+S/h",
-	"sHPjvFHLHdx1N3jfWj1p22buvrgxcelruFoKpHbUUJ2mgxVfkWapvYrOi9uql1GIv30hiJknsrgB4R1a",
-	"W65nKCoRsw1k6oLrcamWlNQ759rwghL4F9Lv/oh+NzOz8Mp0YQu1lD7VjigE8H6IyVIOUxO+mjNzMwVU",
-	"q3pDj68RDyvL1+PO8O2uZPQuuVkbbcbY/U2sB4jX170dnPbiuHMNbirsqyDY2/QO0rKv3fA3FSRDiCuM",
-	"j7QbZonJG/Uk27LswkRaY2GnS87nd0yFrXJ612UZWnCneBu6hWZjC4f9w/7+4BAWEtMRsj/S2z5jHC3/",
-	"pTB8z5sL7/ncEpkZZoUZC46pCk1w3Y7U/HRbgU5AMJhkuxFe12o+X3ON3ejxc/O/P39ct0XdoEk1obaV",
-	"oGTYwiscVRSeXzhVfumeDZiPPMOBWEm+A/E15fBVskum7G7PrnG8q3dhVQ15tymRtnifYykHojgmzMKk",
-	"aAbFglzTWDYioaIq09AJNjb7U4WrnOwNmc3GVmmZwVx6YOqiMTvVajFx1pAwFr9ost3CWZFdeL1+7Z/b",
-	"EMLEc+r0vS1CGb+VL7SwK+QMIZSVc2OuyZGiRFAsmWBuW7BNA1TNK459bqYvvkeU9suvUgTa2jvQd+s0",
-	"Lr8tc/Etx32hSpJnCztt4280n6rSzUuTXMmxmCwo87IHP9bOALzsJI17z8Tv6IXE5gAFv4CZKjgVe+OS",
-	"DBJpcA+z4HiFzJcD4P7i9mBsDidcL2Vq7ZzqKIQcq81FfLcwlmo9mM848zMaKw0UNKEuCaYHLywmMxuk",
-	"GE1JueR5B8MdXqbSvYH82kCXXttLSEPyGTqwk5vBGfRnZy+TVGIFgw+bIVAaSQkmAQZzNhESk1UxT6jK",
-	"pnSEUmc4GHRtL0VZ5EwXFfEkOOgp+nj2T7m0+yekNcVc0cByqkzTYHAQS2VFeDPmQNVLZSpPUHKFSnfI",
-	"mdbC029G4N5HWyGDKWcF10Mi7S1p16ncyLuGZyGfifZN8iWl8fkWAZIvE+CzuV35LV1IceE4WjQ9SrR2",
-	"r0uoQiDZthKijMISbSGRVM74bMQ1dA3ntEgfa8mAmMZeD75uz8TG+Tyrc3qRN7sVxQVcbrlEaCNeKjkx",
-	"YFWldCvJAz10MeXacsmkpWAH06s9BEnYAkykNGAWDlQRKqIf5+HBwz9ozooMlE5lhtg7PDgIfTP+sNTC",
-	"8oyAT7TopkrJtMhjSJq8fnVSVT5LywTReSqXU1VymBFW8arymDyVSlcICYKSG73TqRQ5l5TG5VnWsznL",
-	"p3z/sNd3Op8uPZGb4cHBcrnsMbzdU3py4N81By9ffH3y6vQE36lDHZ72O0nHIQexg35vQM84QcjmojPs",
-	"POr1e48w29hOkVcfFCrHPybctuVn6QteEFMci5IbcOiBbXh8UdJISKZXxzDmNp9S/jy2saj4KOUwc1JD",
-	"Qgr7i4LaxlB+SdRF4rDfXyuEs/zSHkztrGxqpy3tKDblzOmSTSZcww8vQslyJLA6w7fvnNI9mzG9cmut",
-	"HnYMl00MqudV0n3nnXv5YIr5mj9HEGsuKty/cV0xdd6upYBPGd2y5sBgEJ/FxQ2LfikuuOTGXLfkGbda",
-	"NJCkueRwf7etnJdMyFvu5Xf0hYBz32s143bKFwbckMAv58qggQPkGrx+zdHr9dS3rt7TTm/FCAVbQeAf",
-	"cjr/7XY+jLoBjErDat3k13Mun33/ApCcISSIJejgRmGPf6CrXfI48LFkBkYLUVok0OvhdIbNCpS0mlFL",
-	"j20gwszMn7cykTfudl2ymCvNgSF3ZNIsgyqAPjzs4IRBPkoGYfnUSadN3uE/+atQGa3HKoIp1vE+7j/a",
-	"Nl41wYO4pPY6uLvxxU1EeTE4IJXMERSZTsq0AD/zSSYZ/LnS7xy4pbKoYR1D5pNP3BOoc4Xb/vFjGCk7",
-	"BaO05UUPyOyrGP3m1rj5PHdT812IuLFfqWK1w8ZEdc1V6srb2peHfxw6K4RSUN6GK/7WUyxk2bEoOUqq",
-	"uWpaP86muvqIiIUpSFvoesLmiE9H9L3r8SnquISvDHZCwUbRlXtvsAPqrjerwMn7+uWb3qW+OojwEWvh",
-	"MF9oDoUYj7nmMucw4nbJuWxgKeIjKlARLRDeb9DBB62UvTqYUCVLKyf6Ws3mGKDEloMlkyHaKC64Q39v",
-	"laPlErf8IvdVbX6kElU/tFymPDI/HFsi1cfx3dp4qSwLZiEL3susl8pXnBfGXUJVVUKlqaaLfv9R7paE",
-	"f3Hvf6wejL+Lmjf5FZRj8ggwJyxRCiiNZgmLamtM1Zwso14P9Eoq3VqZ02lFwcmYanZr7G6pyNlzYFvg",
-	"EO2lPbxR2ZNUK3B3N8GUSsxOquxRUQR5UAAba26mCZTiPXfmy5znWHIp5ATzJSdsjr4wKh+VqtFMJCxX",
-	"GNwgajbpRCIfO5mDxueE2suExKQmc8Pt+YbNUYWue21ucazVjxxg08KrZGu6d7BMMO7c5txAnnf3vne1",
-	"o+fDluF9WWDk//UE7pP2qgTSwXr+aFsA9kaA+BahV+8+Iqt1G/UZcdpdlIS6bdad1Ip78mUnm6BBety3",
-	"gDKWaNoxZN90IpDtzqwZXUlbmTMWTyplHxjvcxLUEJUYGHRrZraXEDcZrcisg5iLpvJaNtpG1I59nOLc",
-	"7kzVtyepNYL6TdBTFTtuIarXnp9+/lR1NNhhcth+7b7k9FJ4sonIqY1aki3K+3dCWlJWkBAywub3QhaE",
-	"zft0QQYVoXK6eDry7UVRkKNV5TsuzHmeyvUkSmw4gOaiZtKwnBzer1CXiJ19lJ/PSqNSWVUnU/JWRYnk",
-	"XrteoUHnm1IWpqosnNgV1viM4yoR2UlyYgbBVDw6fNroUgVdzJz2mcd7beQdAvneOr8Lhb+7hylDybpo",
-	"onTq/ANHUsUC9YD/PVULTRnPai5yfJa83FGTo5vzT5oJxTsZNYNflDNgtLPNXK7zKD5/1nA3Y+jo8OnN",
-	"7623prsvdwmADVqwkLvwmu2S+eCD4zJXxIZKblvKEf6C12uWVOCXe/BMgigp9xw5Vbfyyr9B6z3bi4p7",
-	"KKV2ra1t8DqgUUVtTbil9i5jVRa86MFzpSecOpixVHq/Bn3PLPLccZ7bMaA2/R6/cQ9OcbOgrrpOt4jq",
-	"o5be8UpPlLW+09ySGZ+d8vkT072QmzY7oHY3uDILpTSoRRVxiZB9r12ytvprf8097n8KphsS2n4DLJeQ",
-	"/vo3qj6z9+eZrKCG7rT9O7LHJefz7T7Wvzk2xhxfJEeRr1JBzK0ig6ppSMXZVKR+pbKouKsyHOyUWRgz",
-	"UQbGjs6SOTNVr6iFlgaW7jHHFjAHBisWAnc24LOKnKqFs6lzGmE5FaUPDbjV+aQFQ2pemEuBwQQ3CeS6",
-	"VMPmQ7sWCkGO4oUsuJ6oTeYbRV7buG8qEU0RCM7qm7I5r2IBmHwQ6kUZcX3NKRbMC+hKjj6fJJU+MRqM",
-	"+JknkKvZSEhmcd5yXy1sAplDlAz45ZxJajvCL1i5IIc6zN16ETzu29iChwhhbwgjvlIYhqeCOzcx0kQd",
-	"qI76/VRuFC359AIqDfT7QKbzTNjER/Vp0bVEHGOsOMAgIELwsbcIKty0+xit91Fpa/bUzNfy+utNbQrp",
-	"sfZsot0YX5zf+Ind93Fa4TbG6x55gGbRorS/X633Xpw4MM19pfcdm9rkndewZ28ebXMlObubiC5faI2R",
-	"Uankvu/k1sgjavSMrwphkfl6Lz9k0ekMZATHKUx0ZSHVUuIJMAuLVUeSslpSWaeCGOwfueIFlEq9X8zr",
-	"YioMFlg+q9uykMMdHdohy6k5FPrCYy8YGf8syh5kmGazWuvbPkxlrqSHi6/Y81wfcrYwvJlCqYFJUKhs",
-	"Kxk1ukxlMzKAfRrppCYjJhJdBLIIbFOtxUlwSgjphMRVnfEUt83f3gEMntGiUUiaOZc2lY5/OiYlJC/2",
-	"ubSYJTRaFE6PDEV8zCftBOmJO4DZjcSYU0kLavoUw/cp7ScKu7S6EilVcZMt71Ry1uZIjBIxfx33f+Sr",
-	"fPwbcVXWjWn+5/gqP3m4AP2bMTetwqIMIqQNXLyOGKwx8gPMz9zKzl/PucTcxtPTk5DCDZT5GLNEryn6",
-	"0HHdBN5H91JZnbGE/NMyPN6ry8oSmweRruVbu64nh2KdWSqzqvYMul6FyxpZ89nesJEJXJVNe9UyYuJs",
-	"PY09WePUJJscf9vMDU8ls3SzroWhE6XocBGnT1Y55l0cTdgq2l1lk+/1UAeXkPke3KHMqFpdlOWfJXVz",
-	"7j9X391LAEuFnd5cbT/ZGcQX0a9czRIDOGiPUIlCwUtMZyXxHwXWaULok8b4j8LKnqqTR7MuKsw3lVmz",
-	"1MDtx84lU25/m7VAWPdc1/xANqw7QGdY/o7QonpnacMiBo/BIIaGm1MhrRmCVNTRZuX0EWD5e6mWJS8m",
-	"2LMVDaIfaXUhtdgXl4bkYr+lNWyNT6MlCYuogi+ksit8zfWwKkL9Iqq7DkhIGvoxlkpU6QxkZwqdSjr9",
-	"JSqhQD9M6abi989hHeWR283CDIdeIWNe2LgmSxg0d9RS1r3qqp718JVWS4PdKtCWwjRnaU8pLyNn0hmd",
-	"hsvCg8UkWLmOpjHWzIXKgiyuCCCL8+FDdAEIS5UHnps8fAjUu9WneZM6hPiGpi7OdEhKl3Cqhsw1bhor",
-	"y1XicXC0oj98d2fPrzTtXJc5nuBW9cA01pNAli90CfuvMvTwhR7YD3zSugOwGlH6XgKG81Rmvo/zwURl",
-	"qCL6ttZ1o2cfCIry93AebsVhjamkLHBUaXz+A2lFFIuhoBGdQGAAWwW4Zy64PganJQrrfof+MtTlpdKF",
-	"vJkr3Uq8DulgUYqRZnrluRMlYaSyu7XLdQIplQmR8kyblXZaozxRlcg1qtfb7brXOyz5LrEFEClXd9bF",
-	"disQq5SyuEOSL/wO/ZI2i4uMXZX+oK5ZHXomQqin2eQfnTudj9jaDiTK5U9wH0NPcWQ/LbTZg2dRMQ/t",
-	"enWczy2qeVoPMMSuDOvOhne7JSIjre4TTq1XD1u9GsJhv993LGOt7DyVBbNsCB9SKsBOO8O089PR/1n1",
-	"er20k6RV1WvaGR4NkrRZk506fEw7osDXzGK0P8CXAl7h5W04ik8icqWYNJrGpWZpZygXZXn17iqaNEnR",
-	"VIpiCEeH0dTXjopYmw2asddNJe5JiW9gUNq9EPoYboDi0M897Qw/3OULoUcDvhQ6wOGdzZYO+Mzo0X9M",
-	"w55E3RXx3mH/8Mv9wWD/Uf9s0B/23b+/44N114f25waP/+5XVncsTDvDweN+v4+XqSth2hn2r65SuWZS",
-	"NSvOfvzrs7Mfv2mrVyKsPHbsHrK6/DOr9LpQ8onZelWZ542J9M+kl1WRFi19iQqybBzXc4MhROruv/7r",
-	"v51y1dB1j2u18V//9d9NXfF4u9qVytuUqtPQa1qdEwC/u8DGXYPIn8rsq9PVPzRKKd++c7KiUfT59t1V",
-	"I6WdhLizFPcpeSz4nZiJ0d+rzO0mY9K5rLg1OnmbJuTWCsRrE86CH4z6V/kO5cibhqj2EWuJWlxmgQ1R",
-	"xJp8XqnMNnlQloAVM26Sqnl/5d+SCyyyU+PgSazaNDv7MLSMqb2BjTLJdtcUzrlNL5pwMvZuHybAU8N3",
-	"cOfgMfM7PFcdHv7xHT++ye4W/zyhIG757zyK/p9YWM1kXLUbUZd3o7/blZQOvBjdHgr9hooyoyMvphxj",
-	"hcLAWHN/EFADn0NTsDWXCSaju+tYf9mDH0P9EJqngUp8W3ikU2dSJiFRLJWZ7zo/hLh3fFYdvdOoQnei",
-	"Lxz/o7nhZKyenb10Fiz2FWieq1Z9cOiPHJ6ZIfSzOk2t/xTis4qPfSPMpTC8cSQtmVdC0uluPtU1ZOcP",
-	"+v3AIRI4OnyayvhUxz1vZEVfbJx+XJdc4SlyzpqtjcVUosJecnbBjQ8Gu8fctviL7k383DEwXwUbK/kj",
-	"DlMmC16k0ipkluH9qKSWDgPDU/tacnOuZVwe1z5P5nXXwGnU+myXU/BDzzNSL+vjA/s7h0rXzkX8xMFS",
-	"2rwWNkxdsMOhhSEC55CnOrjw96ff9XfQ76oj1H9r2Yge0X5BYYMnjRXbZc1rWRLqhATiwJsrDh+0u6a8",
-	"mbEV0NhYgLUMXdX/DFIt4QvIiOqcCRM0twy+gMFx5FwUBhbSnwTWS+XJzPE/qbwpdktOR5P5XTG6tSa4",
-	"R4fJ/XjfzvyueY7Z58XuaJ9/E3nQny1vuxePIuQAFsUs78OgfJr+x+FQfvBeKqkbNUVVSalGNcy3lcel",
-	"1PnPzr6R/NJC1GsHhEmlP3futrzJT+PfzClmTreoymg0Et+JHR21dVCgg3cTH6jGTf83F/mVuIjfjV3Z",
-	"iEcts51N0InIJjo1BQ/D8x27iKazGkMzHw3DPsJDCrbgKeGppInNFpbCKyNVCF67nbZFldEPFTXIorNl",
-	"vfNpPudMo4VaqgmeP4ktU5KobBsjEklIHVDVaQ8+v9evCaOpoxVkfzl5eXJ2QtFONFGlis5VpiOVTUg1",
-	"C8pYG2/K45Ok79Ntom5iHR8tExQQPCV9Z5JvPd76U1djeZC0aCLhvGuCXfFb6Tbxq5g0tJU1WUZEXhH1",
-	"BpkffKgp9dpaqhNHDzYiEF9+aSyfD6NjMDGBJBy9Dl2K+MywWHKjdW1S+WG4NuTH8adMoyPH0P1mBgnT",
-	"PJX+CG1kFaIKQBlHtD5rKERBm19sI0tacE2Wt9MZohD0TvVRpzV7+TU0609ZvHJCpQN3RcaD941DT9sr",
-	"jlV9LDu++MAE89gqbx87/KjY8sbuVx/5KAjwy9lq9Qmw13BJqqnxbdR+x5jlgBGpH8w3G7ktgm00vt/G",
-	"+94guzFV58f1vDbo+mGTrTlre71UVlmEJR/77EZMsYsGqnMGAwdrxJ7RvJqpC7KuGm+ikVUFBbAnTG1n",
-	"tbC9aNz74HzymSSKv9vNMIkAFmRIt1GnuvfvEsR188GBCUX90tci1EDcli19Q/z9nbutLwK2USPRA2Sg",
-	"frjN7BPSdB8Y7OkiuTE9OJFFSN4mRhAaETTUESw+JPqNtQ26HmkWvRgxPQPZzCo7ifsJV72C4YZWwdHY",
-	"oVVC0tJpu72VMMOj8+KOwNg2a6OdcPyVejfaE+PaeyhD3UI5GstXM20ORD0HqY0YdgCMzC1qneiTOYOa",
-	"FpKkqDt1/YWoXeDVu6v/HwAA//8=",
+	"7H3tbhs5tuCrEJpZRE6XZclxejoyBlh3xunJ7XTSN0lPLyaVcVFVlMRJiVSTlBV1YGB/3Qe4D7EPNk+y",
+	"OOeQVSypZMl2kv64AwSIVR8s8vB8f/FDJ9ezuVZCOdsZfujMueEz4YTBX2dGcPhfvOezeSk6w44RqhAG",
+	"bicdqTrDzpy7aSfpKD6D2xxeSDpG/LSQRhSdoTMLkXRsPhUzHOmPRow7w84fjurPHtFde/RKTGZCuc7V",
+	"VdJ5vDBWG3ijEDY3cu6khs+9ngqWKfHeXeT4RMb0mLmpYHMjLqVeWDbnE5GwhcqnXE1Ewbp6zn9a4KU5",
+	"LwpRsBG34suThSkTxh2baevYoH98wvIpNzyHtR/0wvJ+WgizqtdHH+3EK5rx98+EmrhpZwijJJ2ZVNWF",
+	"BODjhIGh/vHm7PDv/PDn/uGji8O3X/yxk3Tcag6jWmekmuC6XwpezjaX/UQa65jRCyeYJTCFhTE+n5cy",
+	"5/Akg2naOc/FQY9l9zMmLTNivLCiYEvppiyT6pKXsrjAoTJYZr23PJ+J9m01OKuPsa8vhdULk4smVhU6",
+	"X8Ajh4PjB9tm4N/7KJPQ2m3C+IyNSyEAytoN2YA5zb4KwLaAZnhpcPwVK/VSmJxbwUoBu2sTVsiJdDZh",
+	"2WHGuCpYdpEl7J9aKsC3FcuOshrZjh8+ZKOVE5ZJxXhZnjLOlLBOFPht2DQLG0w7dpQxYXM+FwXjlmX/",
+	"6/hJ1mNnauWmUk2YKK3Y2OWTfj/aafHTQli3ttczraTT28gYpnEtpCOkP3748DqcrxD+wyAZHH911T3a",
+	"uHTwoZ/86aqdHl4Ja6VWT4smwvQHxw9OHn75p68e8VFeiPH67/ZlWRrsQhZ3QKMwH5zdXOTPcexNZLJz",
+	"kSM9DplWNdXq8d7oE/DlqxOPLl3O3klV1I9xluuFcsIcnDK+jhIVBsAk1rbfiLk+HLRDCf/bc/O/Otlr",
+	"71uZ3RV8w861sgKFzde8eEm4Cr9yrRzQ6/BDJ2JwR3OjR6WYffFPC2COUALeKGD8NbzvJJ1COC7LzrAD",
+	"csJfZiNdrABKSjuGL7D/ePXiOXB2x93CdoYn/X7ScdIhvL7mBXtZDehXwkd64Yajkqt3nat9Eeh7WgCt",
+	"v4kzT2nmTKr5wg03KThZZ9/RBStKkTtt4mteQiYbmADyVatxKfO7gboU3IqLqSiLdSjjHQAv3AQGyJV2",
+	"U2GYJ8EGnB/VcK6m9cmAnNWTBsjw0gherC5+WoiFwCtLLt2FkzOhFwhypd2FXiqBgBwLldNjNIx4Pwca",
+	"IZieG0Mqy54AvfNaztSKEVgFfJp1MwnMQPEyTFzCjgHfoUnPhJvq4gLu8BLYEFz91//9fwc4/yfajGRR",
+	"CHUnpBhXo0Q4oTSbGK4cy/WlMJa5KcqsQFA1LjyoceFJNNAnQobnmlmpJqXws/O6ZM7LUph6rjXX6GbV",
+	"8jIC2jdaiTvBi6g0YNI6IVnF53aqHRuJqVQFAY5eAfKawNcj+A0invUN3ftUdNScN2CXmOt8euH17mzI",
+	"rOPGMT7hUrGx0TOE5Bg1WVDSEXzPtXuiF6q4EwiDXAe8HuNo61CkB1ihBXF88V5ax7RhU24ZmDRFAwtP",
+	"aig+14498WN+KlBuzB+gCfpD80r9A0H3PV+VmhevtX7GzeRuSDinsS6c1hcljrZDbDqtWXiwxr6Ier20",
+	"ZOfKSbdir7Vmz/zznwiMYBqG6eHUDHNTrhDr9FwYspCQ71nWzTaW7An6tdbfcbXy87d3AitKlYvxoizX",
+	"4QlShuFtYjow5yAz/fMVWI8jAQlwhOmxan6fDi3r2SM+LkbV3YtSziRKx4C69QVAW/p1yjKb67nImOUr",
+	"y5ZTmU/ZCBAYAf2D4gs3FcoBPMXdOMBibawI2pyNBDeADPqdUMzLHc9ra5If1DCmiWkjfxbFJ5U9OKME",
+	"2BD3swPUGBn9TpiaV71Tesm62doSPbb+oPgllyUfleKuAKzGWUNVPx+wSqcL58DEKPQyVuEexmL7lTCX",
+	"Mhfsh8aInwpHpboUymmzuohWAHgY/xwyI5xZkXE84vk7PR730IDzn0BfV45YEZkgvCgkfIeX3xtgIE6C",
+	"oTLmpRVJZx5d+hBblvsbkEnHufJiZne98gwYw+vXz+AN1E7plUKM+aJ0nWF/HSp/1UtWajVhThOjkYRZ",
+	"T54+eeGZznLqsW2Xpg5241ibGXdoW7kvTzoJWIBytph1hg/6fTCTZlLR736106CJToTpkJkXTMk3TRvc",
+	"r/9t9ZYe/VPkDhb6NXf59MV85z40V/5CRby+xzJOm5oxx98JyzL6YMa60jElLoVB+NiDU5aJ906oIkuV",
+	"fxRUfakmF0iY3ir3r5+yzAgEXDVw8+leqs7YTMxGKIMEWu01QcMrsc+mu2HpHfRSoK8mjjU+sQtnntDD",
+	"r/HZq6Sj57ve8AD/VipETbQwd73zEh+6BSKvIYWed8IXr8EFnBpwLwWo9qbjNxcdG7B36LTAbYlGCe4G",
+	"P8rtyFvP7aaLB92Bxw+/rBHOJuSMFWDDM20KYdCR7MRu2AR8v0LqekqvHD/8EonL/xzUfNQYvkIOehvG",
+	"cx1JwlK37sFL76/BSEEDQkbYRelaoAQUORemBlISuBHCB7SfTM9tdjNAvcTPIeatAcSIS4keBtjhsnwx",
+	"7gzf7EDi8MbV21aVksRfGJfxsfNUPYKZ9DbAGUARzeU6gCILbwtz6IXL9Qz1Q91kay8Us4s8F9ayTL9D",
+	"L78zC0E8yvMlaVMFk5zqsgCRTdPmKuKJXZSH0sEo9K3sAJURFXHDLh+hM9q/X3O+A5zHmMtyYUQ1DyIf",
+	"mgmoFlmSqoz0BPjglLumPn7PMr1UYILNtVSOLfWiLBhXdinMAQyTqoy0EdQi2XK6auONpMVcv8/onnkM",
+	"D17VGk7sVN7TcbXBWIjl7MP7kBO/g0f9ICOtS8HvyKHrFeBMhkdHPJ+JoypUd7QWXtlYQNDjoqHIK3e9",
+	"KI+4Ni6rDcsfozfg/NIrpU0s/wt3HBmAgPtDRq6D7BRR5NWrc5bJgrAbLVAipt7G5gPb2Av8wEZhUu+8",
+	"ILnuBZp4BeuIq+zHSz7q/sSmF3H6zUhJg6OvvVBvEy59B2eKlr4pbSMpW6DkDW6rIEXyUtMto8tSFBeg",
+	"b7fK48dGcCe8WLqlXF4qYfaQfS/guXWVu4mLfh7s9etnIKBmsiylFblWhWXdAbOs12ODPptJdXDKOHsn",
+	"xJyX8lKw2cI6xo2Bv4GhSsWku15r/rK/pjYP8OcucguLvVZvPp/rfLq5vJdcFXrGZFG5G7xcmxuNgqSU",
+	"Y+HkTDTjRH9/92D07Kufjv/z/TeXffvjqA07a766CVQH9pf3TgOPJtK2fCYY3SoAbkTgVphLFFEF0f9f",
+	"vrU99noqUmUFBkX1XKghDmMZN8Ir8EYoPhMFCC4jZvpSFAkbLUC9X4LctGzGV2wkUoXB/4RZzTjLSwlC",
+	"jfYuz8XcYSytEEy6dcsbA225YxrVllT99fXr7xmxzAOcoJ8SPK2Y0wVf4fRKiSFdqVj2/hDlqZWjUhwC",
+	"QaFgVUVCJqmbCmn8kLh+Mld5AYY06kuFzu0RTfqwVjd7s+LgNFUSoVOIUo7gjihXOHsU4/CtxLteJkLh",
+	"/cIv33ppK9RYm1yQXF1jViG609z1pLOxIsDQRnQKg4vN4FR0qfb9b7pu4ghCm2u3MbFmAKfjLWQfv+kk",
+	"TRdcFcuBr2AopxquZmTN8Fkn2fTQNxzdnTX+jL4vGmbTMxEN78OsTTcvyLYWV2wI6/glhEc3wzn+gSjs",
+	"QxCOvt/w2IUJ0I+3QM2o+N2OHd/JQv1MLpTrbJ/m/K9ls43Zt6rvtcHgPP3V+uWSW4o4ieKUAU3lrlwx",
+	"qXIjuAVtHSwmpKIE2AIwSp4bbS1wO7HkpU3YTHCFsStrq5vwhgVOiBhq26VQJXQ2JU7S+YbPN427mbQw",
+	"q6Br2RYFZNMQi5K0WsSRsIsZsPHKmCq5dZguQdJpzieCAnAAIm+DaFU/ShGkpKMWpfd+UprCxry0mU+5",
+	"sjeb/M31vTW8CiCrv79D6fqr4KWbbsK+EJcXMy9cN40GEaT9tYYPPtSu54PenuzSJum18LXW2euyEOap",
+	"yrlR3HnArTkCKFuNNBAwaFF78vQX6QVjsEDLEu1SpBaboCwnVDGgkimRO5L3GGJsqiz58d9+zo/Ly5Ec",
+	"zEez59N89nBafFNejiZtysu3QY/bhDzxe3vBkQ1WdFRwJw5BvrQNV3OjDbrbod1FX7uW8TwLxmZzskE7",
+	"v9Fsb7PCu3khyc3Qpn0jdftVMK3KFe7qpu0R5D2K/zazInDI1k24zlH98Sy2dYeQV4fWxUu8Z0kTAapF",
+	"bEWBp97o3fS2oecC550wgNUhQpM9R22ZMz+LEHxS/nIIkcti08D+bMg1RTZyIZt85DoM22Q8gGY3NwuN",
+	"mHEJ8nQb+e7AnF8t0kVWYwt0dyBhBJN9cPJ7PmlhTZXU3cu923DU3EinOPNKgmGgE9xOWQjpNjtV0PDc",
+	"OthpjdFAW4H1qhLGvxSxAQdt1Sp+xWR4Q9K7htw24AGGo6972CGrA215EzS8uHWrwfDYQFe8s8Xd1O+z",
+	"Wexx6rEzyhqm9IlThvu98q4NVnIn2GiFWpWT+TvWfQgDHNzcC9UGsbA9rVZOlGVwz7JST2TOS4Y7D3pe",
+	"LVe6g17v4eDYZzLrsU+6/eH1k8OvTpk3iulnFBtNKifPvOS5KA6aut5Sm3fCYCJzlJT8cHC8npW8sdnf",
+	"l1x9JEPnFgbGTmOhDZVgyrezywth6VPRDBsZ/F+2QKiOQg76sXuyWnfQmj/akGtQCbP2X2oFic8M2bQv",
+	"nzxmj04e/on5zBdG8R5L/jYejGoKUfU+XThpZ7b5pgTK9Vy0KXaMM/TSsO7J8aODJE6nQn/CVLohy8ir",
+	"m7EuZzmfMzvlBitQUqSjFRvzmSxXBwnL6K+MdeuM13vW379n2U8L7fgppRenCi9L73ddKD4ei9yJ4qDO",
+	"AMsSllFWOkjgzGjtsh4LMlmlKkpUtj32N14uKt8sQ9fsuv+RprJ3vKqVd/mkpHhbWlP51wk1fiHOWdql",
+	"deHd8NmktpwRodow+KWYSOuEuR1hh0DWphFQigkv61Kx60tOEpZdZMhaIxL+8valHeRUbNHQ1ArxHkhg",
+	"IdBLn4FKlrHuliq1kA+TsMWcOc2+PGHfyq8TZp0GvBbvOXrOuGUTeSkwNvj+cKIP/YT+abXqveTL74S1",
+	"oJuub5ePhuFs23cHVfHfijd0f99m+2Jrn9fONIiEfTEAFZu4Sq5nM+mcKDCIIXwg93r3Yyu9vgza2Tri",
+	"0Fb7CsgsGEgfsDDx6ugDN4JfwU+qErzKhsxNjajKrmyqFmBGoUmQ+VrAjJlFie4lzZayLHJuCtbF8qm1",
+	"QpuD1tjITgstoqYTr2lV5PSgQU9hvDf/SNP3/f5hmr4fjNP0/Z/G8Oej8RYyC0WNrSygUS06rKsXKw2M",
+	"lK1uVk0zo3Iym6q6FPY0js3RbRrhAGlVAw0fZUn9435GaRvhQq6VM7qMqmtZ94cvQP73evD/4EnC4P8/",
+	"PaHfj554aMeFtcdfXceM/nF0/4Zg8/GoDbjtgVlsORVGMK5WFXv1UgyW3tUKA5Z4A7Npsvtw+WdhNPya",
+	"aVMj5UGPnddoTcI1xMpsL1VPC0HZ8z4FQhs5kQr4Oi4FnnBUZeEVm2r6GesCtz+0Qlnp5KU4OGUlWCm1",
+	"ULBsrMtSLylNaI0meuzMFx9WOvueJHB/hy7e/zh4bwOnWvPZ3sgf/ttyUd05QHZTl3RDfrQ6jzZTEtZc",
+	"SNsjBo3C3o3a2coZybqD468OR9IxK3IjXBJVz07F+3Wl5UET2+BnzCj6h4/44fjthwfHV+14Fbl/7oJY",
+	"dw4f0ed2hIzCbPfMrgouqSxhvFzylY3qsfARb7A7I/hs0yb61BBohtH3dxj+yF0+fRW9utPc3gDu+qdb",
+	"gT0X+cfwb8I4L/VyD+/mDmdlq+Nx28zhixsTV75yvaUsfE+FHhRDrHOPFHHjLRpR3FQbjzIi2heCmHmu",
+	"ih0ID2jthJmhqETMtizTl8KMS72kUqa5MFYUVLa4UH73R/S7mciGV6YLV+il8pmJRCEM74cQNqV8redE",
+	"c7ubAqpVvaTHP0sOc5yS4G9iFWS8vu7N4HQQh+lrcFMqcAXBtnRpXPa1G/6ygmSICIbxkXbDLDHXpZ5k",
+	"W1JimEhr6PDVUoj5LQuAqkqmdVmGBu8rvM26heFjx477x/3DwTFbKMzeyP5Ib/s6OXSULKUVB966eifm",
+	"jsjMciftWArM7GiC62ak5qfbCnQCQshLX/MkGj2fr3kSdzpIYf5354/rpjsMmlQTalsJSoYtvAKoovD8",
+	"AlT5JTwbMB95BoBYK7EH8TXl8FWyT2Lxfs+ucbyrt2FVDXm3KZG2OOtjKcdkcUqYhaVgnBUL8uRjcr5i",
+	"FVXZhk6wsdmfK7oHsjckgltXZbEGc+merUvl3dToxQSsIWkdfpHKS3ZH/yK78Hr92j+3IYSJ59TZjluE",
+	"Mn4rXxjpVsgZQuQvF9Zek1JGebNYKMphW7A5Fatadp36VFbfcghR2i+/yqhoa2pF362z3vy2zOW3AveF",
+	"6mfPFm7axt9oPlV9v5cmuVZjOVmEipUfa2cAXgZJA+/Z+B2zUNgSqRCXbKYLqmehJVkk0uBN58FPzTJf",
+	"BIn7i9uDoUyccL2UqXNzqh6Vaqw3F/HdwjqqcOU+Qc/PaKwNoxgT9YayPfbUYe63RYoxlMNMgQpmBeBl",
+	"quAN5NeWdem1g8T7ryihie3lZgCD/vXrZ0mqsG7TRxkRKI0cDpswzuZ8IhXm9mJaVZV8CoRSJ4RYjARU",
+	"vq6AqVSv8wp9PIevhHKH56Q1xVzRsuVU26bBABBLVUV4Mw6g6qUqVecouUJ/H5ZzY6Sn34zAfYi2Qsam",
+	"ghfCDIm0t2Spp2ojTZ2dhfQv2jcllpT16BsjKbFMmJjN3cpv6ULJS+Bo0fQoLx1eV6yKGGXbCqcziuK0",
+	"RZBS5Ys9u1YIWqQPTWWMmMZBjz1uT1zH+ZzVKdDIm2FFcdk6LJcIbSRKrSaWOV0p3VqJQA9dzFB3QnHl",
+	"KDbEzQrrqKotwLxTy+wCQBWhIvpx7h/d/4MRvMiYNqnKEHuHR0ehW9gflkY6kRHwiRZhqpR7jDyGpMmL",
+	"5+dVvxfluCQ6T9VyqkvBZoRVouq3Qp5KbSqEZJJyQb3TqZS58FWHnmWdzXk+FYfHvT7ofKb0RG6HR0fL",
+	"5bLH8XZPm8mRf9cePXv6+Pz5q3N8p44MedrvJB1ADmIH/d6AngFByOeyM+w86PV7DzA5202RVx8VOsc/",
+	"JsK1pbOZS1EQUxzLUlgG6IHNB33x40gqblanbCxcPqVyA2zeVfFRSvkWpIaEjP+nBTXLo3ScqHfWcb+/",
+	"Vv7vxHt3NHWzsqmdtjTh2pQzr5Z8MhGG/fA0NGqJBFZn+OYtKN2zGTcrWGv1MDBcPrFUGhZqFDpv4eWj",
+	"Kaa3/hxBrLmocH/numLqvFkjJZ9hu2XNgcEgPsvLHYt+Ji+FEtZet+SZcEY2kKS55HB/v62cl1yqG+7l",
+	"d/SFgHPfGz0TbioWlsGQTLyfa4sGDiPX4PVrjl6vp7519Z52eitOKNgKAv8Q6Pw32/kw6gYwKg2rdZNf",
+	"zIU6+/4pQ3JmIVqToIMbhT3+ga52JeLAx5JbNlrI0iGBXg+n19iiSStnODUy2wYiTGT9eSsTeQm360YN",
+	"uTaCceSOVB5rq1Ip6luJMVHKneH5FKTTJu/wn/xFqIzW4zTBFLuXPOw/2DZeNcGjuJHIdXCH8eUuorwc",
+	"HJFKBgRFppO2LcDPfE5Oxv5c6XcAbqUdalinLPO5OvAE6lzhtn/8lI20mzKrjRNFj5HZVzH6za2B+TyB",
+	"qfnei8K6r3Wx2mNjom4uVabPm9qXh38cgxVCGTtvwhV/6xHW/ezZiiXKQbpqWj9gU119QsTCjK0tdD3h",
+	"c8SnE/re9fgU9ZnEVwZ7oWCjRg3eG+yBuustunDyvmvLrnepmyAifMRaBJsvjGCFHI+FESoXbCTcUgjV",
+	"wFLER1SgIlogvN+ggw9Ga3d1NKHCn1ZO9FjP5higxEbLJVch2igvBaC/t8rRcokbnZL7qjY/UoWqH1ou",
+	"UxGZH8CWSPUBvlsbL5VlwR3Lgvcy66XquRCFhUuoqipWaarpot9/kMOS8C/h/Y/Vg/F3UfMmv4IGJo8A",
+	"A2GJUgDbUwzJtBKhF2BoyZpRhyt6JVWwVg46rSxC84NGj+rulgKmAwDbAodor4QSjUKopFoB3N0EU6ow",
+	"mauyR2UR5EHB+NgIO01YKd8JMF/mIscKVakmmF464XP0hVG1rdKNFmphudLiBlGLbRCJYgwyB43PCTXV",
+	"C3lcTeaG2/MNn6MKXXcY3+JYqx85wlbNV8nW7PhgmWDcuc25gTzv9t1+a0fPhy3D+yrKyP/rCdznOFb5",
+	"toP1dNu2AOxOgPjG6FdvPyGrhY36FXHafZSEulnordSKO/JlkE2sQXrCN7601O8EGbLvLRLIdm/WjK6k",
+	"rcwZa021dves9zlJagPv++t0a2Z2kBA3Ga3IrGMxF03VtWy0jaiBfbzCud2aqm9OUmsE9Zugpyp23EJU",
+	"Lzw//fVT1clgj8lh09m7ktMz6ckmIqc2akm2KO/fSeVIWUFCyAib30lVEDYf0gUVVITK6eLpyDdVR0GO",
+	"VpVvUDEXearWc06xPwOai4Yry3NyeD9HXSJ29lE5Ay+tTlVVzE3JWxUlknvteoUGnW9au6qzk3TWJ2hX",
+	"edsgyYkZBFPx5PhRozcn62KiuU/UPmgj7xDI99b5bSj87R1MGcptRhOlU+cfAEkVC9QD/vdULwwliOu5",
+	"zPFZ8nJHrR13558086/3MmoGH5UzYLSzzVyu8yh+/azhdsbQyfGj3e+tN+S9K3cJgA1asFT78Jrtkvno",
+	"A3CZK2JDpWjLX/4LXq9ZUoFf7rEzxWRJqfrIqbqVV/4lWu/ZQVQLRSm1a838g9cBjSrqAiMcdcMZ67IQ",
+	"RY890WYiqG8rT5X3a9D3sIucKG7IgNr0e/zGHTjFbkFdnbXRIqpPWk7M0WainfP9dZfc+uyUXz8x3Qm5",
+	"abMDaneDK7PQ2jC9qCIuEbIftEvWVn/tL7nH/c/BdENC22+A5RLSX/9G1V3/7jyTF3SMDW3/nuxxKcR8",
+	"u4/1b8DGOPBFchT5oh7E3CoyqJuGVJxNRepXqoqKu2ormJtyh20pA2NHZ8mc26q11sIoy7AVJbAFzIHB",
+	"ioXAnS3zWUWgauFs6pxGtpzK0ocGYHU+acGSmhfmUmAwASaBXJdK/nxo17FCkqMYK1ImepP5RpHXNu6b",
+	"KkRTBAJYfVM+F1UsAJMPQnktJ65vBMWCRcG6SqDPJ0mVT4xmVv4sEpbr2Ugq7nDe6lAvXMIyQJSMifdz",
+	"rqhLi7jk5YIc6mwO60XwwLexYxERwsGQjcRKYxie6hNhYqSJAqhO+v1UbdR4+fQCqqT0+0Cm80y6xEf1",
+	"adG1RBxjrDjAICBC8LG3CCrctLsYrXdRaWv21MzX8vrrrq6O9Fh7NtF+jC/Ob/zM7vs4rXAb44VH7qFZ",
+	"tCjd71frvRMnDkzzUJtDYFObvPMa9uzNo22uJLC7iejyhTEYGVVaHfrGd408osZJOVXdMDJf7+VnWXQm",
+	"Vd1rPcQt6cpC6aXCc+8WDquOfKFfqupUEIvtNleiYKXW7xbzupgKgwVOzOouNuRwR4d2yHJqDoW+8NgL",
+	"RsY/j7IHOabZrNZOqxmmKtfKw8UXOHquz3K+sKKZQoldlDUq21pFfUFT1YwMYFtLOp/SyolCF4EqAtvU",
+	"a3ESnBJCOiFxVWc8xYcFbW+Yxs5o0Sgk7Vwolyrgn8CkpBLFoVAOs4RGiwL0yFDEx33STpCeuAOY3UiM",
+	"OVW0oKZPMXyf0n6isEurK5FSFTfZ8l4lZ22OxCgR85dx/0e+yoe/EVdl3cfnf46v8rOHC9C/GXPTKizK",
+	"WYS0gYvXEYM1Rn6EHei3K9hneBiB9bXzzaMKWLduBB+oHPgz6IZV+/ckVXW/94qbVBKAzrW0NnT1xyhD",
+	"5Q+1Tsy9nEgV5XF6Nc77JOEhkvXNEwIaijudolApvTCmtFXqY6OXvK1OX4CRfT8c33AexkoVmBFcuSFF",
+	"a6fcl9VSV7qk0Wa8Yqq+gKhrdaowHxamHtI8cYpeGByAbk8ddaf8EuxuVE3j9vYg4FJVL7SyVWwtUbwv",
+	"J3weWxiHGiNmnSzLVME6V0M258ZJXlaHAWCDETPjJcEZFwmjg4AlOEd5uKmi3NWNSTZ68LPu2oGJ0XGI",
+	"YKZsOQ8xYdFBeUlLQ4ceO+f5NIaFWvdAwbxQLzjFjQSLycfBPch4icXW5BWrP0c9mXFnKLF0xleAGYL7",
+	"8msMaWuViwqtSEBFKa1V+yGENPrLaF+SOiHL93QBdaccazMD6+qk3x9GH9k4HURFWB6oDveC8octLhpP",
+	"i0FwJIz7NSCm+AYyvNEN4aCeUqrazj+DSXwrv2bdk8EDrEivVtB+LF6q4nPxYE0nrOWIOlSyfB9tnF0p",
+	"+KUIOQGknngcgsFgYZiCEBKQqT08HseEuQS6PpoChVCrn3FU1zTcJU0Kz3N58wHPXIiOkfG9wa7p7kDF",
+	"kb6ievCw3++D3F7r9HFyTKc5RMfS7B74eJ+B+37gcMzNXiM/QI0hrh7ffXzy3iZl41Cdz2xSNo+k2aKv",
+	"tAmYJDqe53NrMjf02v0iNqY/Ci1hhMDeb0bpCzOuVu0qQJD7dWv3oMB4s3Nde1kG7aXVGH0xFworM169",
+	"Og8FaIzqNmKDzvu5fOJbfXBfxYeqc7GRrTuOR7J3eVlip0ji6r6P/3ppC1bJpyqrKudZ1zugskbNX3Yw",
+	"bNQxVT1yvGMsMkH5ehFesmZnksYE1tlmZVuquOe1DS0lmL3odKwq5Lo4mnRVrl5VC3fQQ6mnWOYPXKl1",
+	"HL+6qEYxS+qTWP5cffcgYSh7gawq5ZW8pBGJVbMkWmNnocCyECUW45DzIkoLpAlV5ImtzFVRtW1rVnWH",
+	"+aYqaxZKwn7sXfAN+9usZMauLXXFMsuG9XEfGfY6QmhRtxblwiIGD5lFDA03p1I5O2RKU/vCFTYa4vk7",
+	"pZelKCbYoB9VkB9pdaEwyrfGCKVRfktr2FpfBET+AUQVfCFVXek7xgwrovwi6hoTkJD8i6dY6FklY5KX",
+	"XJpU0Ym9UQEo6qElTMXvH2AdVcG5zbJSQK9Q7yddXFEubaVsVo2Jq3MG2ddGLy22JkNPMBZpKfeKskpz",
+	"rkBBscCOCCw2QcUOHftY8R/qIrO4npH85ffvYwBDOqqb9Nzk/n1Gjfp9kRo5cxDfat19SC4j6cB6yA1u",
+	"Gi/LVeJxcLSiP/xRHp5fGdq5LgeeAKu6ZxvrSViWL0zJDp9nGJ8MB57c8yV3AGA9ouKDBKwN0Nbp0I6j",
+	"iW7oXvWpHj6NJao+wHnAisMavYZI+q7P3iSfDmWSUMoLnRppGTY6gmcuhTllC4vsZKxNaCZILf0isUrW",
+	"HazEe8AAFqUcGW5WnjtRCmmquluPNElYSkXO5PqjzUo7rTkqy4Y+uM1x9Ga75+gtNqwpsd8juYZu7Una",
+	"r7y9cinF7TB925prjvlzq9Ifrj6rE+eIEOppNvlHZ383V9RBrrX3W1SJmOA+hgNkkP200GaPnUWlyLTr",
+	"leFzg1rkegHrPaXWQyVv9yujQlo9JJxa733izGrIjvv9PrCMtaY5qSq440P2IaX2MWlnmHZ+Ovk/q16v",
+	"l3aStOrZkXaGJ4MkbXaUSQEf044s8DW7GB0O8KWAV3h5G47ik4hcKZa8pHGhfNoZqkVZXr29iiZNUjRV",
+	"shiyk+No6mvngq3NBm2J66YSt7fDNzClDl4ITas3QHHs5552hh9u84XQYQpfCu1+8c5mQyp8ZvTgP6Zh",
+	"T6JW2njvuH/85eFgcPig/3rQH/bh39/xwbpnVftzg4d/9yur21On3k7Dy9SCOu0M+1dXqVpzCDfr5X/8",
+	"69nrH79pq7YmrDxF51JWN6/IKr0uNKxAx07VpGJnGeCZ8rIq0qKVL7BFlo3jem4wZJG6+6//+m9Qrhq6",
+	"7mmtNv7rv/67qSueble7UnWTRjs09JpWBwLgd5eWcdsUuM/ltK6L7T40GkG8eQuyotGy4s3bq0ZBHgnx",
+	"qSiLQ7Idg4+T2xj9vcrc7vBOOu8rbo3+hKYJubV/wrXp8iGKR81KvRWLvGmIah+xlqifeRbYEOXbUcQu",
+	"VdkmD8oS5uRM2KQ6qany5KoFtgjQ4xAHrc7kAPswNLyrY5mNJg/tgTWcc5teNBFk7N08yQHguU+q1pkR",
+	"fJ/nXvod+QxhK3+iwpbsAkJB3PLfeQ7gf2JbmMpLHFyFO7wxW0npKDhIt8aZviGPbnS+2VRgppNEn68/",
+	"9bGBz6Gl6ZrLBEvp4Do6iXvsx8pVjemqnkr8GUBIp2BSJiGklKpwkvGQxQcFZdU5i40eOvGh7EZYQcbq",
+	"69fPwILFrkjNw3+rDw5Z5g/iH7J+VifZ9x+xOFxy6rueL6UVLG4HT+aVVHQivy/UCbWFg34/cIiEnRw/",
+	"SlVWH2KYHTRCaPjF+MTDrPbu48n/YM3WxmKqYk89pbL5oF+4CG/i504Z9z08YiV/JNiUq0IUqXIamWV4",
+	"P46e1K79lsziaxlXHAH41TGv26Z93cj1vhYG8Adawu/+3l5578D9hfzy/qjrTTZMR56Ek7VD/hAgT3AC",
+	"/Q71u/4e+t1jrcalpK51v6laCo9oH1HY+JjZVlnzQvmwfyh/Cry54vBBu2vKmxlf+XAGlo8vwxE6f2ZK",
+	"L9kXLCOqAxMmaG4Z+4INTiPnorRsofyxr71Unc+A/yntTbEbcjqazO+K0bXEQe/E+/bmd81Da39d7I72",
+	"+TdRxfWr5W134lHnPogZZVzdhUGF2Psn4VB+8F6q6OgRygkjpTpOAcGl1NVbYN8o8d6xqFMgpqb4Q4Zv",
+	"ypv8NP7NnG6VE7F2asxe7Oikrf8TDlMkPlCNm/5vLvILcRG/G/uyEY9adjubeGwE1j7VR+Thyce+3yjR",
+	"dFZjaOajYXgKwpCCLWBhq1T5xIyFo/DKSBdS1G6nbVFl9ENF7T1PUyVdcD5hthxaqKWe4GHj2PAtiZrO",
+	"YEQiCakDujrayydq+jVhNHW0Ytlfzp+dvz6naCeaqErXUXXGjZFoklKifFDG2nhTjnCrY1y3TwKrjuCI",
+	"zxEMCsiD/k0UkMfxpH6pWnIPkhZNxN9iBLvit9Ir6xcxaWgra7KMiLwi6g0yP/pQU+q1leDnQA9x7mWU",
+	"LD2MzjzHBBIvhgvWpYjPDFs9bDTeTyo/jDCW/DjwCWnIkWPpfjODhBuRKiNm+tJnTskqAIWJnz5rKERB",
+	"m19sI0tacE2WN9MZohD0XtXdr2r28kto1p+z9PacCh9vi4xH7xon3Lf3S9HB8+dfvGeDeey0t48BPyq2",
+	"vLH71Uc+CQJ8PFutPu7/Gi5JFcG+CezvGLMAGJH6wX2rtJsi2MaxPdt430tkN83ijZgrsW5VTLItZ+2g",
+	"l6oqi7AUY5/diCl20UB1zmDgYI3YM5pXM31J1lXjTTSymvnwtZ3Vwvaice+C88mvpMzt7X6GSQSwIEO6",
+	"jS4bB/9uoLBuPgCYUNQvfSVlDcRttV474u+Y1W8uA7ZRG/QjZKB+uM3sE9J071nsSKeEtT12ropQekaM",
+	"ILRRaqgjmAJO9BtrG3Q90ix6MWJ6BrKZVXYen4ZQnXTAdhx0EI0dGj0lLeeEtB+EwPGc5Pg8A2z6uXEY",
+	"QvyVejfaE+PaT4Bg9QEQ0Vi+FntzIOqYTE1QsX9xZG5R42efzBnUtJAkRWdr1F+Imh1fvb36/wEAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

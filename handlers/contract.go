@@ -39,6 +39,7 @@ var bodyLimits = map[string]int64{
 	"registerSpec": FleetBodyLimit,
 	"sweepSpecs":   SweepBodyLimit,
 	"planFleet":    PlanBodyLimit,
+	"batchLeases":  BatchBodyLimit,
 }
 
 // operation is what the contract middleware knows of one generated route.
@@ -48,7 +49,16 @@ type operation struct {
 	queryToken bool  // accepts access_token (watch only)
 	bodyLimit  int64 // 0: the operation takes no body
 	noInput    bool  // no parameters and no body: nothing to validate
+	// selfValidated: the operation's handler validates its body against
+	// the contract while decoding it (one pass; see batch_decode.go), and
+	// it takes no parameters.
+	selfValidated bool
 }
+
+// selfValidating lists the operations whose handlers validate their own
+// body against the contract (each held to kin-openapi by a differential
+// test).
+var selfValidating = map[string]bool{"batchLeases": true}
 
 // contract authenticates, bounds the body and validates the request against
 // openapi.yaml for the generated routes it wraps. It finds the operation by
@@ -76,6 +86,7 @@ func newContract(spec *openapi3.T, auth *Authenticator, log *slog.Logger, bodyTi
 			o.public = op.Security != nil && len(*op.Security) == 0
 			o.queryToken = op.OperationID == "watchLeases"
 			o.noInput = len(op.Parameters) == 0 && len(item.Parameters) == 0 && op.RequestBody == nil
+			o.selfValidated = selfValidating[op.OperationID] && len(op.Parameters) == 0 && len(item.Parameters) == 0
 			if op.RequestBody != nil {
 				o.bodyLimit = DefaultBodyLimit
 				if l, ok := bodyLimits[op.OperationID]; ok {
@@ -117,13 +128,13 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 			r = r.WithContext(withCaller(r.Context(), caller))
 		}
 		if op.bodyLimit > 0 {
-			if err := bufferBody(r, op.bodyLimit, c.bodyTimeout); err != nil {
+			if err := bufferBody(r, op.bodyLimit, c.bodyTimeout, !op.selfValidated); err != nil {
 				writeError(c.log, w, r, err)
 				return
 			}
 			liftBodyDeadline(w)
 		}
-		if op.noInput {
+		if op.noInput || op.selfValidated {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -153,8 +164,10 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 }
 
 // bufferBody reads at most limit bytes of the body into memory so that the
-// validator and the handler can both read it.
-func bufferBody(r *http.Request, limit int64, timeout time.Duration) error {
+// validator and the handler can both read it. checkJSON is false for the
+// self-validated operations, whose decoders apply checkOneJSONValue's rules
+// themselves.
+func bufferBody(r *http.Request, limit int64, timeout time.Duration, checkJSON bool) error {
 	if r.ContentLength > limit {
 		return muster.Errorf(muster.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
 	}
@@ -171,7 +184,7 @@ func bufferBody(r *http.Request, limit int64, timeout time.Duration) error {
 	// The validator and the generated decoder both stop after the first JSON
 	// value and replace invalid UTF-8 with U+FFFD; a body must be exactly
 	// one value of valid UTF-8, whatever the case of its media type.
-	if len(data) > 0 && isJSON(r.Header.Get("Content-Type")) {
+	if checkJSON && len(data) > 0 && isJSON(r.Header.Get("Content-Type")) {
 		if err := checkOneJSONValue(data); err != nil {
 			return err
 		}

@@ -65,6 +65,7 @@ type Server struct {
 	docs        http.Handler
 	fleet       *fleetstore.Fleet
 	sweeps      *sweepGate
+	batchLimits *batchLimits // the batch body's bounds, from the contract
 }
 
 // New builds the router: chi, the generated routes behind the contract
@@ -86,6 +87,9 @@ func New(opt Options) (*Server, error) {
 	spec, err := api.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("handlers: embedded spec: %w", err)
+	}
+	if s.batchLimits, err = loadBatchLimits(spec); err != nil {
+		return nil, err
 	}
 	s.docs = swaggerui.Handler("/openapi.yaml")
 	if opt.BodyReadTimeout <= 0 {
@@ -173,6 +177,8 @@ func (rt routes) OpenapiSpec(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/yaml")
 	_, _ = w.Write(api.SpecYAML)
 }
+
+func (rt routes) BatchLeases(w http.ResponseWriter, r *http.Request) { rt.s.batchHTTP(w, r) }
 
 func (rt routes) WatchLeases(w http.ResponseWriter, r *http.Request, params api.WatchLeasesParams) {
 	rt.s.watch(w, r, params)

@@ -85,3 +85,42 @@ func ExampleSweep() {
 	}
 	fmt.Println("kept", len(res.Kept), "dropped", res.Dropped)
 }
+
+func ExampleSession_Batch() {
+	ctx := context.Background()
+	c, _ := muster.New("http://127.0.0.1:7420")
+	s, err := c.NewSession(ctx, "worker-1", 30*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	// Take a share of many routes in one request; each result is what
+	// Session.Acquire would have answered.
+	b := s.Batch()
+	for i := range 64 {
+		b.Acquire(fmt.Sprintf("lease://acme/renderers/doc-%d", i), 30*time.Second)
+	}
+	results, err := b.Do(ctx)
+	if err != nil {
+		log.Fatal(err) // nothing was applied
+	}
+	var held []*muster.Lease
+	for _, r := range results {
+		switch {
+		case r.Err == nil:
+			held = append(held, r.Lease)
+		case errors.Is(r.Err, muster.ErrLeaseHeld):
+			// Another worker has it.
+		default:
+			log.Print(r.Route, ": ", r.Err, " advice: ", muster.Advice(r.Err))
+		}
+	}
+	// Renew them all with one request per interval.
+	renew := s.Batch()
+	for _, l := range held {
+		renew.Extend(l, 30*time.Second)
+	}
+	if _, err := renew.Do(ctx); err != nil {
+		log.Print(err)
+	}
+}

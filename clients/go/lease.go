@@ -71,10 +71,18 @@ func (s *Session) Acquire(ctx context.Context, routeStr string, ttl time.Duratio
 	if err := s.c.call(resp, err, 200, &out); err != nil {
 		return nil, err
 	}
+	return s.adopt(r, &out, t0, ttl), nil
+}
+
+// adopt makes the handle of a lease the broker granted (or answered
+// already_held for) to a request sent at t0 for ttl: the existing handle
+// when it is the same grant, otherwise a new one whose local deadline is
+// t0+ttl, or what remains of an already-held lease's TTL when that is less.
+func (s *Session) adopt(r route, out *api.Lease, t0 time.Time, ttl time.Duration) *Lease {
 	deadline := t0.Add(ttl)
 	if out.Outcome != nil && *out.Outcome == api.LeaseOutcomeAlreadyHeld {
 		if l := s.handle(r.String()); l != nil && l.token == out.FencingToken {
-			return l, nil
+			return l
 		}
 		// The TTL was not reset: never trust more than what remains.
 		if rem := time.Until(out.ExpiresAt); rem < ttl {
@@ -92,7 +100,7 @@ func (s *Session) Acquire(ctx context.Context, routeStr string, ttl time.Duratio
 	if !s.track(l) {
 		l.end(fmt.Errorf("%w: %w", ErrLeaseLost, s.Err()))
 	}
-	return l, nil
+	return l
 }
 
 // Route is the lease's exact route.
@@ -149,6 +157,11 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		}
 		return err
 	}
+	return l.extended(&out, t0, ttl)
+}
+
+// extended records a successful extension sent at t0 for ttl.
+func (l *Lease) extended(out *api.Lease, t0 time.Time, ttl time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {

@@ -19,6 +19,27 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for BatchOpKind.
+const (
+	Acquire BatchOpKind = "acquire"
+	Extend  BatchOpKind = "extend"
+	Release BatchOpKind = "release"
+)
+
+// Valid indicates whether the value is a known member of the BatchOpKind enum.
+func (e BatchOpKind) Valid() bool {
+	switch e {
+	case Acquire:
+		return true
+	case Extend:
+		return true
+	case Release:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChangeKind.
 const (
 	ChangeKindAcquired      ChangeKind = "acquired"
@@ -101,6 +122,76 @@ type AcquireRequest struct {
 
 	// WaitMs How long to wait in the FIFO queue when the lease is held by another session.
 	WaitMs *int64 `json:"wait_ms,omitempty"`
+}
+
+// BatchOp One operation. `acquire` takes `ttl_ms` (it never waits); `extend`
+// takes `fencing_token` and `ttl_ms`; `release` takes `fencing_token`.
+// A member the kind does not take is refused (`invalid_request`).
+type BatchOp struct {
+	// FencingToken The revision at which the lease was granted; strictly increasing per route, stable across renewals, meaningless across routes or epochs.
+	FencingToken *FencingToken `json:"fencing_token,omitempty"`
+	Op           BatchOpKind   `json:"op"`
+
+	// Route An exact route `lease://{realm}/{area}/{resource}`: three segments
+	// under the `Segment` rules, no wildcard (else `invalid_route`).
+	//
+	//
+	// Example: lease://acme/renderers/document-123
+	Route Route `json:"route"`
+
+	// TtlMs Lease TTL in milliseconds (100 ms .. 10 min). A lower bound; expiry may be late by one tick (50 ms).
+	TtlMs *LeaseTTL `json:"ttl_ms,omitempty"`
+}
+
+// BatchOpKind defines model for BatchOpKind.
+type BatchOpKind string
+
+// BatchRequest defines model for BatchRequest.
+type BatchRequest struct {
+	// Ops 1 to 256 operations, applied in order.
+	Ops []BatchOp `json:"ops"`
+
+	// SessionId A session id (128-bit secret, lowercase hex).
+	SessionId SessionId `json:"session_id"`
+}
+
+// BatchResponse defines model for BatchResponse.
+type BatchResponse struct {
+	// Results One per operation, in the order of `ops`.
+	Results []BatchResult `json:"results"`
+
+	// Revision The broker revision after the batch.
+	Revision Revision `json:"revision"`
+}
+
+// BatchResult The outcome of one operation. On success `ok` is true and `lease` is
+// the holding after an `acquire` (with its `outcome`) or an `extend`
+// (absent after a `release`). On failure `ok` is false, and `code`,
+// `status` (what the operation's own endpoint would answer) and
+// `detail` say why.
+type BatchResult struct {
+	// Code Stable error code; the same table drives the server and the SDKs. The
+	// set is open: codes are never renamed or removed, but new ones may be
+	// added, so a client must accept a code it does not know (and act on the
+	// HTTP status). The codes known today are listed in `x-extensible-enum`
+	// (and, with their status and retry advice, in docs/client-operations.md);
+	// it is deliberately not an `enum`, which generated clients would enforce.
+	//
+	//
+	// Example: lease_held
+	Code *ErrorCode `json:"code,omitempty"`
+
+	// Detail Example: the lease is held by another session
+	Detail *string     `json:"detail,omitempty"`
+	Lease  *Lease      `json:"lease,omitempty"`
+	Ok     bool        `json:"ok"`
+	Op     BatchOpKind `json:"op"`
+
+	// Route Example: lease://acme/renderers/document-123
+	Route string `json:"route"`
+
+	// Status Example: 409
+	Status *int `json:"status,omitempty"`
 }
 
 // ChangeEvent Data of `event: change`; the SSE `id` is the revision.
@@ -343,6 +434,12 @@ type ReleaseRequest struct {
 // Revision The broker revision, +1 on every committed state change.
 type Revision = int64
 
+// Route An exact route `lease://{realm}/{area}/{resource}`: three segments
+// under the `Segment` rules, no wildcard (else `invalid_route`).
+//
+// Example: lease://acme/renderers/document-123
+type Route = string
+
 // Segment One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
 // characters; the server counts bytes) without `/`, without `*` and
 // without control characters (U+0000..U+001F, U+007F..U+009F).
@@ -571,6 +668,9 @@ type RegisterSpecJSONRequestBody = RegisterRequest
 
 // SweepSpecsJSONRequestBody defines body for SweepSpecs for application/json ContentType.
 type SweepSpecsJSONRequestBody = SweepRequest
+
+// BatchLeasesJSONRequestBody defines body for BatchLeases for application/json ContentType.
+type BatchLeasesJSONRequestBody = BatchRequest
 
 // AcquireLeaseJSONRequestBody defines body for AcquireLease for application/json ContentType.
 type AcquireLeaseJSONRequestBody = AcquireRequest
@@ -906,6 +1006,62 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/leases (the `ListLeases` operationId).
 	ListLeases(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchLeasesWithBody Acquire, extend and release many leases of one session in one request
+	//
+	// Applies up to 256 operations (`acquire` without waiting, `extend`,
+	// `release`) on the leases of one session, in order, in one step of the
+	// broker, and answers one result per operation in the same order.
+	//
+	// The step is exactly the operations applied one by one at the same
+	// instant: each has the outcome, the revision and the events (so
+	// watchers see the same changes) it would have on its own endpoint. An
+	// operation that fails changes nothing and the ones after it still
+	// apply: partial success is normal, and each failed result carries the
+	// `code` its own endpoint would answer (`lease_held`, `not_owner`,
+	// `fenced`, `lease_expired`, `forbidden`, `invalid_request`). Each
+	// operation needs `write` on its route; one not covered fails alone
+	// with `forbidden`. The same route may appear more than once.
+	//
+	// The whole request is refused, applying nothing, when the body is
+	// malformed (400: more than 256 operations, an operation without the
+	// members its kind needs, a route that is not an exact route), when the
+	// body is larger than 256 KiB (413) or when the session does not exist
+	// or has ended (404 `session_not_found`). A client that leaves before
+	// the answer has its fresh grants rolled back, as on `acquireLease`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/leases/batch (the `BatchLeases` operationId).
+	BatchLeasesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchLeases Acquire, extend and release many leases of one session in one request
+	//
+	// Applies up to 256 operations (`acquire` without waiting, `extend`,
+	// `release`) on the leases of one session, in order, in one step of the
+	// broker, and answers one result per operation in the same order.
+	//
+	// The step is exactly the operations applied one by one at the same
+	// instant: each has the outcome, the revision and the events (so
+	// watchers see the same changes) it would have on its own endpoint. An
+	// operation that fails changes nothing and the ones after it still
+	// apply: partial success is normal, and each failed result carries the
+	// `code` its own endpoint would answer (`lease_held`, `not_owner`,
+	// `fenced`, `lease_expired`, `forbidden`, `invalid_request`). Each
+	// operation needs `write` on its route; one not covered fails alone
+	// with `forbidden`. The same route may appear more than once.
+	//
+	// The whole request is refused, applying nothing, when the body is
+	// malformed (400: more than 256 operations, an operation without the
+	// members its kind needs, a route that is not an exact route), when the
+	// body is larger than 256 KiB (413) or when the session does not exist
+	// or has ended (404 `session_not_found`). A client that leaves before
+	// the answer has its fresh grants rolled back, as on `acquireLease`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/leases/batch (the `BatchLeases` operationId).
+	BatchLeases(ctx context.Context, body BatchLeasesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WatchLeases Watch held-lease changes as Server-Sent Events
 	//
@@ -1384,6 +1540,82 @@ func (c *Client) SweepSpecs(ctx context.Context, root Root, body SweepSpecsJSONR
 // Corresponds with GET /v1/leases (the `ListLeases` operationId).
 func (c *Client) ListLeases(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListLeasesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchLeasesWithBody Acquire, extend and release many leases of one session in one request
+//
+// Applies up to 256 operations (`acquire` without waiting, `extend`,
+// `release`) on the leases of one session, in order, in one step of the
+// broker, and answers one result per operation in the same order.
+//
+// The step is exactly the operations applied one by one at the same
+// instant: each has the outcome, the revision and the events (so
+// watchers see the same changes) it would have on its own endpoint. An
+// operation that fails changes nothing and the ones after it still
+// apply: partial success is normal, and each failed result carries the
+// `code` its own endpoint would answer (`lease_held`, `not_owner`,
+// `fenced`, `lease_expired`, `forbidden`, `invalid_request`). Each
+// operation needs `write` on its route; one not covered fails alone
+// with `forbidden`. The same route may appear more than once.
+//
+// The whole request is refused, applying nothing, when the body is
+// malformed (400: more than 256 operations, an operation without the
+// members its kind needs, a route that is not an exact route), when the
+// body is larger than 256 KiB (413) or when the session does not exist
+// or has ended (404 `session_not_found`). A client that leaves before
+// the answer has its fresh grants rolled back, as on `acquireLease`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/leases/batch (the `BatchLeases` operationId).
+func (c *Client) BatchLeasesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchLeasesRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchLeases Acquire, extend and release many leases of one session in one request
+//
+// Applies up to 256 operations (`acquire` without waiting, `extend`,
+// `release`) on the leases of one session, in order, in one step of the
+// broker, and answers one result per operation in the same order.
+//
+// The step is exactly the operations applied one by one at the same
+// instant: each has the outcome, the revision and the events (so
+// watchers see the same changes) it would have on its own endpoint. An
+// operation that fails changes nothing and the ones after it still
+// apply: partial success is normal, and each failed result carries the
+// `code` its own endpoint would answer (`lease_held`, `not_owner`,
+// `fenced`, `lease_expired`, `forbidden`, `invalid_request`). Each
+// operation needs `write` on its route; one not covered fails alone
+// with `forbidden`. The same route may appear more than once.
+//
+// The whole request is refused, applying nothing, when the body is
+// malformed (400: more than 256 operations, an operation without the
+// members its kind needs, a route that is not an exact route), when the
+// body is larger than 256 KiB (413) or when the session does not exist
+// or has ended (404 `session_not_found`). A client that leaves before
+// the answer has its fresh grants rolled back, as on `acquireLease`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/leases/batch (the `BatchLeases` operationId).
+func (c *Client) BatchLeases(ctx context.Context, body BatchLeasesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchLeasesRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2268,6 +2500,46 @@ func NewListLeasesRequest(server string, params *ListLeasesParams) (*http.Reques
 	return req, nil
 }
 
+// NewBatchLeasesRequest calls the generic BatchLeases builder with application/json body
+func NewBatchLeasesRequest(server string, body BatchLeasesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBatchLeasesRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewBatchLeasesRequestWithBody constructs an http.Request for the BatchLeases method, with any body, and a specified content type
+func NewBatchLeasesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/leases/batch")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewWatchLeasesRequest constructs an http.Request for the WatchLeases method
 func NewWatchLeasesRequest(server string, params *WatchLeasesParams) (*http.Request, error) {
 	var err error
@@ -2969,6 +3241,62 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/leases (the `ListLeases` operationId).
 	ListLeasesWithResponse(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*ListLeasesResponse, error)
+
+	// BatchLeasesWithBodyWithResponse Acquire, extend and release many leases of one session in one request
+	//
+	// Applies up to 256 operations (`acquire` without waiting, `extend`,
+	// `release`) on the leases of one session, in order, in one step of the
+	// broker, and answers one result per operation in the same order.
+	//
+	// The step is exactly the operations applied one by one at the same
+	// instant: each has the outcome, the revision and the events (so
+	// watchers see the same changes) it would have on its own endpoint. An
+	// operation that fails changes nothing and the ones after it still
+	// apply: partial success is normal, and each failed result carries the
+	// `code` its own endpoint would answer (`lease_held`, `not_owner`,
+	// `fenced`, `lease_expired`, `forbidden`, `invalid_request`). Each
+	// operation needs `write` on its route; one not covered fails alone
+	// with `forbidden`. The same route may appear more than once.
+	//
+	// The whole request is refused, applying nothing, when the body is
+	// malformed (400: more than 256 operations, an operation without the
+	// members its kind needs, a route that is not an exact route), when the
+	// body is larger than 256 KiB (413) or when the session does not exist
+	// or has ended (404 `session_not_found`). A client that leaves before
+	// the answer has its fresh grants rolled back, as on `acquireLease`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/leases/batch (the `BatchLeases` operationId).
+	BatchLeasesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchLeasesResponse, error)
+
+	// BatchLeasesWithResponse Acquire, extend and release many leases of one session in one request
+	//
+	// Applies up to 256 operations (`acquire` without waiting, `extend`,
+	// `release`) on the leases of one session, in order, in one step of the
+	// broker, and answers one result per operation in the same order.
+	//
+	// The step is exactly the operations applied one by one at the same
+	// instant: each has the outcome, the revision and the events (so
+	// watchers see the same changes) it would have on its own endpoint. An
+	// operation that fails changes nothing and the ones after it still
+	// apply: partial success is normal, and each failed result carries the
+	// `code` its own endpoint would answer (`lease_held`, `not_owner`,
+	// `fenced`, `lease_expired`, `forbidden`, `invalid_request`). Each
+	// operation needs `write` on its route; one not covered fails alone
+	// with `forbidden`. The same route may appear more than once.
+	//
+	// The whole request is refused, applying nothing, when the body is
+	// malformed (400: more than 256 operations, an operation without the
+	// members its kind needs, a route that is not an exact route), when the
+	// body is larger than 256 KiB (413) or when the session does not exist
+	// or has ended (404 `session_not_found`). A client that leaves before
+	// the answer has its fresh grants rolled back, as on `acquireLease`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/leases/batch (the `BatchLeases` operationId).
+	BatchLeasesWithResponse(ctx context.Context, body BatchLeasesJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchLeasesResponse, error)
 
 	// WatchLeasesWithResponse Watch held-lease changes as Server-Sent Events
 	//
@@ -3939,6 +4267,82 @@ func (r ListLeasesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListLeasesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type BatchLeasesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchResponse
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BatchLeasesResponse) GetJSON200() *BatchResponse {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r BatchLeasesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r BatchLeasesResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r BatchLeasesResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r BatchLeasesResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r BatchLeasesResponse) GetApplicationproblemJSONDefault() *Error {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r BatchLeasesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BatchLeasesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BatchLeasesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BatchLeasesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4920,6 +5324,74 @@ func (c *ClientWithResponses) ListLeasesWithResponse(ctx context.Context, params
 	return ParseListLeasesResponse(rsp)
 }
 
+// BatchLeasesWithBodyWithResponse Acquire, extend and release many leases of one session in one request
+//
+// Applies up to 256 operations (`acquire` without waiting, `extend`,
+// `release`) on the leases of one session, in order, in one step of the
+// broker, and answers one result per operation in the same order.
+//
+// The step is exactly the operations applied one by one at the same
+// instant: each has the outcome, the revision and the events (so
+// watchers see the same changes) it would have on its own endpoint. An
+// operation that fails changes nothing and the ones after it still
+// apply: partial success is normal, and each failed result carries the
+// `code` its own endpoint would answer (`lease_held`, `not_owner`,
+// `fenced`, `lease_expired`, `forbidden`, `invalid_request`). Each
+// operation needs `write` on its route; one not covered fails alone
+// with `forbidden`. The same route may appear more than once.
+//
+// The whole request is refused, applying nothing, when the body is
+// malformed (400: more than 256 operations, an operation without the
+// members its kind needs, a route that is not an exact route), when the
+// body is larger than 256 KiB (413) or when the session does not exist
+// or has ended (404 `session_not_found`). A client that leaves before
+// the answer has its fresh grants rolled back, as on `acquireLease`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/leases/batch (the `BatchLeases` operationId).
+func (c *ClientWithResponses) BatchLeasesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchLeasesResponse, error) {
+	rsp, err := c.BatchLeasesWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchLeasesResponse(rsp)
+}
+
+// BatchLeasesWithResponse Acquire, extend and release many leases of one session in one request
+//
+// Applies up to 256 operations (`acquire` without waiting, `extend`,
+// `release`) on the leases of one session, in order, in one step of the
+// broker, and answers one result per operation in the same order.
+//
+// The step is exactly the operations applied one by one at the same
+// instant: each has the outcome, the revision and the events (so
+// watchers see the same changes) it would have on its own endpoint. An
+// operation that fails changes nothing and the ones after it still
+// apply: partial success is normal, and each failed result carries the
+// `code` its own endpoint would answer (`lease_held`, `not_owner`,
+// `fenced`, `lease_expired`, `forbidden`, `invalid_request`). Each
+// operation needs `write` on its route; one not covered fails alone
+// with `forbidden`. The same route may appear more than once.
+//
+// The whole request is refused, applying nothing, when the body is
+// malformed (400: more than 256 operations, an operation without the
+// members its kind needs, a route that is not an exact route), when the
+// body is larger than 256 KiB (413) or when the session does not exist
+// or has ended (404 `session_not_found`). A client that leaves before
+// the answer has its fresh grants rolled back, as on `acquireLease`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/leases/batch (the `BatchLeases` operationId).
+func (c *ClientWithResponses) BatchLeasesWithResponse(ctx context.Context, body BatchLeasesJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchLeasesResponse, error) {
+	rsp, err := c.BatchLeases(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchLeasesResponse(rsp)
+}
+
 // WatchLeasesWithResponse Watch held-lease changes as Server-Sent Events
 //
 // Opens an SSE stream. Every selector is validated and authorized before
@@ -5761,6 +6233,67 @@ func ParseListLeasesResponse(rsp *http.Response) (*ListLeasesResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseBatchLeasesResponse parses an HTTP response from a BatchLeasesWithResponse call
+func ParseBatchLeasesResponse(rsp *http.Response) (*BatchLeasesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BatchLeasesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error

@@ -1,0 +1,148 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+
+	"github.com/musterhq/muster/api"
+	"github.com/musterhq/muster/core"
+)
+
+// contractVerdict is what the generic path answers for a batch body:
+// bufferBody's JSON rules, kin-openapi's validation against the embedded
+// contract, then the generated (strict) decoder.
+func contractVerdict(t testing.TB, data []byte) (api.BatchRequest, error) {
+	var req api.BatchRequest
+	if len(data) > 0 {
+		if err := checkOneJSONValue(data); err != nil {
+			return req, err
+		}
+	}
+	route := batchRoute(t)
+	hr := httptest.NewRequest("POST", "/v1/leases/batch", bytes.NewReader(data))
+	hr.Header.Set("Content-Type", "application/json")
+	in := &openapi3filter.RequestValidationInput{Request: hr, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: func(context.Context, *openapi3filter.AuthenticationInput) error { return nil }, SkipSettingDefaults: true}}
+	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+		return req, validationError(err, func(*openapi3.Parameter) string { return "" })
+	}
+	if err := json.Unmarshal(data, &req); err != nil {
+		return req, core.Errorf(core.CodeInvalidRequest, "the request body does not match its schema")
+	}
+	return req, nil
+}
+
+var batchRouteOnce struct {
+	sync.Once
+	route *routers.Route
+	lim   *batchLimits
+}
+
+func batchRoute(t testing.TB) *routers.Route {
+	batchRouteOnce.Do(func() {
+		spec, err := api.GetSpec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Servers = nil
+		item := spec.Paths.Find("/v1/leases/batch")
+		batchRouteOnce.route = &routers.Route{Spec: spec, Path: "/v1/leases/batch", PathItem: item, Method: "POST", Operation: item.Post}
+		if batchRouteOnce.lim, err = loadBatchLimits(spec); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return batchRouteOnce.route
+}
+
+// checkSameVerdict holds decodeBatch to the generic path: both accept with
+// the same request, or both refuse with invalid_request.
+func checkSameVerdict(t *testing.T, data []byte) {
+	t.Helper()
+	wantReq, werr := contractVerdict(t, data)
+	want := batchBody{Session: wantReq.SessionId, Ops: wireOps(wantReq.Ops)}
+	got, gerr := decodeBatch(data, batchRouteOnce.lim)
+	switch {
+	case (werr == nil) != (gerr == nil):
+		t.Fatalf("body %q: decodeBatch says %v, the contract says %v", data, gerr, werr)
+	case werr == nil && !reflect.DeepEqual(got, want):
+		t.Fatalf("body %q: decodeBatch read %+v, the generated decoder %+v", data, got, want)
+	case werr != nil && (core.ErrorCode(gerr) != core.CodeInvalidRequest || core.ErrorCode(werr) != core.CodeInvalidRequest):
+		t.Fatalf("body %q: codes %v / %v", data, gerr, werr)
+	}
+}
+
+var batchSeeds = func() []string {
+	sess := `"session_id":"0123456789abcdef0123456789abcdef"`
+	out := []string{
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000}]}`,
+		`{"ops":[{"op":"release","route":"lease://a/b/c","fencing_token":1},{"op":"extend","route":"lease://é/b/c","fencing_token":9,"ttl_ms":100}],` + sess + `}`,
+		`{` + sess + `}`, `{"ops":[]}`, `{` + sess + `,"ops":[]}`, `{` + sess + `,"ops":null}`, `{` + sess + `,"ops":{}}`,
+		`{` + sess + `,"ops":[null]}`, `{` + sess + `,"ops":[{}]}`, `{` + sess + `,"ops":[{"op":"acquire"}]}`,
+		`{` + sess + `,"ops":[{"route":"lease://a/b/c"}]}`, `{` + sess + `,"ops":[{"op":"nap","route":"lease://a/b/c"}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":99}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":600001}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000.0}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1e3}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":"1000"}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":null}]}`,
+		`{` + sess + `,"ops":[{"op":"release","route":"lease://a/b/c","fencing_token":0}]}`,
+		`{` + sess + `,"ops":[{"op":"release","route":"lease://a/b/c","fencing_token":9223372036854775808}]}`,
+		`{` + sess + `,"ops":[{"op":"release","route":"lease://a/b/c","fencing_token":-1}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease:/a/b/c","ttl_ms":1000}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://","ttl_ms":1000}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c\u0085","ttl_ms":1000}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c\t","ttl_ms":1000}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/*/c","ttl_ms":1000}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000,"wait_ms":0}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000,"Route":"x"}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000}],"extra":1}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000}]} {}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000,"ttl_ms":2000}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/\ud800","ttl_ms":1000}]}`,
+		`{"session_id":"0123456789ABCDEF0123456789abcdef","ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000}]}`,
+		`{"session_id":"0123456789abcdef","ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000}]}`,
+		`{"session_id":7,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000}]}`,
+		`{"session\u005fid":"0123456789abcdef0123456789abcdef","ops":[{"\u006fp":"acquire","route":"lease://a/b/c","ttl_ms":1000}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://a/b/c","ttl_ms":1000,"\u006fp":"release"}]}`,
+		`[]`, `null`, `"x"`, `{`, ``, ` `,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://` + strings.Repeat("é", 392) + `","ttl_ms":1000}]}`,
+		`{` + sess + `,"ops":[{"op":"acquire","route":"lease://` + strings.Repeat("é", 393) + `","ttl_ms":1000}]}`,
+	}
+	var many []string
+	for i := 0; i < 257; i++ {
+		many = append(many, fmt.Sprintf(`{"op":"acquire","route":"lease://a/b/c%d","ttl_ms":1000}`, i))
+	}
+	out = append(out, `{`+sess+`,"ops":[`+strings.Join(many[:256], ",")+`]}`, `{`+sess+`,"ops":[`+strings.Join(many, ",")+`]}`)
+	return out
+}()
+
+func TestDecodeBatchMatchesContract(t *testing.T) {
+	batchRoute(t)
+	for i, s := range batchSeeds {
+		t.Run(fmt.Sprint(i), func(t *testing.T) { checkSameVerdict(t, []byte(s)) })
+	}
+}
+
+// FuzzDecodeBatch: on any body, decodeBatch accepts exactly what the
+// generic path (kin-openapi, then the generated decoder) accepts, and reads
+// the same request.
+func FuzzDecodeBatch(f *testing.F) {
+	for _, s := range batchSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		batchRoute(t)
+		checkSameVerdict(t, data)
+	})
+}

@@ -1,0 +1,146 @@
+package handlers
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/musterhq/muster/core"
+)
+
+// batchHTTP serves POST /v1/leases/batch: the contract middleware has
+// authenticated the caller and bounded and buffered the body; the body is
+// validated against the contract while it is decoded (decodeBatch), and the
+// answer is encoded by hand (appendBatchResponse): the same JSON the strict
+// handler would write, without reflection.
+func (s *Server) batchHTTP(w http.ResponseWriter, r *http.Request) {
+	if !isJSON(r.Header.Get("Content-Type")) {
+		writeProblem(w, core.CodeInvalidRequest, "the request body must be application/json")
+		return
+	}
+	buf := batchBufs.Get().(*[]byte)
+	defer batchBufs.Put(buf)
+	data, err := appendAll((*buf)[:0], r.Body)
+	if err != nil {
+		writeProblem(w, core.CodeInvalidRequest, "the request body could not be read")
+		return
+	}
+	req, err := decodeBatch(data, s.batchLimits)
+	if err != nil {
+		writeError(s.log, w, r, err)
+		return
+	}
+	_, res, rev, err := s.applyBatch(r.Context(), req.Session, req.Ops)
+	if err != nil {
+		writeError(s.log, w, r, err)
+		return
+	}
+	data = appendBatchAnswer(data[:0], req.Ops, res, rev)
+	*buf = data
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+}
+
+// batchBufs recycles the buffers of batch bodies and answers.
+var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// appendAll reads r to its end onto dst.
+func appendAll(dst []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+}
+
+// appendBatchAnswer encodes the answer to ops as encoding/json encodes the
+// BatchResponse that BatchLeases builds for them (members in declaration
+// order, omitempty honoured), straight from the core's results.
+func appendBatchAnswer(b []byte, ops []wireOp, res []core.BatchResult, rev uint64) []byte {
+	b = append(b, `{"results":[`...)
+	for i := range res {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendBatchResult(b, &ops[i], &res[i])
+	}
+	b = append(b, `],"revision":`...)
+	b = strconv.AppendUint(b, rev, 10)
+	return append(b, '}')
+}
+
+func appendBatchResult(b []byte, op *wireOp, r *core.BatchResult) []byte {
+	b = append(b, '{')
+	var status int
+	if r.Err != nil {
+		var code core.Code
+		var detail string
+		code, status, detail = batchFailure(r.Err)
+		b = append(b, `"code":`...)
+		b = appendString(b, string(code))
+		b = append(b, `,"detail":`...)
+		b = appendString(b, detail)
+		b = append(b, ',')
+	} else if h := &r.Holding; h.Item != nil {
+		b = append(b, `"lease":{"acquired_at":`...)
+		b = appendTime(b, h.Item.AcquiredAt())
+		b = append(b, `,"expires_at":`...)
+		b = appendTime(b, h.Item.ExpiresAt())
+		b = append(b, `,"fencing_token":`...)
+		b = strconv.AppendUint(b, h.Token, 10)
+		switch h.Outcome {
+		case core.OutcomeAcquired:
+			b = append(b, `,"outcome":"acquired"`...)
+		case core.OutcomeAlreadyHeld:
+			b = append(b, `,"outcome":"already_held"`...)
+		}
+		b = append(b, `,"renewals":`...)
+		b = strconv.AppendUint(b, h.Item.Renewals(), 10)
+		b = append(b, `,"route":`...)
+		b = appendString(b, op.Route)
+		b = append(b, "},"...)
+	}
+	b = append(b, `"ok":`...)
+	b = strconv.AppendBool(b, r.Err == nil)
+	b = append(b, `,"op":`...)
+	b = appendString(b, string(op.Op))
+	b = append(b, `,"route":`...)
+	b = appendString(b, op.Route)
+	if r.Err != nil {
+		b = append(b, `,"status":`...)
+		b = strconv.AppendInt(b, int64(status), 10)
+	}
+	return append(b, '}')
+}
+
+// appendString quotes s as JSON (s is valid UTF-8: it came from a
+// validated body or from the broker).
+func appendString(b []byte, s string) []byte {
+	out, err := jsontext.AppendQuote(b, s)
+	if err != nil {
+		return append(b, `""`...)
+	}
+	return out
+}
+
+// appendTime writes t as encoding/json does: RFC 3339 with nanoseconds.
+func appendTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
