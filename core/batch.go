@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"github.com/musterhq/muster"
 	"time"
 )
 
@@ -66,11 +67,11 @@ type BatchResult struct {
 // its own: a TTL out of range fails that op with invalid_request.
 func (s *State) Batch(now time.Time, fam string, id SessionID, ops []BatchOp) ([]BatchResult, error) {
 	if len(ops) == 0 || len(ops) > MaxBatchOps {
-		return nil, Errorf(CodeInvalidRequest, "a batch has 1..%d operations", MaxBatchOps)
+		return nil, muster.Errorf(muster.CodeInvalidRequest, "a batch has 1..%d operations", MaxBatchOps)
 	}
 	for i := range ops {
 		if ops[i].Kind < BatchAcquire || ops[i].Kind > BatchRelease {
-			return nil, Errorf(CodeInvalidRequest, "operation %d has an unknown kind", i)
+			return nil, muster.Errorf(muster.CodeInvalidRequest, "operation %d has an unknown kind", i)
 		}
 	}
 	if _, err := s.liveSession(now, fam, id); err != nil {

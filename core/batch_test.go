@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/musterhq/muster"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ func TestBatchPartialSuccess(t *testing.T) {
 	mine := f.mustAcquire(1, rA)
 	f.events()
 	f.now = f.now.Add(time.Second)
-	forbidden := Errorf(CodeForbidden, "no grant covers this request")
+	forbidden := muster.Errorf(muster.CodeForbidden, "no grant covers this request")
 	rC := Route{"acme", "renderers", "doc-3"}
 	ops := []BatchOp{
 		{Kind: BatchExtend, Route: rA, Token: mine.Token, TTL: 20 * time.Second},
@@ -34,11 +35,11 @@ func TestBatchPartialSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Code{"", CodeLeaseHeld, CodeNotOwner, "", "", CodeFenced, CodeForbidden, CodeInvalidRequest, CodeFenced, ""}
+	want := []muster.Code{"", muster.CodeLeaseHeld, muster.CodeNotOwner, "", "", muster.CodeFenced, muster.CodeForbidden, muster.CodeInvalidRequest, muster.CodeFenced, ""}
 	for i, r := range res {
-		got := Code("")
+		got := muster.Code("")
 		if r.Err != nil {
-			got = ErrorCode(r.Err)
+			got = muster.ErrorCode(r.Err)
 		}
 		if got != want[i] {
 			t.Errorf("op %d (%s): code %q, want %q (%v)", i, ops[i].Kind, got, want[i], r.Err)
@@ -69,13 +70,13 @@ func TestBatchRefusedWhole(t *testing.T) {
 		id   SessionID
 		fam  string
 		ops  []BatchOp
-		code Code
+		code muster.Code
 	}{
-		{"Empty", sid(1), "acme", nil, CodeInvalidRequest},
-		{"TooMany", sid(1), "acme", many, CodeInvalidRequest},
-		{"UnknownKind", sid(1), "acme", []BatchOp{op, {Kind: 9, Route: rB}}, CodeInvalidRequest},
-		{"NoSession", sid(7), "acme", []BatchOp{op}, CodeSessionNotFound},
-		{"OtherFamily", sid(1), "beta", []BatchOp{op}, CodeSessionNotFound},
+		{"Empty", sid(1), "acme", nil, muster.CodeInvalidRequest},
+		{"TooMany", sid(1), "acme", many, muster.CodeInvalidRequest},
+		{"UnknownKind", sid(1), "acme", []BatchOp{op, {Kind: 9, Route: rB}}, muster.CodeInvalidRequest},
+		{"NoSession", sid(7), "acme", []BatchOp{op}, muster.CodeSessionNotFound},
+		{"OtherFamily", sid(1), "beta", []BatchOp{op}, muster.CodeSessionNotFound},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -144,7 +145,7 @@ func checkBatchEqualsOneByOne(t *testing.T, seed uint64) {
 				ops[i].Token = tok // most often the route's latest grant
 			}
 			if rng.IntN(15) == 0 {
-				ops[i].Refused = Errorf(CodeForbidden, "no grant covers this request")
+				ops[i].Refused = muster.Errorf(muster.CodeForbidden, "no grant covers this request")
 			}
 		}
 		got, gerr := batched.Batch(now, "acme", who, ops)
@@ -157,7 +158,7 @@ func checkBatchEqualsOneByOne(t *testing.T, seed uint64) {
 				want = append(want, single.applyOne(now, "acme", who, ops[i]))
 			}
 		}
-		if ErrorCode(gerr) != ErrorCode(werr) || (gerr == nil) != (werr == nil) {
+		if muster.ErrorCode(gerr) != muster.ErrorCode(werr) || (gerr == nil) != (werr == nil) {
 			t.Fatalf("step %d: batch err %v, one by one %v", step, gerr, werr)
 		}
 		if len(got) != len(want) {
@@ -210,7 +211,7 @@ func (s *State) applyOne(now time.Time, fam string, id SessionID, op BatchOp) Ba
 
 func describeResult(r BatchResult) string {
 	if r.Err != nil {
-		return "err " + string(ErrorCode(r.Err))
+		return "err " + string(muster.ErrorCode(r.Err))
 	}
 	if r.Holding.Item == nil {
 		return "ok"

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"github.com/musterhq/muster"
 
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
@@ -80,7 +81,7 @@ func (s *Server) applyBatch(ctx context.Context, session string, in []wireOp) ([
 // refusal (forbidden), so that it fails alone.
 func batchOps(in []wireOp, grants core.Grants) ([]core.BatchOp, error) {
 	if len(in) == 0 || len(in) > core.MaxBatchOps {
-		return nil, core.Errorf(core.CodeInvalidRequest, "a batch has 1..%d operations", core.MaxBatchOps)
+		return nil, muster.Errorf(muster.CodeInvalidRequest, "a batch has 1..%d operations", core.MaxBatchOps)
 	}
 	ops := make([]core.BatchOp, len(in))
 	for i := range in {
@@ -108,7 +109,7 @@ func batchOp(in *wireOp) (core.BatchOp, error) {
 	case api.Release:
 		op.Kind, needToken = core.BatchRelease, true
 	default:
-		return op, core.Errorf(core.CodeInvalidRequest, "op must be acquire, extend or release")
+		return op, muster.Errorf(muster.CodeInvalidRequest, "op must be acquire, extend or release")
 	}
 	if err := member("ttl_ms", in.HasTTL, needTTL, op.Kind); err != nil {
 		return op, err
@@ -121,7 +122,7 @@ func batchOp(in *wireOp) (core.BatchOp, error) {
 	}
 	if needToken {
 		if in.Token < 1 {
-			return op, core.Errorf(core.CodeInvalidRequest, "fencing_token must be at least 1")
+			return op, muster.Errorf(muster.CodeInvalidRequest, "fencing_token must be at least 1")
 		}
 		op.Token = uint64(in.Token)
 	}
@@ -137,9 +138,9 @@ func batchOp(in *wireOp) (core.BatchOp, error) {
 func member(name string, present, needed bool, kind core.BatchKind) error {
 	switch {
 	case needed && !present:
-		return core.Errorf(core.CodeInvalidRequest, "%s needs %s", kind, name)
+		return muster.Errorf(muster.CodeInvalidRequest, "%s needs %s", kind, name)
 	case !needed && present:
-		return core.Errorf(core.CodeInvalidRequest, "%s does not take %s", kind, name)
+		return muster.Errorf(muster.CodeInvalidRequest, "%s does not take %s", kind, name)
 	}
 	return nil
 }
@@ -147,21 +148,21 @@ func member(name string, present, needed bool, kind core.BatchKind) error {
 // batchOpError names the operation at fault, keeping the code and the
 // message of the domain (which never repeat the input).
 func batchOpError(i int, err error) error {
-	e, ok := err.(*core.Error)
+	e, ok := err.(*muster.Error)
 	if !ok {
 		return err
 	}
-	return &core.Error{Code: e.Code, Message: fmt.Sprintf("ops/%d: %s", i, e.Message), Scope: e.Scope}
+	return &muster.Error{Code: e.Code, Message: fmt.Sprintf("ops/%d: %s", i, e.Message), Scope: e.Scope}
 }
 
 // batchFailure is what a failed result says: its code, the status its own
 // endpoint would answer, and the domain's message.
-func batchFailure(err error) (core.Code, int, string) {
-	code := core.ErrorCode(err)
-	if e, ok := err.(*core.Error); ok {
-		return code, code.HTTPStatus(), e.Message
+func batchFailure(err error) (muster.Code, int, string) {
+	code := muster.ErrorCode(err)
+	if e, ok := err.(*muster.Error); ok {
+		return code, httpStatus(code), e.Message
 	}
-	return code, code.HTTPStatus(), "internal error"
+	return code, httpStatus(code), "internal error"
 }
 
 // batchResult is one operation's result as the generated type. The route

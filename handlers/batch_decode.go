@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/musterhq/muster"
 	"io"
 	"strconv"
 	"sync"
@@ -86,7 +87,7 @@ func loadBatchLimits(spec *openapi3.T) (*batchLimits, error) {
 // batchFieldError is the problem of one body field, worded as the contract
 // middleware words kin-openapi's findings (validationError).
 func batchFieldError(field, why string) error {
-	return core.Errorf(core.CodeInvalidRequest, "request body field %q %s", field, why)
+	return muster.Errorf(muster.CodeInvalidRequest, "request body field %q %s", field, why)
 }
 
 func invalidField(field string) error { return batchFieldError(field, "is missing or invalid") }
@@ -98,7 +99,7 @@ func invalidField(field string) error { return batchFieldError(field, "is missin
 // that the problem is the one any other operation would answer.
 func decodeBatch(data []byte, lim *batchLimits) (batchBody, error) {
 	if len(data) == 0 {
-		return batchBody{}, core.Errorf(core.CodeInvalidRequest, "a request body is required")
+		return batchBody{}, muster.Errorf(muster.CodeInvalidRequest, "a request body is required")
 	}
 	req, err := decodeBatchValue(data, lim)
 	if err != nil {
@@ -142,7 +143,7 @@ func decodeBatchValue(data []byte, lim *batchLimits) (batchBody, error) {
 func decodeBatchFrom(dec *jsontext.Decoder, lim *batchLimits) (batchBody, error) {
 	var req batchBody
 	if dec.PeekKind() != '{' {
-		return req, core.Errorf(core.CodeInvalidRequest, "the request body does not match its schema")
+		return req, muster.Errorf(muster.CodeInvalidRequest, "the request body does not match its schema")
 	}
 	dec.ReadToken()
 	var haveSession, haveOps bool
@@ -172,13 +173,13 @@ func decodeBatchFrom(dec *jsontext.Decoder, lim *batchLimits) (batchBody, error)
 	}
 	dec.ReadToken()
 	if _, err := dec.ReadToken(); err != io.EOF {
-		return req, core.Errorf(core.CodeInvalidRequest, "the request body has data after its JSON value")
+		return req, muster.Errorf(muster.CodeInvalidRequest, "the request body has data after its JSON value")
 	}
 	switch {
 	case !haveSession:
-		return req, core.Errorf(core.CodeInvalidRequest, "request body property %q is missing", "session_id")
+		return req, muster.Errorf(muster.CodeInvalidRequest, "request body property %q is missing", "session_id")
 	case !haveOps:
-		return req, core.Errorf(core.CodeInvalidRequest, "request body property %q is missing", "ops")
+		return req, muster.Errorf(muster.CodeInvalidRequest, "request body property %q is missing", "ops")
 	}
 	return req, nil
 }
@@ -266,9 +267,9 @@ func decodeOp(dec *jsontext.Decoder, lim *batchLimits, i int) (wireOp, error) {
 	dec.ReadToken()
 	switch {
 	case !haveOp:
-		return op, core.Errorf(core.CodeInvalidRequest, "request body property %q is missing", "op")
+		return op, muster.Errorf(muster.CodeInvalidRequest, "request body property %q is missing", "op")
 	case !haveRoute:
-		return op, core.Errorf(core.CodeInvalidRequest, "request body property %q is missing", "route")
+		return op, muster.Errorf(muster.CodeInvalidRequest, "request body property %q is missing", "route")
 	}
 	return op, nil
 }
@@ -316,9 +317,9 @@ func isLowerHex(s string) bool {
 // unknownField words an unknown member as validationError does.
 func unknownField(at, name string) error {
 	if fieldNameRe.MatchString(name) {
-		return core.Errorf(core.CodeInvalidRequest, "request body field %q is unknown: this operation does not take it", at+"/"+name)
+		return muster.Errorf(muster.CodeInvalidRequest, "request body field %q is unknown: this operation does not take it", at+"/"+name)
 	}
-	return core.Errorf(core.CodeInvalidRequest, "request body has an unknown field (its name is not shown: it is not a plain identifier)")
+	return muster.Errorf(muster.CodeInvalidRequest, "request body has an unknown field (its name is not shown: it is not a plain identifier)")
 }
 
 // readName reads a member name. The names the batch schemas know are
@@ -391,5 +392,5 @@ func readInt(dec *jsontext.Decoder, at, name string, lo, hi int64) (int64, error
 }
 
 func bodyNotJSON(error) error {
-	return core.Errorf(core.CodeInvalidRequest, "the request body is not valid JSON")
+	return muster.Errorf(muster.CodeInvalidRequest, "the request body is not valid JSON")
 }

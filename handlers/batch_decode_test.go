@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/musterhq/muster"
 	"net/http/httptest"
 	"reflect"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 
 	"github.com/musterhq/muster/api"
-	"github.com/musterhq/muster/core"
 )
 
 // contractVerdict is what the generic path answers for a batch body:
@@ -38,7 +38,7 @@ func contractVerdict(t testing.TB, data []byte) (api.BatchRequest, error) {
 		return req, validationError(err, func(*openapi3.Parameter) string { return "" })
 	}
 	if err := json.Unmarshal(data, &req); err != nil {
-		return req, core.Errorf(core.CodeInvalidRequest, "the request body does not match its schema")
+		return req, muster.Errorf(muster.CodeInvalidRequest, "the request body does not match its schema")
 	}
 	return req, nil
 }
@@ -77,7 +77,7 @@ func checkSameVerdict(t *testing.T, data []byte) {
 		t.Fatalf("body %q: decodeBatch says %v, the contract says %v", data, gerr, werr)
 	case werr == nil && !reflect.DeepEqual(got, want):
 		t.Fatalf("body %q: decodeBatch read %+v, the generated decoder %+v", data, got, want)
-	case werr != nil && (core.ErrorCode(gerr) != core.CodeInvalidRequest || core.ErrorCode(werr) != core.CodeInvalidRequest):
+	case werr != nil && (muster.ErrorCode(gerr) != muster.CodeInvalidRequest || muster.ErrorCode(werr) != muster.CodeInvalidRequest):
 		t.Fatalf("body %q: codes %v / %v", data, gerr, werr)
 	}
 }

@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
+	"github.com/musterhq/muster"
 	"testing"
 
 	"github.com/musterhq/muster/api"
@@ -35,8 +36,8 @@ func FuzzBatchOps(f *testing.F) {
 		}
 		ops, err := batchOps(wireOps(in), grants)
 		if err != nil {
-			var e *core.Error
-			if !errors.As(err, &e) || (e.Code != core.CodeInvalidRequest && e.Code != core.CodeInvalidRoute) {
+			var e *muster.Error
+			if !errors.As(err, &e) || (e.Code != muster.CodeInvalidRequest && e.Code != muster.CodeInvalidRoute) {
 				t.Fatalf("refusal %v is not a typed invalid_request/invalid_route", err)
 			}
 			return

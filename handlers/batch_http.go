@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"github.com/musterhq/muster"
 	"io"
 	"net/http"
 	"strconv"
@@ -19,14 +20,14 @@ import (
 // handler would write, without reflection.
 func (s *Server) batchHTTP(w http.ResponseWriter, r *http.Request) {
 	if !isJSON(r.Header.Get("Content-Type")) {
-		writeProblem(w, core.CodeInvalidRequest, "the request body must be application/json")
+		writeProblem(w, muster.CodeInvalidRequest, "the request body must be application/json")
 		return
 	}
 	buf := batchBufs.Get().(*[]byte)
 	defer batchBufs.Put(buf)
 	data, err := appendAll((*buf)[:0], r.Body)
 	if err != nil {
-		writeProblem(w, core.CodeInvalidRequest, "the request body could not be read")
+		writeProblem(w, muster.CodeInvalidRequest, "the request body could not be read")
 		return
 	}
 	req, err := decodeBatch(data, s.batchLimits)
@@ -88,7 +89,7 @@ func appendBatchResult(b []byte, op *wireOp, r *core.BatchResult) []byte {
 	b = append(b, '{')
 	var status int
 	if r.Err != nil {
-		var code core.Code
+		var code muster.Code
 		var detail string
 		code, status, detail = batchFailure(r.Err)
 		b = append(b, `"code":`...)
