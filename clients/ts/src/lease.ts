@@ -106,10 +106,20 @@ export class Lease {
       }
       throw e;
     }
+    this.extended(out, t0, ttlMs);
+  }
+
+  /** @internal records a successful extension sent at t0 for ttlMs; throws err when the lease was lost meanwhile. */
+  extended(out: { expires_at: string; renewals: number }, t0: number, ttlMs: number): void {
     if (this.err !== null) throw this.err;
     this.#expiresAt = new Date(out.expires_at);
     this.#renewals = out.renewals;
     this.arm(t0 + ttlMs);
+  }
+
+  /** @internal the session holding this lease. */
+  get session(): Session {
+    return this.#s;
   }
 
   /**
@@ -160,8 +170,8 @@ export class Lease {
   }
 }
 
-/** Answers that mean the lease is not this session's. */
-function ownershipGone(e: unknown): boolean {
+/** @internal answers that mean the lease is not this session's. */
+export function ownershipGone(e: unknown): boolean {
   return isCode(e, "not_owner") || isCode(e, "fenced") || isCode(e, "lease_expired") || isCode(e, "session_not_found");
 }
 
@@ -174,6 +184,22 @@ export async function acquire(s: Session, route: string, ttlMs: number, o: Acqui
   const t0 = Date.now();
   const c = s.client;
   const out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, signal: o.signal }), 200);
+  return adopt(s, r, out, t0, ttlMs);
+}
+
+/**
+ * @internal the handle of a lease the broker granted (or answered
+ * already_held for) to a request sent at t0 for ttlMs: the tracked handle
+ * when it is the same grant, otherwise a new one whose local deadline is
+ * t0 + ttlMs, or what remains of an already-held lease's TTL when that is less.
+ */
+export function adopt(
+  s: Session,
+  r: Route,
+  out: { fencing_token: number; acquired_at: string; expires_at: string; renewals: number; outcome?: string },
+  t0: number,
+  ttlMs: number,
+): Lease {
   let deadline = t0 + ttlMs;
   const key = `lease://${r.realm}/${r.area}/${r.resource}`;
   if (out.outcome === "already_held") {

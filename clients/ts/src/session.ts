@@ -1,6 +1,7 @@
 /** Sessions: a worker's liveness, kept alive in the background. */
 import type { MusterClient, RequestOptions } from "./client.js";
 import { Backoff, sleep } from "./backoff.js";
+import { Batch } from "./batch.js";
 import { ClosedError, LeaseLostError, SessionLostError, isAbort, isCode } from "./errors.js";
 import { Lease, acquire, withLease, type AcquireOptions } from "./lease.js";
 import { openWatch, type Subscription, type WatchOptions } from "./watch.js";
@@ -74,6 +75,15 @@ export class Session {
    */
   acquire(route: string, ttlMs: number, options: AcquireOptions = {}): Promise<Lease> {
     return acquire(this, route, ttlMs, options);
+  }
+
+  /**
+   * Starts an empty batch of this session's lease operations: up to
+   * maxBatchOps acquisitions (never waiting), extensions and releases sent in
+   * one request by Batch.do, one BatchResult per operation.
+   */
+  batch(): Batch {
+    return new Batch(this);
   }
 
   /**

@@ -162,6 +162,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/leases/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Acquire, extend and release many leases of one session in one request
+         * @description Applies up to 256 operations (`acquire` without waiting, `extend`,
+         *     `release`) on the leases of one session, in order, in one step of the
+         *     broker, and answers one result per operation in the same order.
+         *
+         *     The step is exactly the operations applied one by one at the same
+         *     instant: each has the outcome, the revision and the events (so
+         *     watchers see the same changes) it would have on its own endpoint. An
+         *     operation that fails changes nothing and the ones after it still
+         *     apply: partial success is normal, and each failed result carries the
+         *     `code` its own endpoint would answer (`lease_held`, `not_owner`,
+         *     `fenced`, `lease_expired`, `forbidden`, `invalid_request`). Each
+         *     operation needs `write` on its route; one not covered fails alone
+         *     with `forbidden`. The same route may appear more than once.
+         *
+         *     The whole request is refused, applying nothing, when the body is
+         *     malformed (400: more than 256 operations, an operation without the
+         *     members its kind needs, a route that is not an exact route), when the
+         *     body is larger than 256 KiB (413) or when the session does not exist
+         *     or has ended (404 `session_not_found`). A client that leaves before
+         *     the answer has its fresh grants rolled back, as on `acquireLease`.
+         */
+        post: operations["batchLeases"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/leases/{realm}/{area}/{resource}": {
         parameters: {
             query?: never;
@@ -615,6 +654,55 @@ export interface components {
              * @enum {string}
              */
             outcome?: "acquired" | "already_held";
+        };
+        BatchRequest: {
+            session_id: components["schemas"]["SessionId"];
+            /** @description 1 to 256 operations, applied in order. */
+            ops: components["schemas"]["BatchOp"][];
+        };
+        /**
+         * @description One operation. `acquire` takes `ttl_ms` (it never waits); `extend`
+         *     takes `fencing_token` and `ttl_ms`; `release` takes `fencing_token`.
+         *     A member the kind does not take is refused (`invalid_request`).
+         */
+        BatchOp: {
+            op: components["schemas"]["BatchOpKind"];
+            route: components["schemas"]["Route"];
+            ttl_ms?: components["schemas"]["LeaseTTL"];
+            fencing_token?: components["schemas"]["FencingToken"];
+        };
+        /** @enum {string} */
+        BatchOpKind: "acquire" | "extend" | "release";
+        /**
+         * @description An exact route `lease://{realm}/{area}/{resource}`: three segments
+         *     under the `Segment` rules, no wildcard (else `invalid_route`).
+         * @example lease://acme/renderers/document-123
+         */
+        Route: string;
+        BatchResponse: {
+            /** @description One per operation, in the order of `ops`. */
+            results: components["schemas"]["BatchResult"][];
+            /** @description The broker revision after the batch. */
+            revision: components["schemas"]["Revision"];
+        };
+        /**
+         * @description The outcome of one operation. On success `ok` is true and `lease` is
+         *     the holding after an `acquire` (with its `outcome`) or an `extend`
+         *     (absent after a `release`). On failure `ok` is false, and `code`,
+         *     `status` (what the operation's own endpoint would answer) and
+         *     `detail` say why.
+         */
+        BatchResult: {
+            op: components["schemas"]["BatchOpKind"];
+            /** @example lease://acme/renderers/document-123 */
+            route: string;
+            ok: boolean;
+            lease?: components["schemas"]["Lease"];
+            code?: components["schemas"]["ErrorCode"];
+            /** @example 409 */
+            status?: number;
+            /** @example the lease is held by another session */
+            detail?: string;
         };
         LeaseStatus: {
             route: string;
@@ -1195,6 +1283,58 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            default: components["responses"]["Error"];
+        };
+    };
+    batchLeases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "session_id": "0123456789abcdef0123456789abcdef",
+                 *       "ops": [
+                 *         {
+                 *           "op": "acquire",
+                 *           "route": "lease://acme/renderers/doc-1",
+                 *           "ttl_ms": 15000
+                 *         },
+                 *         {
+                 *           "op": "extend",
+                 *           "route": "lease://acme/renderers/doc-2",
+                 *           "fencing_token": 42,
+                 *           "ttl_ms": 15000
+                 *         },
+                 *         {
+                 *           "op": "release",
+                 *           "route": "lease://acme/renderers/doc-3",
+                 *           "fencing_token": 40
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["BatchRequest"];
+            };
+        };
+        responses: {
+            /** @description One result per operation, in order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             default: components["responses"]["Error"];
         };
