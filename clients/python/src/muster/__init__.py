@@ -10,6 +10,7 @@ retry advice.
 
 from . import sync
 from ._backoff import DEFAULT_RECONCILE_JITTER, MAX_RECONCILE, MIN_RECONCILE, reconcile_interval
+from ._batch import MAX_BATCH_OPS, Batch, BatchResult
 from ._client import Client
 from ._errors import *  # noqa: F403 - the error table is the public API
 from ._errors import __all__ as _errors_all
@@ -36,8 +37,11 @@ from ._watch import Subscription
 
 __all__ = [
     "DEFAULT_RECONCILE_JITTER",
+    "MAX_BATCH_OPS",
     "MAX_RECONCILE",
     "MIN_RECONCILE",
+    "Batch",
+    "BatchResult",
     "Change",
     "ChangeKind",
     "Client",

@@ -88,6 +88,37 @@ class Lease:
 
 
 @dataclass(frozen=True)
+class BatchOp:
+    op: str
+    route: str
+    ttl_ms: int | None = None
+    fencing_token: int | None = None
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    session_id: str
+    ops: list[BatchOp]
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    op: str
+    route: str
+    ok: bool
+    lease: Lease | None = None
+    code: str | None = None
+    status: int | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class BatchResponse:
+    results: list[BatchResult]
+    revision: int
+
+
+@dataclass(frozen=True)
 class LeaseStatus:
     route: str
     held: bool
@@ -222,6 +253,10 @@ MODELS: dict[str, type[Any]] = {
         ExtendRequest,
         ReleaseRequest,
         Lease,
+        BatchOp,
+        BatchRequest,
+        BatchResult,
+        BatchResponse,
         LeaseStatus,
         LeaseItem,
         Snapshot,
@@ -313,12 +348,15 @@ def _decode(tp: Any, v: object, where: str) -> object:
 
 
 def encode(model: object) -> dict[str, Any]:
-    """The JSON object of a request model; optional members left at None are omitted."""
+    """The JSON object of a request model (models in lists encoded too);
+    optional members left at None are omitted."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(typing.cast(Any, model)):
         val = getattr(model, f.name)
         if val is None and f.default is None:
             continue
+        if isinstance(val, list):
+            val = [encode(x) if dataclasses.is_dataclass(x) else x for x in val]
         out[f.name] = val
     return out
 

@@ -27,6 +27,7 @@ from ._errors import (
 )
 
 if TYPE_CHECKING:
+    from ._batch import Batch
     from ._client import Client
     from ._watch import Subscription
 
@@ -160,6 +161,14 @@ class Session:
         body = m.AcquireRequest(session_id=self.id, ttl_ms=ms(ttl), wait_ms=ms(wait) if wait > 0 else None)
         t0 = loop.time()
         out = await self._c._decode_call(m.Lease, "POST", f"/v1/leases/{r.path}/acquire", 200, body=body)
+        return self._adopt(r, out, t0, ttl)
+
+    def _adopt(self, r: Route, out: m.Lease, t0: float, ttl: float) -> Lease:
+        """The handle of a lease the broker granted (or answered already_held
+        for) to a request sent at loop time t0 for ttl: the tracked handle when
+        it is the same grant, otherwise a new one whose local deadline is
+        t0 + ttl, or what remains of an already-held lease's TTL when less."""
+        loop = asyncio.get_running_loop()
         deadline = t0 + ttl
         if out.outcome == "already_held":
             held = self._leases.get(str(r))
@@ -220,6 +229,14 @@ class Session:
         if isinstance(lease.error, LeaseLostError):
             raise lease.error
         return work.result()
+
+    def batch(self) -> Batch:
+        """Starts an empty batch of this session's lease operations: up to
+        MAX_BATCH_OPS acquisitions (never waiting), extensions and releases
+        sent in one request by ``Batch.do``, one BatchResult per operation."""
+        from ._batch import Batch
+
+        return Batch(self)
 
     async def watch(self, *selectors: str) -> Subscription:
         """Opens a watch stream whose registrations belong to this session:
@@ -286,12 +303,17 @@ class Lease:
                 self._end(lost)
                 raise (self._error or lost) from None
             raise
+        self._extended(out, t0, ttl)
+
+    def _extended(self, out: m.Lease, t0: float, ttl: float) -> None:
+        """Records a successful extension sent at loop time t0 for ttl; raises
+        the lease's error when it was lost meanwhile."""
         if self._error is not None:
             raise self._error
         self.expires_at, self.renewals = out.expires_at, out.renewals
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = loop.call_at(t0 + ttl, self._expired)
+        self._timer = asyncio.get_running_loop().call_at(t0 + ttl, self._expired)
 
     async def release(self) -> None:
         """Releases the lease; the next FIFO waiter (if any) is granted. It
