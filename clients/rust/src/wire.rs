@@ -108,6 +108,93 @@ pub struct LeaseGrant {
     pub outcome: Option<Outcome>,
 }
 
+/// The kind of a batch operation (schema `BatchOpKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchOpKind {
+    /// An acquisition that never waits.
+    Acquire,
+    /// An extension of a held lease.
+    Extend,
+    /// A release of a held lease.
+    Release,
+}
+
+impl BatchOpKind {
+    /// The contract's name: `acquire`, `extend` or `release`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BatchOpKind::Acquire => "acquire",
+            BatchOpKind::Extend => "extend",
+            BatchOpKind::Release => "release",
+        }
+    }
+}
+
+impl std::fmt::Display for BatchOpKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One operation of `batchLeases` (schema `BatchOp`): `acquire` takes
+/// `ttl_ms`, `extend` takes `fencing_token` and `ttl_ms`, `release` takes
+/// `fencing_token`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchOp {
+    /// The kind.
+    pub op: BatchOpKind,
+    /// The exact route.
+    pub route: String,
+    /// Lease TTL in milliseconds (acquire and extend).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<i64>,
+    /// The current fencing token (extend and release).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fencing_token: Option<i64>,
+}
+
+/// Body of `batchLeases`: 1 to 256 operations of one session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchRequest {
+    /// The session (a secret).
+    pub session_id: String,
+    /// The operations, applied in order.
+    pub ops: Vec<BatchOp>,
+}
+
+/// The outcome of one operation of a batch (schema `BatchResult`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchOpResult {
+    /// The kind.
+    pub op: BatchOpKind,
+    /// The route.
+    pub route: String,
+    /// Whether the operation succeeded.
+    pub ok: bool,
+    /// The holding after a successful acquire or extend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<LeaseGrant>,
+    /// The error code on failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The status the operation's own endpoint would answer, on failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Why, on failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// Answer of `batchLeases` (schema `BatchResponse`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchResponse {
+    /// One per operation, in order.
+    pub results: Vec<BatchOpResult>,
+    /// The broker revision after the batch.
+    pub revision: i64,
+}
+
 /// Answer of `getLease`: the state of one route, never a session id or a
 /// fencing token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
