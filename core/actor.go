@@ -17,7 +17,11 @@ const TickInterval = 50 * time.Millisecond
 // Concurrency properties: commands run one at a time in arrival order; a
 // command that was accepted runs to completion even if its caller's context
 // ends (the caller still gets its reply when it waits); after Close every
-// call fails with muster.CodeUnavailable.
+// call fails with muster.CodeUnavailable. After each step the actor hands
+// out what the step produced (State.Ready) as typed values, through
+// non-blocking sends and offers only: it encodes nothing, and what it hands
+// to the streams is never changed afterwards, so the streams' writers read
+// it on their own goroutines.
 type Broker struct {
 	clock Clock
 	state *State
@@ -29,7 +33,8 @@ type Broker struct {
 	sink       func([]Event)
 	sinks      map[StreamID]StreamSink
 	nextStream StreamID
-	deliveries []Delivery
+	change     Change     // the change being fanned out (see fanOut)
+	refused    []StreamID // streams that refused a change in this step
 }
 
 // NewBroker starts the actor for a fresh State. sink, if not nil, receives
@@ -58,33 +63,38 @@ func (b *Broker) run() {
 	t := time.NewTicker(TickInterval)
 	defer t.Stop()
 	for {
+		var now time.Time
 		select {
 		case f := <-b.cmds:
-			f(b.state, b.clock.Now())
+			now = b.clock.Now()
+			f(b.state, now)
 		case <-t.C:
-			b.state.Tick(b.clock.Now())
+			now = b.clock.Now()
+			b.state.Tick(now)
 		case <-b.quit:
 			return
 		}
-		b.drain()
+		b.drain(now)
 	}
 }
 
-// drain hands the step's wait results to their waiting requests (a one-slot
-// buffered channel each: never blocks), its events to the sink and to the
-// watch streams, and its stream ends to their streams.
-func (b *Broker) drain() {
-	for _, r := range b.state.TakeResults() {
+// drain hands out what the step at now produced (State.Ready): its wait
+// results to their waiting requests (a one-slot buffered channel each:
+// never blocks), its events to the sink and to the watch streams, and its
+// stream ends to their streams. It hands out typed values only: encoding
+// them is the edge's work, off the actor.
+func (b *Broker) drain(now time.Time) {
+	rd := b.state.Ready()
+	for _, r := range rd.Results {
 		if ch, ok := b.waiting[r.Ticket]; ok {
 			ch <- r
 			delete(b.waiting, r.Ticket)
 		}
 	}
-	ev := b.state.TakeEvents()
-	if len(ev) > 0 && b.sink != nil {
-		b.sink(ev)
+	if len(rd.Events) > 0 && b.sink != nil {
+		b.sink(rd.Events)
 	}
-	b.fanOut(ev)
+	b.fanOut(rd, now)
 }
 
 // Close stops the actor and waits for it. It is safe to call more than once.

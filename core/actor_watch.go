@@ -7,14 +7,30 @@ import (
 
 // StreamSink is the edge's side of one watch stream. The actor calls it on
 // its own goroutine, so neither method may block: each must be a
-// non-blocking offer into the stream's bounded queue.
+// non-blocking offer into the stream's bounded queue of a typed value; the
+// encoding belongs to the stream's writer.
 type StreamSink interface {
 	// Change offers one change for one registration; false means the stream
 	// is finished (its queue overflowed or it ended) and must be dropped.
-	Change(e *Event, subscriptionID string) bool
+	// c is valid during the call only: keep a copy of what is needed.
+	Change(c *Change, subscriptionID string) bool
 	// End offers the terminal event and lets the stream close; revision is
 	// the broker revision at which the core ended the stream.
 	End(reason StreamEndReason, revision uint64)
+}
+
+// Change is one change event on its way to the streams it reaches: the
+// actor hands the same *Change to every delivery of the event, one after
+// the other, on its own goroutine, then forgets it.
+type Change struct {
+	Event *Event    // the change; valid during the fan-out of the event only
+	Time  time.Time // of the step: remaining_ms is measured at it
+	// Shared is the edge's per-change value, so that the encoding of an
+	// event is made once and shared by all its deliveries: nil for the
+	// first delivery, then whatever the sinks stored in it. Only sinks
+	// touch it, and only on the actor goroutine; what they store must be
+	// safe to read from the writers of the streams it reaches.
+	Shared any
 }
 
 // WatchRequest opens one stream.
@@ -27,17 +43,18 @@ type WatchRequest struct {
 	Sink      StreamSink
 	// Start runs on the actor in the same step that registers the
 	// selectors and takes the snapshot: it must put the marker first in
-	// the stream's queue, before any change can be offered.
+	// the stream's queue, before any change can be offered. Like the
+	// sink's methods it must not block; it offers the typed WatchStart
+	// and leaves the encoding to the stream's writer.
 	Start func(WatchStart)
 }
 
 // Watch registers a stream; see State.Subscribe. It returns the stream's id.
+// Registering, taking the snapshot and queueing the marker are one step;
+// the changes before it are in the snapshot and never reach the new stream
+// (Subscribe matches them first), the changes after it follow the marker.
 func (b *Broker) Watch(ctx context.Context, req WatchRequest) (StreamID, error) {
 	return call(ctx, b, func(s *State, now time.Time) (StreamID, error) {
-		// Process what is due and fan it out first: changes up to the
-		// marker's revision are in its snapshot, never on the new stream.
-		s.expireDue(now)
-		b.drain()
 		b.nextStream++
 		st := b.nextStream
 		ws, err := s.Subscribe(now, req.Family, req.Session, req.Anon, req.Selectors, st, req.Caller)
@@ -66,31 +83,32 @@ func (b *Broker) Unsubscribe(ctx context.Context, fam string, id SessionID, sel 
 	})
 }
 
-// fanOut offers the step's events to the streams of matching registrations
-// (in revision order, one per registration), drops streams that refuse,
-// then ends the streams the core ended.
-func (b *Broker) fanOut(events []Event) {
-	var dropped []StreamID
-	for i := range events {
-		e := &events[i]
-		b.deliveries = b.state.Deliveries(e, b.deliveries[:0])
-		b.state.stats.Changes++
-		b.state.stats.Deliveries += uint64(len(b.deliveries))
-		for _, d := range b.deliveries {
-			if sink := b.sinks[d.Stream]; sink != nil && !sink.Change(e, d.SubscriptionID) {
-				dropped = append(dropped, d.Stream)
+// fanOut offers the step's changes to the streams of their deliveries (in
+// revision order, one per registration), ends the streams the core ended,
+// then tells the core which streams refused a change (an input: rd is not
+// read after it).
+func (b *Broker) fanOut(rd Ready, now time.Time) {
+	for i, to := range rd.To {
+		if len(to) == 0 {
+			continue
+		}
+		b.change = Change{Event: &rd.Events[i], Time: now}
+		for _, d := range to {
+			if sink := b.sinks[d.Stream]; sink != nil && !sink.Change(&b.change, d.SubscriptionID) {
+				b.refused = append(b.refused, d.Stream)
 				delete(b.sinks, d.Stream)
 			}
 		}
 	}
-	for _, st := range dropped {
-		b.state.DropStream(st)
-		b.state.stats.Overflows++
-	}
-	for _, end := range b.state.TakeStreamEnds() {
+	b.change = Change{}
+	for _, end := range rd.Ends {
 		if sink := b.sinks[end.Stream]; sink != nil {
-			sink.End(end.Reason, b.state.revision)
+			sink.End(end.Reason, b.state.Revision())
 			delete(b.sinks, end.Stream)
 		}
 	}
+	for _, st := range b.refused {
+		b.state.Overflowed(st)
+	}
+	b.refused = b.refused[:0]
 }

@@ -2,8 +2,9 @@ package core
 
 import (
 	"context"
-	"github.com/musterhq/muster"
 	"time"
+
+	"github.com/musterhq/muster"
 )
 
 // MaxBatchOps bounds the operations of one batch. The HTTP contract states

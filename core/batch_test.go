@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/musterhq/muster"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/musterhq/muster"
 )
 
 func TestBatchPartialSuccess(t *testing.T) {

@@ -43,3 +43,53 @@ type WaitResult struct {
 	Grant  Holding
 	Err    error
 }
+
+// Ready is what the steps since the last call to State.Ready produced, for
+// the actor to hand out (raft's Ready): typed values, never encoded here.
+// All of it is read-only, and valid until the next input to the State.
+type Ready struct {
+	// Results are the ends of queued acquisitions.
+	Results []WaitResult
+	// Events are the changes of the held set, in revision order.
+	Events []Event
+	// To holds, for each event, its deliveries: To[i] routes Events[i] to
+	// the streams of its matching registrations. An event reaches the
+	// registrations present at the end of its step, except that a step
+	// that registers selectors (Subscribe) matches the events it produced
+	// first: a new stream starts at its marker's revision and never sees
+	// a change the marker's snapshot already holds.
+	To [][]Delivery
+	// Ends are the streams the core ended, in the order it ended them.
+	Ends []StreamEnd
+}
+
+// Ready returns what the steps since the last call produced, with the
+// deliveries of every event, and forgets it. Matching an event to its
+// registrations counts it in Stats.Changes and Stats.Deliveries.
+func (s *State) Ready() Ready {
+	s.matchPending()
+	rd := &s.ready
+	rd.Results, rd.Events, rd.Ends = s.results, s.events, s.ends
+	rd.To = rd.To[:0]
+	start := 0
+	for _, end := range s.toEnd {
+		rd.To = append(rd.To, s.to[start:end:end])
+		start = end
+	}
+	s.results = nil
+	s.events, s.ends = s.events[:0], s.ends[:0]
+	s.to, s.toEnd, s.matched = s.to[:0], s.toEnd[:0], 0
+	return *rd
+}
+
+// matchPending computes the deliveries of the events not matched yet,
+// against the registrations as they are now.
+func (s *State) matchPending() {
+	for ; s.matched < len(s.events); s.matched++ {
+		n := len(s.to)
+		s.to = s.Deliveries(&s.events[s.matched], s.to)
+		s.toEnd = append(s.toEnd, len(s.to))
+		s.stats.Changes++
+		s.stats.Deliveries += uint64(len(s.to) - n)
+	}
+}

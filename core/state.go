@@ -103,10 +103,15 @@ type State struct {
 	stats      Stats
 	usage      map[string]*usage // per family, for quotas and metrics
 
-	// Outputs of the current step, drained by the actor after each step.
+	// Outputs of the current step, drained by the actor after each step
+	// (see Ready).
 	events  []Event
 	results []WaitResult
 	ends    []StreamEnd
+	to      []Delivery // deliveries of events[:matched], in event order
+	toEnd   []int      // toEnd[i]: end of events[i]'s deliveries in to
+	matched int        // events whose deliveries are in to
+	ready   Ready      // reused by Ready
 }
 
 // NewState returns an empty universe.
@@ -180,9 +185,11 @@ func (s *State) expireDue(now time.Time) {
 // TakeEvents returns the events produced since the last call, in revision
 // order, and forgets them. The slice is reused: it is valid until the next
 // input to the State.
+// Their deliveries, if any were matched, are forgotten with them.
 func (s *State) TakeEvents() []Event {
 	ev := s.events
 	s.events = s.events[:0]
+	s.to, s.toEnd, s.matched = s.to[:0], s.toEnd[:0], 0
 	return ev
 }
 

@@ -77,9 +77,12 @@ type WatchSubscription struct {
 }
 
 // WatchStart is what opening a stream produces: the snapshot every page was
-// read from (at the revision of the marker) and the subscriptions.
+// read from (at the revision of the marker) and the subscriptions. It is a
+// typed value the edge encodes, off the actor: nothing in it is changed
+// once Subscribe has returned it.
 type WatchStart struct {
 	Revision      uint64
+	Time          time.Time // of the step: remaining_ms is measured at it
 	Snapshot      *Snapshot
 	Subscriptions []WatchSubscription
 }
@@ -100,11 +103,17 @@ func (s *State) index(fam string) *watchIndex {
 // Limits are checked before anything changes (all or nothing), duplicates
 // first: a (session, selector) already registered moves to the new stream
 // with its subscription id, and its old stream ends as superseded.
+//
+// The changes made before the registrations change, by this step's due
+// expiry included, are matched first (see Ready): they are in the marker's
+// snapshot, so they reach the registrations as they were, never the new
+// stream.
 func (s *State) Subscribe(now time.Time, fam string, id *SessionID, anon SessionID, sels []Selector, st StreamID, caller string) (WatchStart, error) {
 	if len(sels) == 0 || len(sels) > MaxSelectorsPerStream {
 		return WatchStart{}, muster.Errorf(muster.CodeInvalidRequest, "a stream watches 1..%d selectors", MaxSelectorsPerStream)
 	}
 	s.expireDue(now)
+	s.matchPending()
 	u, q := s.use(fam), s.quota(fam)
 	if over(u.Streams, 1, q.Streams) {
 		s.stats.SubscriptionLimit++
@@ -160,7 +169,7 @@ func (s *State) Subscribe(now time.Time, fam string, id *SessionID, anon Session
 	s.streams[st] = str
 	u.Streams++
 	sn := s.OpenSnapshot(now, fam, caller)
-	out := WatchStart{Revision: s.revision, Snapshot: sn}
+	out := WatchStart{Revision: s.revision, Time: now, Snapshot: sn}
 	ix := s.index(fam)
 	for _, sel := range uniq {
 		r := ss.regs[sel.String()]
@@ -272,6 +281,13 @@ func (s *State) endStream(st StreamID, reason StreamEndReason) {
 // DropStream forgets a stream the edge has finished (client gone, overflow,
 // shutdown): its registrations and its read-only session go with it.
 func (s *State) DropStream(st StreamID) { s.endStream(st, 0) }
+
+// Overflowed forgets a stream that refused a change (its queue was full:
+// a slow reader), like DropStream, and counts it in Stats.Overflows.
+func (s *State) Overflowed(st StreamID) {
+	s.stats.Overflows++
+	s.endStream(st, 0)
+}
 
 // Unsubscribe removes exactly the registration (session, selector). A
 // stream left with none ends as unsubscribed. Removing a registration that

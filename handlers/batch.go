@@ -3,8 +3,8 @@ package handlers
 import (
 	"context"
 	"fmt"
-	"github.com/musterhq/muster"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 )

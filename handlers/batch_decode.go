@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/musterhq/muster"
 	"io"
 	"strconv"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 )
@@ -74,6 +74,9 @@ func loadBatchLimits(spec *openapi3.T) (*batchLimits, error) {
 	if route.Pattern != batchRoutePattern || sess.Pattern != batchSessionPattern || route.MaxLength == nil || sess.MaxLength == nil ||
 		ops.MaxItems == nil || ttl.Min == nil || ttl.Max == nil || tok.Min == nil || req.AdditionalProperties.Has == nil {
 		return nil, errors.New("handlers: the contract's batch schemas changed: update decodeBatch to match")
+	}
+	if int(*ops.MaxItems) != core.MaxBatchOps {
+		return nil, fmt.Errorf("handlers: the contract allows %d batch operations, the core %d", int(*ops.MaxItems), core.MaxBatchOps)
 	}
 	return &batchLimits{
 		minOps: int(ops.MinItems), maxOps: int(*ops.MaxItems),

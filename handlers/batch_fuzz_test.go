@@ -3,9 +3,9 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
-	"github.com/musterhq/muster"
 	"testing"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 )

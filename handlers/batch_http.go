@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"github.com/musterhq/muster"
 	"io"
 	"net/http"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/core"
 )
 

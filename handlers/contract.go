@@ -128,7 +128,7 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 			r = r.WithContext(withCaller(r.Context(), caller))
 		}
 		if op.bodyLimit > 0 {
-			if err := bufferBody(r, op.bodyLimit, c.bodyTimeout, !op.selfValidated); err != nil {
+			if err := bufferBody(r, op.bodyLimit, c.bodyTimeout); err != nil {
 				writeError(c.log, w, r, err)
 				return
 			}
@@ -164,10 +164,8 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 }
 
 // bufferBody reads at most limit bytes of the body into memory so that the
-// validator and the handler can both read it. checkJSON is false for the
-// self-validated operations, whose decoders apply checkOneJSONValue's rules
-// themselves.
-func bufferBody(r *http.Request, limit int64, timeout time.Duration, checkJSON bool) error {
+// validator and the handler can both read it.
+func bufferBody(r *http.Request, limit int64, timeout time.Duration) error {
 	if r.ContentLength > limit {
 		return muster.Errorf(muster.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
 	}
@@ -184,7 +182,7 @@ func bufferBody(r *http.Request, limit int64, timeout time.Duration, checkJSON b
 	// The validator and the generated decoder both stop after the first JSON
 	// value and replace invalid UTF-8 with U+FFFD; a body must be exactly
 	// one value of valid UTF-8, whatever the case of its media type.
-	if checkJSON && len(data) > 0 && isJSON(r.Header.Get("Content-Type")) {
+	if len(data) > 0 && isJSON(r.Header.Get("Content-Type")) {
 		if err := checkOneJSONValue(data); err != nil {
 			return err
 		}

@@ -69,6 +69,8 @@ func TestContractLimitsAreTheServers(t *testing.T) {
 		{"LeaseTTL minimum", int(num(schema("LeaseTTL").Min)), int(ms(core.MinLeaseTTL))},
 		{"LeaseTTL maximum", int(num(schema("LeaseTTL").Max)), int(ms(core.MaxLeaseTTL))},
 		{"wait_ms maximum", int(num(prop(schema("AcquireRequest"), "wait_ms").Max)), int(ms(core.MaxWait))},
+		{"BatchRequest.ops maxItems", int(*prop(schema("BatchRequest"), "ops").MaxItems), core.MaxBatchOps},
+		{"Route maxLength", maxLen(schema("Route")), len(core.LeaseScheme) + 3*muster.MaxSegmentLen + 2},
 	}
 	for _, c := range ints {
 		if c.got != c.want {

@@ -23,6 +23,7 @@ import (
 	"github.com/musterhq/muster/core"
 	"github.com/musterhq/muster/fleetstore"
 	"github.com/musterhq/muster/handlers/swaggerui"
+	"github.com/musterhq/muster/handlers/ui"
 	"github.com/musterhq/muster/sse"
 )
 
@@ -47,6 +48,9 @@ type Options struct {
 	// SweepsRunning bounds the sweeps that validate at once (one per
 	// family in any case); zero is DefaultSweepsRunning.
 	SweepsRunning int
+	// CORSAllowedOrigins are the exact origins (scheme://host[:port]) whose
+	// pages may call the API from a browser; empty turns CORS off. See cors.
+	CORSAllowedOrigins []string
 }
 
 // Server is the HTTP face of one broker.
@@ -60,12 +64,11 @@ type Server struct {
 	cursors *core.CursorCodec
 	hub     sse.Hub
 	router  http.Handler
-	// changeCache is touched only on the actor goroutine.
-	changeCache changeCache
-	docs        http.Handler
-	fleet       *fleetstore.Fleet
-	sweeps      *sweepGate
-	batchLimits *batchLimits // the batch body's bounds, from the contract
+	docs    http.Handler
+	fleet   *fleetstore.Fleet
+	sweeps  *sweepGate
+	// batchLimits are the batch body's bounds, from the contract.
+	batchLimits *batchLimits
 }
 
 // New builds the router: chi, the generated routes behind the contract
@@ -100,7 +103,15 @@ func New(opt Options) (*Server, error) {
 		return nil, err
 	}
 
+	corsMW, err := cors(opt.CORSAllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
+
 	r := chi.NewRouter()
+	if corsMW != nil {
+		r.Use(corsMW) // first: a preflight is answered before anything else runs
+	}
 	// HEAD is served by every GET route (RFC 9110 §9.3.2): chi routes it to
 	// the GET handler, and net/http drops the body.
 	r.Use(bodyDeadline(opt.BodyReadTimeout), s.epochHeader, s.metrics.middleware, s.recoverer, middleware.GetHead)
@@ -113,6 +124,9 @@ func New(opt Options) (*Server, error) {
 		writeProblem(w, muster.CodeMethodNotAllowed, "the route does not take this method")
 	})
 	r.Handle("/docs/*", s.docs)
+	dashboard := ui.Handler()
+	r.Handle(ui.MountPath, dashboard)
+	r.Handle(ui.MountPath+"/*", dashboard)
 	s.router = r
 	r.Group(func(r chi.Router) {
 		r.Use(c.middleware)

@@ -1,10 +1,13 @@
 package handlers
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
@@ -48,12 +51,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	_, _ = rand.Read(req.Anon[:])
-	stream := sse.NewStream(StreamQueue)
-	sink := &streamSink{s: s, stream: stream}
-	req.Sink = sink
-	req.Start = func(ws core.WatchStart) { stream.Offer(s.marker(c, ws)) }
-	id, err := s.broker.Watch(ctx, req)
+	stream, id, err := s.openStream(ctx, c, req)
 	if err != nil {
 		writeError(s.log, w, r, err)
 		return
@@ -64,59 +62,94 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 	_ = s.hub.Serve(w, r, stream, sse.Options{Overflow: endEvent("overflow", nil)})
 }
 
+// openStream registers req's selectors for a new stream of caller c, in
+// one actor step that also queues the marker first; the stream's sink and
+// marker only enqueue typed values.
+func (s *Server) openStream(ctx context.Context, c *Caller, req core.WatchRequest) (*sse.Stream, core.StreamID, error) {
+	_, _ = rand.Read(req.Anon[:])
+	stream := sse.NewStream(StreamQueue)
+	req.Sink = &streamSink{metrics: s.metrics, stream: stream}
+	req.Start = func(ws core.WatchStart) {
+		stream.Offer(sse.Event{Name: "snapshot", Payload: &marker{s: s, family: c.Family, ws: ws}})
+	}
+	id, err := s.broker.Watch(ctx, req)
+	return stream, id, err
+}
+
+// The watch stream's events are typed values handed over by the actor
+// (core.WatchStart, core.Change) and encoded by sse.Payload on the writer
+// goroutine of each stream, once per event: the actor only enqueues.
+
 // marker is the first event of a stream: the revision and, per selector,
 // its subscription id, the first page of its snapshot and a cursor for the
-// rest. It runs on the actor.
-func (s *Server) marker(c *Caller, ws core.WatchStart) sse.Event {
-	now := s.now()
-	ev := api.SnapshotEvent{Epoch: s.broker.Epoch(), Revision: int64(ws.Revision), Subscriptions: make([]api.WatchSubscription, len(ws.Subscriptions))}
+// rest. The actor queues it; its one stream's writer encodes it.
+type marker struct {
+	s      *Server
+	family string
+	ws     core.WatchStart
+}
+
+// AppendData encodes the marker; it signs the cursors.
+func (m *marker) AppendData(b []byte) []byte {
+	ws, epoch := m.ws, m.s.broker.Epoch()
+	ev := api.SnapshotEvent{Epoch: epoch, Revision: int64(ws.Revision), Subscriptions: make([]api.WatchSubscription, len(ws.Subscriptions))}
 	for i, sub := range ws.Subscriptions {
 		items := make([]api.LeaseItem, len(sub.Page.Items))
 		for j, it := range sub.Page.Items {
-			items[j] = itemBody(it, now)
+			items[j] = itemBody(it, ws.Time)
 		}
 		out := api.WatchSubscription{Id: sub.ID, Selector: sub.Selector.String(), Items: items}
 		if !sub.Page.Done {
-			next := s.cursors.Encode(core.Cursor{Epoch: s.broker.Epoch(), Family: c.Family, Selector: sub.Selector.String(), Snapshot: ws.Snapshot.ID, After: sub.Page.After})
+			next := m.s.cursors.Encode(core.Cursor{Epoch: epoch, Family: m.family, Selector: sub.Selector.String(), Snapshot: ws.Snapshot.ID, After: sub.Page.After})
 			out.NextCursor = &next
 		}
 		ev.Subscriptions[i] = out
 	}
-	data, _ := json.Marshal(ev)
-	return sse.Event{Name: "snapshot", Data: data}
+	return appendJSON(b, ev)
+}
+
+// appendJSON appends the JSON of v (a wire type: it always encodes).
+func appendJSON(b []byte, v any) []byte {
+	data, _ := json.Marshal(v)
+	return append(b, data...)
 }
 
 // endEvent is a terminal event. The core's ends (superseded, unsubscribed,
 // session_closed) carry the revision at which they happened; the edge's
 // (overflow, shutdown) carry none and pass nil.
 func endEvent(reason string, revision *uint64) sse.Event {
-	ev := api.StreamEndEvent{Reason: api.StreamEndReason(reason)}
+	ev := &api.StreamEndEvent{Reason: api.StreamEndReason(reason)}
 	if revision != nil {
 		rev := int64(*revision)
 		ev.Revision = &rev
 	}
-	data, _ := json.Marshal(ev)
-	return sse.Event{Name: reason, Data: data}
+	return sse.Event{Name: reason, Payload: (*endData)(ev)}
 }
 
-// streamSink is the edge of one stream as the actor sees it.
+// endData encodes a terminal event on the writer.
+type endData api.StreamEndEvent
+
+func (e *endData) AppendData(b []byte) []byte { return appendJSON(b, (*api.StreamEndEvent)(e)) }
+
+// streamSink is the edge of one stream as the actor sees it: it only
+// enqueues typed values.
 type streamSink struct {
-	s      *Server
-	stream *sse.Stream
+	metrics *Metrics
+	stream  *sse.Stream
 }
 
-// Change encodes a change for one registration and offers it; the body
-// shared by all registrations of one event is encoded once per event.
-func (k *streamSink) Change(e *core.Event, sub string) bool {
-	body := k.s.changeBody(e)
-	data := make([]byte, 0, len(body)+32+len(sub))
-	data = append(data, `{"subscription_id":`...)
-	data = strconv.AppendQuote(data, sub)
-	data = append(data, ',')
-	data = append(data, body[1:]...)
-	ok := k.stream.Offer(sse.Event{Name: "change", ID: strconv.FormatUint(e.Revision, 10), Data: data})
+// Change offers a change for one registration. The first delivery of an
+// event makes the event's shared encoder (a change); every delivery queues
+// a reference to it with its subscription id.
+func (k *streamSink) Change(c *core.Change, sub string) bool {
+	ch, _ := c.Shared.(*change)
+	if ch == nil {
+		ch = &change{ev: *c.Event, at: c.Time, id: strconv.FormatUint(c.Event.Revision, 10)}
+		c.Shared = ch
+	}
+	ok := k.stream.Offer(sse.Event{Name: "change", ID: ch.id, Payload: delivery{ch, sub}})
 	if ok {
-		k.s.metrics.delivered.Inc()
+		k.metrics.delivered.Inc()
 	}
 	return ok
 }
@@ -125,24 +158,46 @@ func (k *streamSink) Change(e *core.Event, sub string) bool {
 func (k *streamSink) End(reason core.StreamEndReason, revision uint64) {
 	k.stream.End(endEvent(reason.String(), &revision))
 	if reason == core.EndSuperseded {
-		k.s.metrics.supersedes.Inc()
+		k.metrics.supersedes.Inc()
 	}
 }
 
-// changeBody is the JSON of a change without its subscription id, cached
-// for the event being fanned out (the actor fans out one event at a time).
-func (s *Server) changeBody(e *core.Event) []byte {
-	if s.changeCache.rev == e.Revision && s.changeCache.fam == e.Family && s.changeCache.body != nil {
-		return s.changeCache.body
-	}
-	ev := changeWire{Route: e.Route().String(), Kind: api.ChangeKind(e.Kind.String()), Revision: int64(e.Revision)}
-	if e.Item != nil {
-		it := itemBody(e.Item, s.now())
-		ev.Item = &it
-	}
-	body, _ := json.Marshal(ev)
-	s.changeCache.rev, s.changeCache.fam, s.changeCache.body = e.Revision, e.Family, body
-	return body
+// change is one change event shared by all its deliveries: the first
+// writer to need it encodes its body, once; the others copy the bytes.
+type change struct {
+	ev   core.Event // a copy: the actor reuses its own
+	at   time.Time  // of the step: remaining_ms is measured at it
+	id   string     // the SSE id: the revision
+	once sync.Once
+	body []byte // the JSON of the change without its subscription id
+}
+
+func (ch *change) encoded() []byte {
+	ch.once.Do(func() {
+		w := changeWire{Route: ch.ev.Route().String(), Kind: api.ChangeKind(ch.ev.Kind.String()), Revision: int64(ch.ev.Revision)}
+		if ch.ev.Item != nil {
+			it := itemBody(ch.ev.Item, ch.at)
+			w.Item = &it
+		}
+		ch.body, _ = json.Marshal(w)
+		ch.ev.Item = nil // encoded: let the item go
+	})
+	return ch.body
+}
+
+// delivery is one registration's copy of a change: the subscription id
+// first, then the shared body.
+type delivery struct {
+	ch  *change
+	sub string
+}
+
+func (d delivery) AppendData(b []byte) []byte {
+	body := d.ch.encoded()
+	b = append(b, `{"subscription_id":`...)
+	b = strconv.AppendQuote(b, d.sub)
+	b = append(b, ',')
+	return append(b, body[1:]...)
 }
 
 // changeWire is api.ChangeEvent without its subscription id, which each
@@ -152,11 +207,4 @@ type changeWire struct {
 	Kind     api.ChangeKind `json:"kind"`
 	Revision int64          `json:"revision"`
 	Item     *api.LeaseItem `json:"item,omitempty"`
-}
-
-// changeCache is touched only on the actor goroutine.
-type changeCache struct {
-	rev  uint64
-	fam  string
-	body []byte
 }

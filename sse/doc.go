@@ -53,6 +53,12 @@
 //     The terminal event follows everything queued before it.
 //   - Done is closed once the writer has returned; after that every Offer
 //     returns false and queued events are dropped.
+//   - Encoding is the writer's work, not the producer's: an event whose
+//     Payload is set is encoded when it is written, on the writer's
+//     goroutine, so the producer's cost per offer is an enqueue whatever the
+//     event. One Payload offered to many streams is shared by their writers
+//     (it must be safe for that); it is never encoded for a stream that dies
+//     before writing it.
 //   - Memory is bounded: at most the queue capacity waits in the queue, plus
 //     the one batch being written. An idle stream holds no wire buffer (they
 //     come from a pool) and gives its queue buffer back after one heartbeat.

@@ -19,15 +19,35 @@ import (
 // and LF in both, NUL in ID) are written as spaces. An Event is passed by
 // value; Data is not copied, so it must not be modified once the event has
 // been offered. One Data slice may be shared by many streams.
+//
+// Payload, when not nil, supplies the data instead of Data, when the event
+// is written: a producer that must not spend time (the broker's actor)
+// offers a typed value, and the writer of each stream encodes it.
 type Event struct {
-	Name string
-	ID   string
-	Data []byte
+	Name    string
+	ID      string
+	Data    []byte
+	Payload Payload
+}
+
+// Payload is data encoded when the event is written, on the writer's
+// goroutine, rather than when it is offered.
+//
+// AppendData appends the data to b and returns the extended buffer; it is
+// framed like Data. It is called at most once per stream the event is
+// written to, and never for an event that is dropped (a stream that dies
+// first). A Payload offered to several streams is called by several
+// writers at once, so it must be safe for concurrent use (encode once
+// under a sync.Once, say, and share the bytes), and it must append the same
+// bytes every time.
+type Payload interface {
+	AppendData(b []byte) []byte
 }
 
 // AppendEvent appends the wire form of ev to b and returns the extended
 // buffer: the event, id and data fields, then the blank line that
-// dispatches the event. It does not allocate when b has room.
+// dispatches the event. It does not allocate when b has room (apart from
+// what a Payload allocates).
 func AppendEvent(b []byte, ev Event) []byte {
 	if ev.Name != "" {
 		b = append(b, "event: "...)
@@ -39,7 +59,29 @@ func AppendEvent(b []byte, ev Event) []byte {
 		b = appendLine(b, ev.ID, true)
 		b = append(b, '\n')
 	}
-	data := ev.Data
+	if ev.Payload != nil {
+		return appendPayload(b, ev.Payload)
+	}
+	return append(appendData(b, ev.Data), '\n')
+}
+
+// appendPayload appends the data fields of p and the blank line. The data
+// is appended in place as one data line, and framed again in the rare case
+// that it holds line breaks.
+func appendPayload(b []byte, p Payload) []byte {
+	start := len(b)
+	b = append(b, "data: "...)
+	b = p.AppendData(b)
+	if indexEOL(b[start+len("data: "):]) >= 0 {
+		data := bytes.Clone(b[start+len("data: "):])
+		b = appendData(b[:start], data)
+		return append(b, '\n')
+	}
+	return append(b, '\n', '\n')
+}
+
+// appendData appends data as data fields, one per line it contains.
+func appendData(b, data []byte) []byte {
 	for {
 		i := indexEOL(data)
 		if i < 0 {
@@ -56,7 +98,7 @@ func AppendEvent(b []byte, ev Event) []byte {
 		}
 		data = data[i+1:]
 	}
-	return append(b, '\n')
+	return b
 }
 
 // appendLine appends s with CR and LF (and NUL when nul is set) replaced by

@@ -56,7 +56,7 @@ func (o Options) withDefaults() Options {
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
-	if o.Overflow.Name == "" && o.Overflow.Data == nil {
+	if o.Overflow.Name == "" && o.Overflow.Data == nil && o.Overflow.Payload == nil {
 		o.Overflow = Event{Name: "overflow", Data: []byte("{}")}
 	}
 	return o

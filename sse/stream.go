@@ -11,7 +11,7 @@ const DefaultCapacity = 1024
 //
 // The queue is a slice guarded by a mutex plus a one-slot wake channel, not a
 // buffered channel of Events: a channel of capacity 1024 would allocate
-// 1024×56 bytes per stream up front, where the slice grows only as events
+// 1024×72 bytes per stream up front, where the slice grows only as events
 // wait and the writer gives small buffers back, so an idle stream costs a few
 // hundred bytes. The mutex also lets End, overflow and the writer's hand-over
 // of a whole batch be one atomic step, and it is held only for a slice append

@@ -28,6 +28,9 @@ run ./handlers 'StackSmallPOST' 2s
 run ./core 'StateAcquireRelease|BrokerAcquireRelease|ContendedFIFO' 2s
 run ./core 'MemoryPerLease' 1x
 run ./tests/load 'HTTPLeases' 5s
+# Issue 19: lease batches of 64 over HTTP (lease-ops/s), the in-process cost per batch.
+run ./tests/load 'HTTPLeaseBatches' 5s
+run ./handlers 'BatchHandler' 2s
 # Issue 4: inventory at 1,000,000 leases.
 run ./core 'ListExact|ListArea|Snapshot|PageAll' 2s
 run ./tests/load 'HTTPPageAll' 3x
@@ -35,6 +38,7 @@ run ./tests/load 'HTTPPageAll' 3x
 run ./core 'MatchSparse|MatchDense' 2s
 run ./sse 'Offer|AppendEvent|IdleStream' 1s
 run ./tests/load 'Streams1000|IdleStreamMemory' 20x
+run ./handlers 'WatchActorStep' 1s # issue 18: what streams cost the actor
 # Issue 6: the desired set.
 run ./fleetstore 'Register|Sweep|Desired|Plan' 1s
 run ./tests/load 'HTTPGap' 20x

@@ -32,6 +32,7 @@ bash clients/conformance/harness/check.sh
 # Clients generated from openapi.yaml (Python, TypeScript) survive its promises.
 bash tests/contract/generated-clients.sh
 bash clients/ts/test.sh # the TypeScript SDK's whole check sequence
+bash handlers/ui/check.sh # /ui/: its committed scripts are what the TypeScript source and the SDK build today
 # The .NET SDK (Mono): build, unit tests, real-broker tests, conformance scenarios.
 bash clients/dotnet/test.sh
 # The Python SDK: a fresh venv from pinned constraints, ruff, mypy --strict, pytest.

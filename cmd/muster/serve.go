@@ -38,8 +38,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	url, note := localURL(m.URL())
-	fmt.Fprintf(stdout, "muster is serving on %s%s\n  API docs (Swagger UI): %s/docs/\n  contract:              %s/openapi.yaml\n",
-		url, note, url, url)
+	fmt.Fprintf(stdout, "muster is serving on %s%s\n  API docs (Swagger UI): %s/docs/\n  live dashboard:        %s/ui/\n  contract:              %s/openapi.yaml\n",
+		url, note, url, url, url)
 	done := make(chan error, 1)
 	go func() { done <- m.Wait() }()
 	select {

@@ -230,7 +230,8 @@ func (bc *batchClient) renew() error {
 // lease-ops/cpu-s = operations / (broker + driver CPU seconds), which is
 // what two idle cores would sustain at most (×2) with this driver.
 func BenchmarkHTTPLeaseBatches(b *testing.B) {
-	url, pid := startProcessPID(b, tokenConfig)
+	url := startProcess(b, tokenConfig)
+	pid := newestChild(b)
 	for _, c := range []struct {
 		name string
 		op   func(*batchClient) error
@@ -240,9 +241,9 @@ func BenchmarkHTTPLeaseBatches(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			bcs := newBatchClients(b, url, clients)
-			start, broker0, driver0 := time.Now(), processCPU(b, pid), selfCPU(b)
+			start, broker0, driver0 := time.Now(), brokerCPU(b, pid), selfCPU(b)
 			Parallel(b, clients, func(w int) error { return c.op(bcs[w]) })
-			elapsed, broker, driver := time.Since(start), processCPU(b, pid)-broker0, selfCPU(b)-driver0
+			elapsed, broker, driver := time.Since(start), brokerCPU(b, pid)-broker0, selfCPU(b)-driver0
 			ops := float64(b.N * batchSize)
 			b.ReportMetric(ops/elapsed.Seconds(), "lease-ops/s")
 			b.ReportMetric(float64(broker.Microseconds())/float64(b.N), "broker-cpu-µs/req")
@@ -251,15 +252,49 @@ func BenchmarkHTTPLeaseBatches(b *testing.B) {
 	}
 }
 
-// processCPU is the user+system CPU time of process pid so far (Linux).
-func processCPU(b *testing.B, pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+// procStat returns the fields of /proc/<pid>/stat after the command name
+// (which may contain spaces): field 3 of proc_pid_stat(5) is f[0].
+func procStat(pid string) ([]string, error) {
+	raw, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:])), nil
+}
+
+// newestChild is the process id of the most recently started child of
+// this process: the broker startProcess has just started (Linux).
+func newestChild(b *testing.B) int {
+	dirs, err := os.ReadDir("/proc")
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Fields after the command name (which may contain spaces): state is
-	// field 3, utime 14, stime 15, in clock ticks (USER_HZ, 100 on Linux).
-	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	self := strconv.Itoa(os.Getpid())
+	pid, newest := 0, int64(-1)
+	for _, d := range dirs {
+		f, err := procStat(d.Name())
+		if err != nil || len(f) < 20 || f[1] != self { // f[1]: ppid
+			continue
+		}
+		if start, _ := strconv.ParseInt(f[19], 10, 64); start > newest { // f[19]: starttime
+			pid, newest = atoi(d.Name()), start
+		}
+	}
+	if pid == 0 {
+		b.Fatal("no broker process found among this process's children")
+	}
+	return pid
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// brokerCPU is the user+system CPU time of process pid so far (Linux).
+func brokerCPU(b *testing.B, pid int) time.Duration {
+	f, err := procStat(strconv.Itoa(pid))
+	if err != nil || len(f) < 13 {
+		b.Fatalf("reading the broker's CPU time: %v", err)
+	}
+	// utime and stime: fields 14 and 15, in clock ticks (USER_HZ, 100 on Linux).
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * 10 * time.Millisecond

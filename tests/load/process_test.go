@@ -15,14 +15,6 @@ import (
 // broker, and returns its base URL.
 func startProcess(b *testing.B, config string) string {
 	b.Helper()
-	url, _ := startProcessPID(b, config)
-	return url
-}
-
-// startProcessPID is startProcess that also returns the broker's process
-// id (to read its CPU time).
-func startProcessPID(b *testing.B, config string) (string, int) {
-	b.Helper()
 	binPath := musterbin.Path(b)
 	dir := b.TempDir()
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dir}
@@ -54,9 +46,9 @@ func startProcessPID(b *testing.B, config string) (string, int) {
 	}()
 	select {
 	case a := <-addr:
-		return "http://" + a, cmd.Process.Pid
+		return "http://" + a
 	case <-time.After(20 * time.Second):
 		b.Fatal("muster did not start")
 	}
-	return "", 0
+	return ""
 }

@@ -133,7 +133,8 @@ type BatchOp struct {
 	Op           BatchOpKind   `json:"op"`
 
 	// Route An exact route `lease://{realm}/{area}/{resource}`: three segments
-	// under the `Segment` rules, no wildcard (else `invalid_route`).
+	// under the `Segment` rules, no wildcard (else `invalid_route`); at
+	// most 394 bytes (three segments of 128).
 	//
 	//
 	// Example: lease://acme/renderers/document-123
@@ -435,7 +436,8 @@ type ReleaseRequest struct {
 type Revision = int64
 
 // Route An exact route `lease://{realm}/{area}/{resource}`: three segments
-// under the `Segment` rules, no wildcard (else `invalid_route`).
+// under the `Segment` rules, no wildcard (else `invalid_route`); at
+// most 394 bytes (three segments of 128).
 //
 // Example: lease://acme/renderers/document-123
 type Route = string

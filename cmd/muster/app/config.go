@@ -23,12 +23,23 @@ import (
 //	    grants:
 //	      - "lease://acme/**#*"
 //	      - "fleet://acme/**#*"
+//	cors:
+//	  allowed_origins:                # pages that may call the API from a browser
+//	    - "https://dash.example.com"  # exact origins; none = CORS off
 //
 // Unknown keys are refused, and so is a file without tokens: dev mode is
 // only ever what running without --config gives.
 type FileConfig struct {
 	Tokens []TokenConfig `yaml:"tokens" validate:"max=10000,dive"`
 	Limits LimitsConfig  `yaml:"limits"`
+	CORS   CORSConfig    `yaml:"cors"`
+}
+
+// CORSConfig is the `cors:` section: the exact origins (scheme://host[:port],
+// lower case, no path and no wildcard) whose pages may call the API from a
+// browser. Empty (the default) is CORS off. See handlers/cors.go.
+type CORSConfig struct {
+	AllowedOrigins []string `yaml:"allowed_origins" validate:"max=100,unique,dive,required,max=256,origin"`
 }
 
 // TokenConfig is one token of the configuration file.

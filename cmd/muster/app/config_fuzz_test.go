@@ -16,6 +16,8 @@ func FuzzLoadConfig(f *testing.F) {
 		"tokens:\n  - name: a\n    sha256: abc\n", "tokens: {a: 1}\n", "tokens:\n  - [1, 2]\n", "tokens: [\n", "- 1\n",
 		"tokens:\n  - name: 7\n    sha256: " + h + "\n    family: f\n    grants: \"x\"\n",
 		"limits:\n  body_read_timeout: soon\n  broker: {sessions: x, sweeps: 99}\n  family: {streams: 1}\n  families: {a: 3}\n",
+		"tokens:\n  - name: a\n    sha256: " + h + "\n    family: f\n    grants: [\"lease://**#read\"]\ncors:\n  allowed_origins: [\"https://a.example\", \"*\", 3]\n",
+		"cors: {allowed_origins: \"http://a.example/\", origins: 1}\n",
 	} {
 		f.Add(s)
 	}
@@ -31,7 +33,7 @@ func FuzzLoadConfig(f *testing.F) {
 			}
 			return
 		}
-		for _, raw := range []string{"Key: '", "Error:Field", "FileConfig", "TokenConfig", "LimitsConfig", "BrokerLimits", "FamilyQuota", "time.Duration", "app.", "unmarshal errors"} {
+		for _, raw := range []string{"Key: '", "Error:Field", "FileConfig", "TokenConfig", "LimitsConfig", "BrokerLimits", "FamilyQuota", "CORSConfig", "time.Duration", "app.", "unmarshal errors"} {
 			if strings.Contains(err.Error(), raw) {
 				t.Fatalf("%q: message shows %q: %v", text, raw, err)
 			}

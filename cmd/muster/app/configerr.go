@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/go-playground/validator/v10"
+
+	"github.com/musterhq/muster/handlers"
 )
 
 // Configuration errors are written for the person editing the file: which
@@ -26,6 +28,9 @@ func newConfigValidator() *validator.Validate {
 			return f.Name
 		}
 		return name
+	})
+	_ = v.RegisterValidation("origin", func(fl validator.FieldLevel) bool {
+		return handlers.CheckOrigin(fl.Field().String()) == nil
 	})
 	return v
 }
@@ -106,6 +111,13 @@ func expected(fe validator.FieldError) string {
 		return "must be printable ASCII"
 	case "excludesall":
 		return fmt.Sprintf("must not contain any of %q", p)
+	case "origin":
+		if err := handlers.CheckOrigin(fmt.Sprint(fe.Value())); err != nil {
+			return err.Error()
+		}
+		return "must be an exact origin such as https://dash.example.com"
+	case "unique":
+		return "must not list the same value twice"
 	case "gt", "gte", "lt", "lte":
 		ops := map[string]string{"gt": "greater than", "gte": "at least", "lt": "less than", "lte": "at most"}
 		return fmt.Sprintf("must be %s %s", ops[fe.Tag()], p)
@@ -160,6 +172,7 @@ var configTypes = map[string]reflect.Type{
 	"LimitsConfig": reflect.TypeFor[LimitsConfig](),
 	"BrokerLimits": reflect.TypeFor[BrokerLimits](),
 	"FamilyQuota":  reflect.TypeFor[FamilyQuota](),
+	"CORSConfig":   reflect.TypeFor[CORSConfig](),
 }
 
 func placeOf(typeName string) string {
@@ -172,6 +185,8 @@ func placeOf(typeName string) string {
 		return "in limits.broker"
 	case "FamilyQuota":
 		return "in a family's quota"
+	case "CORSConfig":
+		return "in cors"
 	}
 	return "in " + strings.ToLower(strings.TrimSuffix(typeName, "Config"))
 }

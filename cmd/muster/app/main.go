@@ -131,6 +131,8 @@ func (m *Main) Open() (err error) {
 
 		BodyReadTimeout: limits.BodyReadTimeout,
 		SweepsRunning:   limits.SweepsRunning,
+
+		CORSAllowedOrigins: cfg.CORS.AllowedOrigins,
 	})
 	if err != nil {
 		m.broker.Close()

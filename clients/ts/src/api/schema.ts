@@ -675,7 +675,8 @@ export interface components {
         BatchOpKind: "acquire" | "extend" | "release";
         /**
          * @description An exact route `lease://{realm}/{area}/{resource}`: three segments
-         *     under the `Segment` rules, no wildcard (else `invalid_route`).
+         *     under the `Segment` rules, no wildcard (else `invalid_route`); at
+         *     most 394 bytes (three segments of 128).
          * @example lease://acme/renderers/document-123
          */
         Route: string;
