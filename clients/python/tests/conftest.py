@@ -25,6 +25,8 @@ TOKENS = {
     "a": ("secret-a", "fam-a", ["lease://**#*", "fleet://**#*"]),
     "b": ("secret-b", "fam-b", ["lease://**#*", "fleet://**#*"]),
     "narrow": ("secret-narrow", "fam-a", ["lease://acme/renderers/*#read"]),
+    # Not in the conformance table: a writer of lease://acme/renderers/* only (batch authorization).
+    "renderers": ("secret-renderers", "fam-a", ["lease://acme/renderers/*#*"]),
 }
 
 

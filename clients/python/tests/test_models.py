@@ -30,11 +30,11 @@ NOT_MODELS = {
     "HolderIncarnation",
     "LeaseTTL",
     "FencingToken",
-    "BatchOpKind",
-    "Route",
     "ChangeKind",
     "StreamEndReason",
     "WatchEvent",
+    "BatchOpKind",
+    "Route",
 }
 
 
@@ -121,4 +121,12 @@ def test_encode_omits_unset_optional_members() -> None:
         "session_id": "s",
         "ttl_ms": 100,
         "wait_ms": 5,
+    }
+
+
+def test_encode_encodes_models_in_lists() -> None:
+    req = m.BatchRequest(session_id="s", ops=[m.BatchOp(op="release", route="lease://a/b/c", fencing_token=7)])
+    assert m.encode(req) == {
+        "session_id": "s",
+        "ops": [{"op": "release", "route": "lease://a/b/c", "fencing_token": 7}],
     }

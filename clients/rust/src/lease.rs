@@ -68,7 +68,7 @@ struct State {
 }
 
 /// Answers that mean the lease is not this session's any more.
-fn ownership_gone(e: &Error) -> bool {
+pub(crate) fn ownership_gone(e: &Error) -> bool {
     matches!(
         e,
         Error::NotOwner(_) | Error::Fenced(_) | Error::LeaseExpired(_) | Error::SessionNotFound(_)
@@ -100,43 +100,7 @@ impl Session {
             .request(Method::POST, r.url(c, Some("acquire")))
             .json(&body);
         let out: LeaseGrant = c.call(rb, 200).await?;
-        let mut deadline = t0 + ttl;
-        if out.outcome == Some(Outcome::AlreadyHeld) {
-            if let Some(l) = s.handle(&r.to_string()) {
-                if l.inner.token == out.fencing_token {
-                    return Ok(l);
-                }
-            }
-            // The TTL was not reset: never trust more than what remains.
-            let rem = out.expires_at - OffsetDateTime::now_utc();
-            let rem = Duration::try_from(rem).unwrap_or(Duration::ZERO);
-            if rem < ttl {
-                deadline = Instant::now() + rem;
-            }
-        }
-        let l = Lease {
-            inner: Arc::new(LeaseInner {
-                session: s.clone(),
-                route_str: r.to_string(),
-                route: r,
-                token: out.fencing_token,
-                state: Mutex::new(State {
-                    acquired_at: out.acquired_at,
-                    expires_at: out.expires_at,
-                    renewals: out.renewals,
-                    deadline,
-                    err: None,
-                }),
-                lost: CancellationToken::new(),
-                deadline_moved: Notify::new(),
-            }),
-        };
-        tokio::spawn(deadline_timer(l.clone()));
-        if !s.track(&l) {
-            let cause = s.error().unwrap_or(Error::Closed);
-            l.end(Error::LeaseLost(Box::new(cause)));
-        }
-        Ok(l)
+        Ok(adopt(s, r, out, t0, ttl))
     }
 
     /// Acquires `route` for `ttl`, runs `work` while holding it and releases
@@ -180,6 +144,56 @@ impl Session {
     }
 }
 
+/// The handle of a lease the broker granted (or answered `already_held` for)
+/// to a request sent at `t0` for `ttl`: the tracked handle when it is the
+/// same grant, otherwise a new one whose local deadline is `t0 + ttl`, or
+/// what remains of an already-held lease's TTL when that is less.
+pub(crate) fn adopt(
+    s: &Arc<SessionInner>,
+    r: Route,
+    out: LeaseGrant,
+    t0: Instant,
+    ttl: Duration,
+) -> Lease {
+    let mut deadline = t0 + ttl;
+    if out.outcome == Some(Outcome::AlreadyHeld) {
+        if let Some(l) = s.handle(&r.to_string()) {
+            if l.inner.token == out.fencing_token {
+                return l;
+            }
+        }
+        // The TTL was not reset: never trust more than what remains.
+        let rem = out.expires_at - OffsetDateTime::now_utc();
+        let rem = Duration::try_from(rem).unwrap_or(Duration::ZERO);
+        if rem < ttl {
+            deadline = Instant::now() + rem;
+        }
+    }
+    let l = Lease {
+        inner: Arc::new(LeaseInner {
+            session: s.clone(),
+            route_str: r.to_string(),
+            route: r,
+            token: out.fencing_token,
+            state: Mutex::new(State {
+                acquired_at: out.acquired_at,
+                expires_at: out.expires_at,
+                renewals: out.renewals,
+                deadline,
+                err: None,
+            }),
+            lost: CancellationToken::new(),
+            deadline_moved: Notify::new(),
+        }),
+    };
+    tokio::spawn(deadline_timer(l.clone()));
+    if !s.track(&l) {
+        let cause = s.error().unwrap_or(Error::Closed);
+        l.end(Error::LeaseLost(Box::new(cause)));
+    }
+    l
+}
+
 impl Lease {
     /// The lease's exact route.
     pub fn route(&self) -> &str {
@@ -220,6 +234,16 @@ impl Lease {
         self.inner.state.lock().unwrap().err.clone()
     }
 
+    /// The session holding this lease.
+    pub(crate) fn session_inner(&self) -> &Arc<SessionInner> {
+        &self.inner.session
+    }
+
+    /// The parsed route.
+    pub(crate) fn parsed_route(&self) -> &Route {
+        &self.inner.route
+    }
+
     pub(crate) fn same(&self, other: &Lease) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
@@ -252,6 +276,12 @@ impl Lease {
             }
             Err(e) => return Err(e),
         };
+        self.extended(&out, t0, ttl)
+    }
+
+    /// Records a successful extension sent at `t0` for `ttl`; the lease's
+    /// error when it was lost meanwhile.
+    pub(crate) fn extended(&self, out: &LeaseGrant, t0: Instant, ttl: Duration) -> Result<()> {
         let mut st = self.inner.state.lock().unwrap();
         if let Some(e) = &st.err {
             return Err(e.clone());

@@ -36,6 +36,7 @@
 #![deny(missing_docs)]
 
 mod backoff;
+mod batch;
 mod client;
 pub mod error;
 mod fleet;
@@ -48,6 +49,7 @@ mod watch;
 pub mod wire;
 
 pub use backoff::{reconcile_interval, DEFAULT_RECONCILE_JITTER, MAX_RECONCILE, MIN_RECONCILE};
+pub use batch::{Batch, BatchResult, MAX_BATCH_OPS};
 pub use client::{Client, ClientBuilder};
 pub use error::{Error, Problem, Result, Retry, CODES};
 pub use fleet::{Fleet, Kept, Plan, SweepResult};
@@ -57,7 +59,7 @@ pub use observe::{Faults, ObserveOptions, Observer, ObserverStats, View};
 pub use session::Session;
 pub use tokio_util::sync::CancellationToken;
 pub use watch::{Change, Marker, MarkerPage, Subscription};
-pub use wire::{ChangeKind, Item, LeaseStatus, Spec};
+pub use wire::{BatchOpKind, ChangeKind, Item, LeaseStatus, Spec};
 
 #[cfg(test)]
 mod tests {

@@ -108,31 +108,48 @@ pub struct LeaseGrant {
     pub outcome: Option<Outcome>,
 }
 
-/// The kind of one operation of a batch (schema `BatchOpKind`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The kind of a batch operation (schema `BatchOpKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BatchOpKind {
-    /// Acquire without waiting.
+    /// An acquisition that never waits.
     Acquire,
-    /// Extend a held lease.
+    /// An extension of a held lease.
     Extend,
-    /// Release a held lease.
+    /// A release of a held lease.
     Release,
 }
 
-/// One operation of a batch (schema `BatchOp`): `acquire` takes `ttl_ms`,
-/// `extend` takes `fencing_token` and `ttl_ms`, `release` takes
+impl BatchOpKind {
+    /// The contract's name: `acquire`, `extend` or `release`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BatchOpKind::Acquire => "acquire",
+            BatchOpKind::Extend => "extend",
+            BatchOpKind::Release => "release",
+        }
+    }
+}
+
+impl std::fmt::Display for BatchOpKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One operation of `batchLeases` (schema `BatchOp`): `acquire` takes
+/// `ttl_ms`, `extend` takes `fencing_token` and `ttl_ms`, `release` takes
 /// `fencing_token`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchOp {
-    /// What to do.
+    /// The kind.
     pub op: BatchOpKind,
     /// The exact route.
     pub route: String,
-    /// The TTL in milliseconds (acquire, extend).
+    /// Lease TTL in milliseconds (acquire and extend).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<i64>,
-    /// The current fencing token (extend, release).
+    /// The current fencing token (extend and release).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fencing_token: Option<i64>,
 }
@@ -140,7 +157,7 @@ pub struct BatchOp {
 /// Body of `batchLeases`: 1 to 256 operations of one session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchRequest {
-    /// The acting session.
+    /// The session (a secret).
     pub session_id: String,
     /// The operations, applied in order.
     pub ops: Vec<BatchOp>,
@@ -148,23 +165,23 @@ pub struct BatchRequest {
 
 /// The outcome of one operation of a batch (schema `BatchResult`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BatchResult {
-    /// The operation's kind.
+pub struct BatchOpResult {
+    /// The kind.
     pub op: BatchOpKind,
-    /// Its route, as sent.
+    /// The route.
     pub route: String,
-    /// Whether it succeeded.
+    /// Whether the operation succeeded.
     pub ok: bool,
     /// The holding after a successful acquire or extend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<LeaseGrant>,
-    /// On failure, the code the operation's own endpoint would answer.
+    /// The error code on failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
-    /// On failure, the status the operation's own endpoint would answer.
+    /// The status the operation's own endpoint would answer, on failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
-    /// On failure, why.
+    /// Why, on failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
@@ -172,8 +189,8 @@ pub struct BatchResult {
 /// Answer of `batchLeases` (schema `BatchResponse`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchResponse {
-    /// One result per operation, in order.
-    pub results: Vec<BatchResult>,
+    /// One per operation, in order.
+    pub results: Vec<BatchOpResult>,
     /// The broker revision after the batch.
     pub revision: i64,
 }

@@ -43,9 +43,11 @@ fn round_trip(schema: &str, v: &Value) {
         "ExtendRequest" => rt::<ExtendRequest>(v),
         "ReleaseRequest" => rt::<ReleaseRequest>(v),
         "Lease" => rt::<LeaseGrant>(v),
-        "BatchRequest" => rt::<BatchRequest>(v),
-        "BatchResponse" => rt::<BatchResponse>(v),
         "LeaseStatus" => rt::<LeaseStatus>(v),
+        "BatchRequest" => rt::<BatchRequest>(v),
+        "BatchOp" => rt::<BatchOp>(v),
+        "BatchResponse" => rt::<BatchResponse>(v),
+        "BatchResult" => rt::<BatchOpResult>(v),
         "LeaseItem" => rt::<Item>(v),
         "LeasePage" => rt::<LeasePage>(v),
         "SnapshotEvent" => rt::<SnapshotEvent>(v),
@@ -148,12 +150,12 @@ fn client_operations_examples_round_trip() {
     for block in doc.split("```").skip(1).step_by(2) {
         if let Some(body) = block.strip_prefix("json\n") {
             let v: Value = serde_json::from_str(body).unwrap();
-            let schema = if v.get("code").is_some() {
-                "Problem"
-            } else if v.get("ops").is_some() {
+            let schema = if v.get("ops").is_some() {
                 "BatchRequest"
             } else if v.get("results").is_some() {
                 "BatchResponse"
+            } else if v.get("code").is_some() {
+                "Problem"
             } else if v.get("session_id").is_some() {
                 "Session"
             } else if v.get("fencing_token").is_some() {

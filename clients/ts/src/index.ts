@@ -23,7 +23,7 @@ export {
 } from "./errors.js";
 export { Session, type SessionOptions } from "./session.js";
 export { Lease, type AcquireOptions } from "./lease.js";
-export { Batch, maxBatchOps, type BatchOp, type BatchResult } from "./batch.js";
+export { Batch, maxBatchOps, type BatchResult, type BatchOpKind } from "./batch.js";
 export { parseRoute, type Item, type Page, type ListOptions, type LeaseStatus, type Route } from "./list.js";
 export { Subscription, type Change, type ChangeKind, type Marker, type MarkerPage, type WatchOptions } from "./watch.js";
 export { Observer, type ObserveOptions, type View, type ObserverStats } from "./observe.js";

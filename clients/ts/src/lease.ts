@@ -109,22 +109,17 @@ export class Lease {
     this.extended(out, t0, ttlMs);
   }
 
-  /** @internal records a successful extension sent at t0 for ttlMs. */
-  extended(out: LeaseAnswer, t0: number, ttlMs: number): void {
+  /** @internal records a successful extension sent at t0 for ttlMs; throws err when the lease was lost meanwhile. */
+  extended(out: { expires_at: string; renewals: number }, t0: number, ttlMs: number): void {
     if (this.err !== null) throw this.err;
     this.#expiresAt = new Date(out.expires_at);
     this.#renewals = out.renewals;
     this.arm(t0 + ttlMs);
   }
 
-  /** @internal the session the lease belongs to. */
+  /** @internal the session holding this lease. */
   get session(): Session {
     return this.#s;
-  }
-
-  /** @internal the parsed route. */
-  get parsedRoute(): Route {
-    return this.#r;
   }
 
   /**
@@ -175,7 +170,7 @@ export class Lease {
   }
 }
 
-/** @internal Answers that mean the lease is not this session's. */
+/** @internal answers that mean the lease is not this session's. */
 export function ownershipGone(e: unknown): boolean {
   return isCode(e, "not_owner") || isCode(e, "fenced") || isCode(e, "lease_expired") || isCode(e, "session_not_found");
 }
@@ -192,22 +187,19 @@ export async function acquire(s: Session, route: string, ttlMs: number, o: Acqui
   return adopt(s, r, out, t0, ttlMs);
 }
 
-/** What the broker says of a lease it granted or extended (schema Lease). */
-export interface LeaseAnswer {
-  fencing_token: number;
-  acquired_at: string;
-  expires_at: string;
-  renewals: number;
-  outcome?: "acquired" | "already_held";
-}
-
 /**
- * @internal The handle of a lease the broker granted (or answered
- * already_held for) to a request sent at t0 for ttlMs: the existing handle
+ * @internal the handle of a lease the broker granted (or answered
+ * already_held for) to a request sent at t0 for ttlMs: the tracked handle
  * when it is the same grant, otherwise a new one whose local deadline is
- * t0+ttlMs, or what remains of an already-held lease's TTL when less.
+ * t0 + ttlMs, or what remains of an already-held lease's TTL when that is less.
  */
-export function adopt(s: Session, r: Route, out: LeaseAnswer, t0: number, ttlMs: number): Lease {
+export function adopt(
+  s: Session,
+  r: Route,
+  out: { fencing_token: number; acquired_at: string; expires_at: string; renewals: number; outcome?: string },
+  t0: number,
+  ttlMs: number,
+): Lease {
   let deadline = t0 + ttlMs;
   const key = `lease://${r.realm}/${r.area}/${r.resource}`;
   if (out.outcome === "already_held") {

@@ -1,8 +1,8 @@
 /** Sessions: a worker's liveness, kept alive in the background. */
 import type { MusterClient, RequestOptions } from "./client.js";
 import { Backoff, sleep } from "./backoff.js";
-import { ClosedError, LeaseLostError, SessionLostError, isAbort, isCode } from "./errors.js";
 import { Batch } from "./batch.js";
+import { ClosedError, LeaseLostError, SessionLostError, isAbort, isCode } from "./errors.js";
 import { Lease, acquire, withLease, type AcquireOptions } from "./lease.js";
 import { openWatch, type Subscription, type WatchOptions } from "./watch.js";
 
@@ -78,8 +78,9 @@ export class Session {
   }
 
   /**
-   * Starts an empty batch: many acquisitions (which never wait), extensions
-   * and releases of this session's leases in one request; see Batch.
+   * Starts an empty batch of this session's lease operations: up to
+   * maxBatchOps acquisitions (never waiting), extensions and releases sent in
+   * one request by Batch.do, one BatchResult per operation.
    */
   batch(): Batch {
     return new Batch(this);

@@ -10,11 +10,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 
-/** The tokens every test broker knows: two families, and a narrow reader. */
+/** The tokens every test broker knows: two families, a narrow reader and a writer of lease://acme/renderers/* only. */
 export const tokens = {
   a: { secret: "secret-a", family: "fam-a", grants: ["lease://**#*", "fleet://**#*"] },
   b: { secret: "secret-b", family: "fam-b", grants: ["lease://**#*", "fleet://**#*"] },
   narrow: { secret: "secret-narrow", family: "fam-a", grants: ["lease://acme/renderers/*#read"] },
+  renderers: { secret: "secret-renderers", family: "fam-a", grants: ["lease://acme/renderers/*#*"] },
 } as const;
 
 export interface Broker {

@@ -92,6 +92,13 @@ namespace Muster.Client
                 End(new LeaseLostException(e));
                 throw Error;
             }
+            Extended(o, t0, ttl);
+        }
+
+        /// <summary>Records a successful extension sent at t0 for ttl; throws the lease's
+        /// error when it was lost meanwhile.</summary>
+        internal void Extended(LeaseBody o, Stopwatch t0, TimeSpan ttl)
+        {
             lock (mu)
             {
                 if (error != null) throw error;
@@ -100,6 +107,12 @@ namespace Muster.Client
                 Arm(Session.Deadline(t0, ttl));
             }
         }
+
+        /// <summary>The session holding this lease.</summary>
+        internal Session Owner { get { return s; } }
+
+        /// <summary>The parsed route.</summary>
+        internal Route ParsedRoute { get { return r; } }
 
         /// <summary>Releases the lease; the next FIFO waiter (if any) is granted. Completes
         /// once the lease is known not to be held by this session any more, including when
@@ -126,7 +139,7 @@ namespace Muster.Client
             }
         }
 
-        private static bool OwnershipGone(MusterException e)
+        internal static bool OwnershipGone(MusterException e)
         {
             return e.Code == ErrorCode.NotOwner || e.Code == ErrorCode.Fenced ||
                 e.Code == ErrorCode.LeaseExpired || e.Code == ErrorCode.SessionNotFound;

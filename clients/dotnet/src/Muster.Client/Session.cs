@@ -98,6 +98,23 @@ namespace Muster.Client
             if (options != null && options.Wait > TimeSpan.Zero) body.WaitMs = MusterClient.Ms(options.Wait);
             var t0 = Stopwatch.StartNew();
             var o = await c.CallAsync<LeaseBody>(HttpMethod.Post, r.Path("/acquire"), body, 200, ct).ConfigureAwait(false);
+            return Adopt(r, o, t0, ttl);
+        }
+
+        /// <summary>Starts an empty batch of this session's lease operations: up to
+        /// Batch.MaxBatchOps acquisitions (never waiting), extensions and releases sent in
+        /// one request by Batch.DoAsync, one BatchResult per operation.</summary>
+        public Batch Batch()
+        {
+            return new Batch(this);
+        }
+
+        /// <summary>The handle of a lease the broker granted (or answered already_held for)
+        /// to a request sent at t0 for ttl: the tracked handle when it is the same grant,
+        /// otherwise a new one whose local deadline is t0 + ttl, or what remains of an
+        /// already-held lease's TTL when that is less.</summary>
+        internal Lease Adopt(Route r, LeaseBody o, Stopwatch t0, TimeSpan ttl)
+        {
             var deadline = Deadline(t0, ttl);
             if (o.Outcome == "already_held")
             {

@@ -76,6 +76,37 @@ namespace Muster.Client.Wire
         [JsonProperty("outcome")] public string Outcome;
     }
 
+    internal sealed class BatchOp
+    {
+        [JsonProperty("op")] public string Op;
+        [JsonProperty("route")] public string Route;
+        [JsonProperty("ttl_ms")] public long? TtlMs;
+        [JsonProperty("fencing_token")] public long? FencingToken;
+    }
+
+    internal sealed class BatchRequest
+    {
+        [JsonProperty("session_id")] public string SessionId;
+        [JsonProperty("ops")] public List<BatchOp> Ops;
+    }
+
+    internal sealed class BatchResultBody
+    {
+        [JsonProperty("op")] public string Op;
+        [JsonProperty("route")] public string Route;
+        [JsonProperty("ok")] public bool Ok;
+        [JsonProperty("lease")] public LeaseBody Lease;
+        [JsonProperty("code")] public string Code;
+        [JsonProperty("status")] public int? Status;
+        [JsonProperty("detail")] public string Detail;
+    }
+
+    internal sealed class BatchResponse
+    {
+        [JsonProperty("results")] public List<BatchResultBody> Results;
+        [JsonProperty("revision")] public long Revision;
+    }
+
     internal sealed class LeaseStatusBody
     {
         [JsonProperty("route")] public string Route;

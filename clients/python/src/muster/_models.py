@@ -348,17 +348,15 @@ def _decode(tp: Any, v: object, where: str) -> object:
 
 
 def encode(model: object) -> dict[str, Any]:
-    """The JSON object of a request model; optional members left at None are
-    omitted; nested models (in lists too) are encoded the same way."""
+    """The JSON object of a request model (models in lists encoded too);
+    optional members left at None are omitted."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(typing.cast(Any, model)):
         val = getattr(model, f.name)
         if val is None and f.default is None:
             continue
-        if dataclasses.is_dataclass(val):
-            val = encode(val)
-        elif isinstance(val, list):
-            val = [encode(v) if dataclasses.is_dataclass(v) else v for v in val]
+        if isinstance(val, list):
+            val = [encode(x) if dataclasses.is_dataclass(x) else x for x in val]
         out[f.name] = val
     return out
 

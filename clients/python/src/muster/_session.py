@@ -165,9 +165,9 @@ class Session:
 
     def _adopt(self, r: Route, out: m.Lease, t0: float, ttl: float) -> Lease:
         """The handle of a lease the broker granted (or answered already_held
-        for) to a request sent at loop time t0 for ttl: the existing handle
-        when it is the same grant, otherwise a new one whose local deadline is
-        t0+ttl, or what remains of an already-held lease's TTL when less."""
+        for) to a request sent at loop time t0 for ttl: the tracked handle when
+        it is the same grant, otherwise a new one whose local deadline is
+        t0 + ttl, or what remains of an already-held lease's TTL when less."""
         loop = asyncio.get_running_loop()
         deadline = t0 + ttl
         if out.outcome == "already_held":
@@ -185,13 +185,6 @@ class Session:
         else:
             self._leases[str(r)] = lease
         return lease
-
-    def batch(self) -> Batch:
-        """Starts an empty batch: many acquisitions (which never wait),
-        extensions and releases of this session's leases in one request."""
-        from ._batch import Batch
-
-        return Batch(self)
 
     def _untrack(self, lease: Lease) -> None:
         if self._leases.get(lease.route) is lease:
@@ -236,6 +229,14 @@ class Session:
         if isinstance(lease.error, LeaseLostError):
             raise lease.error
         return work.result()
+
+    def batch(self) -> Batch:
+        """Starts an empty batch of this session's lease operations: up to
+        MAX_BATCH_OPS acquisitions (never waiting), extensions and releases
+        sent in one request by ``Batch.do``, one BatchResult per operation."""
+        from ._batch import Batch
+
+        return Batch(self)
 
     async def watch(self, *selectors: str) -> Subscription:
         """Opens a watch stream whose registrations belong to this session:
@@ -302,12 +303,13 @@ class Lease:
                 self._end(lost)
                 raise (self._error or lost) from None
             raise
-        if self._error is not None:
-            raise self._error
         self._extended(out, t0, ttl)
 
     def _extended(self, out: m.Lease, t0: float, ttl: float) -> None:
-        """Records a successful extension sent at loop time t0 for ttl."""
+        """Records a successful extension sent at loop time t0 for ttl; raises
+        the lease's error when it was lost meanwhile."""
+        if self._error is not None:
+            raise self._error
         self.expires_at, self.renewals = out.expires_at, out.renewals
         if self._timer is not None:
             self._timer.cancel()
