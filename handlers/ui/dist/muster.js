@@ -1650,20 +1650,16 @@ var Lease = class {
     }
     this.extended(out, t0, ttlMs);
   }
-  /** @internal records a successful extension sent at t0 for ttlMs. */
+  /** @internal records a successful extension sent at t0 for ttlMs; throws err when the lease was lost meanwhile. */
   extended(out, t0, ttlMs) {
     if (this.err !== null) throw this.err;
     this.#expiresAt = new Date(out.expires_at);
     this.#renewals = out.renewals;
     this.arm(t0 + ttlMs);
   }
-  /** @internal the session the lease belongs to. */
+  /** @internal the session holding this lease. */
   get session() {
     return this.#s;
-  }
-  /** @internal the parsed route. */
-  get parsedRoute() {
-    return this.#r;
   }
   /**
    * Releases the lease; the next FIFO waiter (if any) is granted. It resolves
@@ -1784,7 +1780,10 @@ var Batch = class {
   get length() {
     return this.#ops.length;
   }
-  /** Adds an acquisition of the exact route for ttlMs; it never waits (lease_held). */
+  /**
+   * Adds an acquisition of the exact route for ttlMs (100 ms .. 10 min). It
+   * never waits: when another session holds the route, its result is lease_held.
+   */
   acquire(route, ttlMs) {
     let r = { realm: "", area: "", resource: "" };
     try {
@@ -1792,110 +1791,113 @@ var Batch = class {
     } catch (e) {
       this.#refuse(e);
     }
-    return this.#add({ op: "acquire", route: r, text: route, ttlMs, lease: null });
+    return this.#add({ op: "acquire", route: r, key: route, ttlMs, lease: null });
   }
   /** Adds an extension of lease to now + ttlMs, as Lease.extend. */
   extend(lease, ttlMs) {
-    if (this.#own(lease)) this.#add({ op: "extend", route: lease.parsedRoute, text: lease.route, ttlMs, lease });
+    if (this.#own(lease)) this.#add({ op: "extend", route: parseRoute(lease.route), key: lease.route, ttlMs, lease });
     return this;
   }
   /** Adds a release of lease, as Lease.release. */
   release(lease) {
-    if (this.#own(lease)) this.#add({ op: "release", route: lease.parsedRoute, text: lease.route, ttlMs: 0, lease });
+    if (this.#own(lease)) this.#add({ op: "release", route: parseRoute(lease.route), key: lease.route, ttlMs: 0, lease });
     return this;
-  }
-  #add(e) {
-    if (this.#ops.length === maxBatchOps) {
-      this.#refuse(new MusterError("invalid_request", `a batch has at most ${maxBatchOps} operations`));
-    }
-    this.#ops.push(e);
-    return this;
-  }
-  #own(l) {
-    if (l.session !== this.#s) {
-      this.#refuse(new MusterError("invalid_request", "a batch takes only leases of its own session"));
-      return false;
-    }
-    return true;
-  }
-  #refuse(e) {
-    this.#err ??= e;
   }
   /**
    * Sends the batch and resolves with one result per operation, in order.
    *
    * It rejects as a whole, and nothing was applied, when the batch was
    * refused locally (no operation, more than maxBatchOps, a malformed route,
-   * a lease of another session) or by the broker (session_not_found: the
-   * session's leases are then lost, as with Lease.extend). On a transport
-   * error or an abort nothing is known: the leases stay as they were.
-   * Operations on leases already known to be lost are not sent.
+   * a lease of another session: invalid_request or invalid_route) or by the
+   * broker (session_not_found: the session's leases are then lost, as with
+   * Lease.extend). On a transport error or an aborted signal nothing is
+   * known: the leases stay as they were (retry before their deadline), and
+   * grants the broker made for a request that left are rolled back by the
+   * broker.
+   *
+   * Operations on leases already known to be lost are not sent: their
+   * results are what extend and release would give (err, and null for a
+   * release).
    */
-  async send(options = {}) {
+  async do(options = {}) {
     if (this.#err !== null) throw this.#err;
     if (this.#ops.length === 0) throw new MusterError("invalid_request", "a batch has at least one operation");
     const s = this.#s;
     if (s.err !== null) throw s.err;
-    const out = this.#ops.map((e) => ({ op: e.op, route: e.text, lease: e.lease, err: null }));
+    const out = [];
     const ops = [];
     const sent = [];
-    this.#ops.forEach((e, i) => {
+    for (const [i, e] of this.#ops.entries()) {
       const local = settledLocally(e);
-      if (local !== void 0) {
-        out[i] = { ...out[i], err: local };
-        return;
-      }
-      const op = { op: e.op, route: e.text };
+      out.push({ op: e.op, route: e.key, lease: e.lease, err: local.done ? local.err : null });
+      if (local.done) continue;
+      const op = { op: e.op, route: e.key };
       if (e.op !== "release") op.ttl_ms = e.ttlMs;
       if (e.lease !== null) op.fencing_token = e.lease.fencingToken;
       ops.push(op);
       sent.push(i);
-    });
+    }
     if (sent.length === 0) return out;
     const t0 = Date.now();
     const c = s.client;
-    let answer;
+    let resp;
     try {
-      answer = await c.call(c.raw.POST("/v1/leases/batch", { body: { session_id: s.id, ops }, signal: options.signal }), 200);
+      resp = await c.call(c.raw.POST("/v1/leases/batch", { body: { session_id: s.id, ops }, signal: options.signal }), 200);
     } catch (e) {
-      if (e instanceof MusterError && e.code === "session_not_found") {
+      if (isCode(e, "session_not_found")) {
         for (const i of sent) this.#ops[i].lease?.end(new LeaseLostError(e));
       }
       throw e;
     }
-    if (answer.results.length !== sent.length) {
-      throw new Error(`muster: the broker answered ${answer.results.length} results for ${sent.length} operations`);
+    if (resp.results.length !== sent.length) {
+      throw new MusterError("internal", `the broker answered ${resp.results.length} results for ${sent.length} operations`);
     }
-    sent.forEach((i, k) => {
-      out[i] = settle(s, this.#ops[i], answer.results[k], t0, out[i]);
-    });
+    for (const [k, i] of sent.entries()) out[i] = settle(s, this.#ops[i], resp.results[k], t0, out[i]);
     return out;
+  }
+  #add(e) {
+    if (this.#ops.length === maxBatchOps) this.#refuse(new MusterError("invalid_request", `a batch has at most ${maxBatchOps} operations`));
+    this.#ops.push(e);
+    return this;
+  }
+  /** Checks that lease is a lease of the batch's session. */
+  #own(lease) {
+    if (!(lease instanceof Lease) || lease.session !== this.#s) {
+      this.#refuse(new MusterError("invalid_request", "a batch takes only leases of its own session"));
+      return false;
+    }
+    return true;
+  }
+  #refuse(err) {
+    if (this.#err === null) this.#err = err;
   }
 };
 function settledLocally(e) {
   const l = e.lease;
-  if (l === null) return void 0;
-  if (e.op === "extend" && l.err !== null) return l.err;
-  if (e.op === "release" && l.err !== null) return null;
-  if (e.op === "release" && l.session.err !== null) {
-    l.end(new LeaseLostError(l.session.err));
-    return null;
+  if (l === null) return { done: false, err: null };
+  if (e.op === "extend" && l.err !== null) return { done: true, err: l.err };
+  if (e.op === "release" && l.err !== null) return { done: true, err: null };
+  const serr = l.session.err;
+  if (e.op === "release" && serr !== null) {
+    l.end(new LeaseLostError(serr));
+    return { done: true, err: null };
   }
-  return void 0;
+  return { done: false, err: null };
 }
 function settle(s, e, r, t0, out) {
-  const err = r.ok ? null : new MusterError(r.code ?? "internal", r.detail ?? "", r.status ?? 0, r.status !== void 0 ? statusText(r.status) : "");
-  const l = e.lease;
+  const err = r.ok ? null : resultError(r);
   switch (e.op) {
     case "acquire":
-      return { ...out, lease: err === null && r.lease !== void 0 ? adopt(s, e.route, r.lease, t0, e.ttlMs) : null, err };
-    case "extend":
+      if (err === null && r.lease !== void 0) return { ...out, lease: adopt(s, e.route, r.lease, t0, e.ttlMs) };
+      return { ...out, err };
+    case "extend": {
+      const l = e.lease;
       if (err === null && r.lease !== void 0) {
         try {
           l.extended(r.lease, t0, e.ttlMs);
           return out;
-        } catch (x) {
-          return { ...out, err: x };
+        } catch (lost) {
+          return { ...out, err: lost };
         }
       }
       if (ownershipGone(err)) {
@@ -1903,15 +1905,22 @@ function settle(s, e, r, t0, out) {
         return { ...out, err: l.err };
       }
       return { ...out, err };
-    case "release":
+    }
+    case "release": {
+      const l = e.lease;
       if (err === null) l.end(new ReleasedError());
       else if (ownershipGone(err)) l.end(new LeaseLostError(err));
       else return { ...out, err };
       return out;
+    }
   }
 }
+function resultError(r) {
+  return new MusterError(r.code ?? "internal", r.detail ?? "", r.status ?? 0, r.status === void 0 ? "" : statusText(r.status));
+}
+var texts = { 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 409: "Conflict", 429: "Too Many Requests", 500: "Internal Server Error" };
 function statusText(status) {
-  return { 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 409: "Conflict", 429: "Too Many Requests" }[status] ?? "";
+  return texts[status] ?? "";
 }
 
 // src/session.ts
@@ -1967,8 +1976,9 @@ var Session = class _Session {
     return acquire(this, route, ttlMs, options);
   }
   /**
-   * Starts an empty batch: many acquisitions (which never wait), extensions
-   * and releases of this session's leases in one request; see Batch.
+   * Starts an empty batch of this session's lease operations: up to
+   * maxBatchOps acquisitions (never waiting), extensions and releases sent in
+   * one request by Batch.do, one BatchResult per operation.
    */
   batch() {
     return new Batch(this);
