@@ -107,6 +107,13 @@ def resp(status: int, body: bytes, ctype: str) -> httpx.Response:
             muster.SpecLimitError,
             "spec_limit",
         ),
+        (
+            421,
+            b'{"title":"Misdirected Request","status":421,"code":"wrong_broker","owner":"http://b2:7070"}',
+            "application/problem+json",
+            muster.WrongBrokerError,
+            "wrong_broker",
+        ),
         (502, b"<html>bad gateway</html>", "text/html", muster.UnavailableError, "unavailable"),
         (504, b"", "text/plain", muster.UnavailableError, "unavailable"),
         (404, b"nope", "text/plain", muster.NotFoundError, "not_found"),
@@ -124,3 +131,5 @@ def test_problem_error(status: int, body: bytes, ctype: str, cls: type[muster.Mu
         assert e.detail == "held" and e.title == "Conflict"
     # scope only from a string member of the problem body; "" otherwise
     assert e.scope == ("family" if cls is muster.SessionLimitError else "")
+    # owner (the broker serving the family) only on wrong_broker
+    assert e.owner == ("http://b2:7070" if cls is muster.WrongBrokerError else "")

@@ -292,12 +292,14 @@ def problem_error(resp: httpx.Response, body: bytes) -> MusterError:
             t = p.get("title")
             d = p.get("detail")
             sc = p.get("scope")
+            ow = p.get("owner")
             return error_for(
                 p["code"],
                 d if isinstance(d, str) else "",
                 status=status,
                 title=t if isinstance(t, str) and t else title,
                 scope=sc if isinstance(sc, str) else "",
+                owner=ow if isinstance(ow, str) else "",
             )
     code = {502: "unavailable", 503: "unavailable", 504: "unavailable", 404: "not_found"}.get(status)
     code = code or {401: "unauthenticated", 403: "forbidden", 413: "payload_too_large"}.get(status, "internal")

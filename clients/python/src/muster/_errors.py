@@ -86,17 +86,23 @@ class MusterError(MusterException):
     ``scope``, on a limit (429), is the bound that was hit: ``"broker"`` (a cap
     shared by every family), ``"family"`` (the caller's family's quota),
     ``"session"``, ``"route"`` or ``"root"``; "" otherwise. Values may be added.
+
+    ``owner``, on ``wrong_broker`` (421), is the base URL of the broker that
+    serves the family (docs/placement.md); "" otherwise.
     """
 
     #: The contract code of the subclass; "" on the generic class.
     CODE: ClassVar[str] = ""
 
-    def __init__(self, code: str = "", detail: str = "", *, status: int = 0, title: str = "", scope: str = "") -> None:
+    def __init__(
+        self, code: str = "", detail: str = "", *, status: int = 0, title: str = "", scope: str = "", owner: str = ""
+    ) -> None:
         self.code = code or self.CODE
         self.status = status
         self.title = title
         self.detail = detail
         self.scope = scope
+        self.owner = owner
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -348,12 +354,14 @@ def codes() -> list[str]:
     return list(_TABLE)
 
 
-def error_for(code: str, detail: str = "", *, status: int = 0, title: str = "", scope: str = "") -> MusterError:
+def error_for(
+    code: str, detail: str = "", *, status: int = 0, title: str = "", scope: str = "", owner: str = ""
+) -> MusterError:
     """The exception for a contract code: its subclass when the code is known,
     a generic :class:`MusterError` keeping the code otherwise (never a crash)."""
     entry = _TABLE.get(code)
     cls = entry[0] if entry else MusterError
-    return cls(code, detail, status=status, title=title, scope=scope)
+    return cls(code, detail, status=status, title=title, scope=scope, owner=owner)
 
 
 class ClosedError(MusterException):

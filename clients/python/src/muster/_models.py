@@ -33,6 +33,7 @@ class Problem:
     code: str
     detail: str | None = None
     scope: str | None = None
+    owner: str | None = None
 
 
 @dataclass(frozen=True)
