@@ -94,7 +94,10 @@ func openSystem(tb testing.TB, s system, r int) any {
 func pairOp(tb testing.TB, s system, r int) func(w int) (time.Duration, error) {
 	l := openSystem(tb, s, r)
 	n := make([]int, workers())
-	if bl, ok := l.(batchLeaser); ok {
+	// The row decides, not the leaser's type: a Redis leaser is both a
+	// leaser and a batchLeaser, and its one-key row must not run batches.
+	if s.batch != nil {
+		bl := l.(batchLeaser)
 		keys := make([][]string, workers())
 		return func(w int) (time.Duration, error) {
 			n[w]++
