@@ -77,3 +77,24 @@ def test_sync_close_with_a_session_left_open(broker: Broker) -> None:
     del pages  # an iterator outliving its client closes without hanging
     with pytest.raises(RuntimeError, match="closed"):
         s.acquire("lease://acme/renderers/doc-2", ttl=5)
+
+
+def test_sync_batch(broker: Broker) -> None:
+    with (
+        muster.sync.Client(broker.url, token=TOKENS["a"][0]) as c,
+        c.new_session("batcher", ttl=5) as s,
+        c.new_session("other", ttl=5) as other,
+    ):
+        taken = other.acquire("lease://acme/renderers/b-held", ttl=5)
+        res = s.batch().acquire("lease://acme/renderers/b-0", 5).acquire("lease://acme/renderers/b-held", 5).do()
+        assert [r.op for r in res] == ["acquire", "acquire"]
+        got = res[0].lease
+        assert got is not None and res[0].error is None and got.fencing_token >= 1
+        assert res[1].lease is None and isinstance(res[1].error, muster.LeaseHeldError)
+        res = s.batch().extend(got, 10).do()
+        assert res[0].error is None and res[0].lease is got and got.renewals == 1
+        res = s.batch().release(got).do()
+        assert res[0].error is None and got.lost.is_set() and isinstance(got.error, muster.ReleasedError)
+        assert c.get("lease://acme/renderers/b-held").held and not taken.lost.is_set()
+        with pytest.raises(muster.InvalidRequestError):
+            s.batch().do()  # no operation: refused whole

@@ -19,16 +19,17 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from . import _client, _fleet, _session
+from . import _batch, _client, _fleet, _session
 from ._errors import LeaseLostError, MusterException
 from ._types import Item, LeaseStatus, Page, Plan, Spec, SweepResult
 
 T = TypeVar("T")
 
-__all__ = ["Client", "Fleet", "Lease", "Session"]
+__all__ = ["Batch", "BatchResult", "Client", "Fleet", "Lease", "Session"]
 
 
 class _Loop:
@@ -165,6 +166,10 @@ class Session:
         """See :meth:`muster.Session.acquire`."""
         return Lease(self._loop, self._loop.run(self._s.acquire(route, ttl, wait=wait)))
 
+    def batch(self) -> Batch:
+        """See :meth:`muster.Session.batch`: lease operations sent in one request."""
+        return Batch(self._loop, self._s.batch())
+
     def with_lease(self, route: str, ttl: float, fn: Callable[[Lease], T], *, wait: float = 0.0) -> T:
         """Acquires ``route``, runs ``fn(lease)`` in this thread while the
         lease is extended every ttl/3 in the background, and releases it when
@@ -217,6 +222,57 @@ class Lease:
 
     def release(self) -> None:
         self._loop.run(self._l.release())
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """See :class:`muster.BatchResult`; ``lease`` is a blocking :class:`Lease`
+    (the very one given to extend or release)."""
+
+    op: str
+    route: str
+    lease: Lease | None
+    error: MusterException | None
+
+
+class Batch:
+    """A blocking view of :class:`muster.Batch`: build it with
+    ``Session.batch()``, send it with ``do()``. Not safe for concurrent use."""
+
+    def __init__(self, loop: _Loop, b: _batch.Batch) -> None:
+        self._loop = loop
+        self._b = b
+        self._given: dict[int, Lease] = {}
+
+    def __len__(self) -> int:
+        return len(self._b)
+
+    def acquire(self, route: str, ttl: float) -> Batch:
+        """See :meth:`muster.Batch.acquire` (never waits)."""
+        self._b.acquire(route, ttl)
+        return self
+
+    def extend(self, lease: Lease, ttl: float) -> Batch:
+        """See :meth:`muster.Batch.extend`."""
+        self._given[id(lease._l)] = lease
+        self._b.extend(lease._l, ttl)
+        return self
+
+    def release(self, lease: Lease) -> Batch:
+        """See :meth:`muster.Batch.release`."""
+        self._given[id(lease._l)] = lease
+        self._b.release(lease._l)
+        return self
+
+    def do(self) -> list[BatchResult]:
+        """See :meth:`muster.Batch.do`: one result per operation, in order."""
+        out = []
+        for r in self._loop.run(self._b.do()):
+            lease = None
+            if r.lease is not None:
+                lease = self._given.get(id(r.lease)) or Lease(self._loop, r.lease)
+            out.append(BatchResult(r.op, r.route, lease, r.error))
+        return out
 
 
 class Fleet:
