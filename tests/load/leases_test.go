@@ -107,13 +107,13 @@ func BenchmarkHTTPLeases(b *testing.B) {
 		}
 		lcs := newLeaseClients(b, url, clients)
 		const route = "/v1/leases/{realm}/{area}/{resource}/acquire"
-		before := serverBuckets(b, url, route)
+		before := ServerBuckets(b, url, route)
 		Paced(b, clients, peakPairs/2, func(w int) (time.Duration, error) { return lcs[w].pair(w) })
-		after := serverBuckets(b, url, route)
+		after := ServerBuckets(b, url, route)
 		// The broker's own view of the same acquires (its latency histogram):
 		// the client-side tail above includes the driver, which shares the
 		// machine's two cores with the broker.
-		b.ReportMetric(serverQuantile(before, after, 0.99), "server-p99-le-µs")
+		b.ReportMetric(ServerQuantile(before, after, 0.99), "server-p99-le-µs")
 	})
 }
 

@@ -195,12 +195,12 @@ func half(b *testing.B, s system, r int) {
 	op := pairOp(b, s, r)
 	var before map[float64]float64
 	if s.broker != nil {
-		before = brokerBuckets(b, s.broker(b), acquireRoute)
+		before = load.ServerBuckets(b, s.broker(b), acquireRoute)
 	}
 	load.Paced(b, clients, rate, op)
 	b.ReportMetric(float64(perOp(s))*rate, "paced-pairs/s")
 	if s.broker != nil {
-		after := brokerBuckets(b, s.broker(b), acquireRoute)
-		b.ReportMetric(brokerQuantile(before, after, 0.99), "broker-acq-p99-le-µs")
+		after := load.ServerBuckets(b, s.broker(b), acquireRoute)
+		b.ReportMetric(load.ServerQuantile(before, after, 0.99), "broker-acq-p99-le-µs")
 	}
 }
