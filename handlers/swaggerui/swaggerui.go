@@ -27,6 +27,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/musterhq/muster/handlers/pagesec"
 )
 
 // MountPath is where the broker mounts Handler. The handler also works when
@@ -259,17 +261,10 @@ func contentSecurityPolicy(specOrigin string) string {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	hdr := w.Header()
-	hdr.Set("Content-Security-Policy", h.csp)
-	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Set("Referrer-Policy", "no-referrer")
-	hdr.Set("Cross-Origin-Opener-Policy", "same-origin")
-
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		hdr.Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !pagesec.Begin(w, r, h.csp) {
 		return
 	}
+	hdr := w.Header()
 
 	rest, ok := strings.CutPrefix(r.URL.Path, MountPath)
 	if !ok {

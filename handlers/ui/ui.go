@@ -21,6 +21,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/musterhq/muster/handlers/pagesec"
 )
 
 // MountPath is where the broker mounts Handler.
@@ -81,16 +83,10 @@ func Handler() http.Handler {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	hdr := w.Header()
-	hdr.Set("Content-Security-Policy", contentSecurityPolicy)
-	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Set("Referrer-Policy", "no-referrer")
-	hdr.Set("Cross-Origin-Opener-Policy", "same-origin")
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		hdr.Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !pagesec.Begin(w, r, contentSecurityPolicy) {
 		return
 	}
+	hdr := w.Header()
 	rest, ok := strings.CutPrefix(r.URL.Path, MountPath)
 	if !ok {
 		rest = r.URL.Path
