@@ -59,7 +59,8 @@ type BatchRequest struct {
 }
 
 // BatchAnswer is a batch's outcome: one result per op, in the order of the
-// ops, and the broker revision right after the batch.
+// ops, and the family's revision right after the batch (the broker revision
+// in an unplaced core, epoch·2^32 + n in a placed one, as for every read).
 type BatchAnswer struct {
 	Results  []BatchResult
 	Revision Revision
@@ -67,7 +68,7 @@ type BatchAnswer struct {
 
 // Batch applies req.Ops in order, in one step, on the leases of the
 // request's session, and returns one result per op in the same order, with
-// the broker revision right after them.
+// the family's revision right after them.
 //
 // The contract: the step is exactly the same as applying each op on its own
 // (Acquire with wait 0, Extend, Release) at the same now, one after the
@@ -98,7 +99,7 @@ func (s *State) Batch(now time.Time, req BatchRequest) (BatchAnswer, error) {
 	for i := range ops {
 		out[i] = s.applyBatchOp(now, req.Family, req.Session, &ops[i])
 	}
-	return BatchAnswer{Results: out, Revision: s.revision}, nil
+	return BatchAnswer{Results: out, Revision: s.famRevOf(req.Family)}, nil
 }
 
 // applyBatchOp applies one op exactly as its own command would.

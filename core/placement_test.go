@@ -280,3 +280,30 @@ func TestChangeLimitDropsTheFamily(t *testing.T) {
 		t.Fatal("the limit leaves no room below the next epoch")
 	}
 }
+
+// A batch answers the family's revision, as every other read of a placed
+// family does: at or above the tokens it just granted, equal to a lookup's.
+func TestPlacedBatchAnswersTheFamilyRevision(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s := NewState(Config{Epoch: "e", IncarnationKey: []byte("k"), Placed: true})
+	if err := s.Serve(now, "acme", 3, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateSession(now, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	ans, err := s.Batch(now, BatchRequest{Family: "acme", Session: sid(1), Ops: []BatchOp{
+		{Kind: BatchAcquire, Route: rA, TTL: time.Minute},
+		{Kind: BatchAcquire, Route: rB, TTL: time.Minute},
+	}})
+	if err != nil || ans.Results[0].Err != nil || ans.Results[1].Err != nil {
+		t.Fatal(err, ans.Results)
+	}
+	want := Revision(3<<EpochShift + 2)
+	if got := Revision(ans.Results[1].Holding.Token); got != want {
+		t.Fatalf("second grant's token %d, want %d", got, want)
+	}
+	if ans.Revision != want || s.Lookup(now, "acme", rA).Revision != want {
+		t.Fatalf("batch revision %d, lookup revision %d, want %d", ans.Revision, s.Lookup(now, "acme", rA).Revision, want)
+	}
+}
