@@ -29,10 +29,10 @@ type Broker struct {
 	quit  chan struct{}
 	done  chan struct{}
 	// Owned by the actor goroutine:
-	waiting    map[uint64]chan WaitResult // queued acquisitions by ticket
+	waiting    map[Ticket]chan WaitResult // queued acquisitions by ticket
 	sink       func([]Event)
 	sinks      map[StreamID]StreamSink
-	streamFam  map[StreamID]string // the family of each stream in sinks
+	streamFam  map[StreamID]Family // the family of each stream in sinks
 	nextStream StreamID
 	change     Change     // the change being fanned out (see fanOut)
 	refused    []StreamID // streams that refused a change in this step
@@ -51,10 +51,10 @@ func NewBroker(cfg Config, clock Clock, sink func([]Event)) *Broker {
 		cmds:      make(chan func(*State, time.Time), 256),
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
-		waiting:   make(map[uint64]chan WaitResult),
+		waiting:   make(map[Ticket]chan WaitResult),
 		sink:      sink,
 		sinks:     make(map[StreamID]StreamSink),
-		streamFam: make(map[StreamID]string),
+		streamFam: make(map[StreamID]Family),
 	}
 	go b.run()
 	return b
@@ -145,7 +145,7 @@ func call[T any](ctx context.Context, b *Broker, f func(*State, time.Time) (T, e
 
 // callFam is call for a command of family fam: in a placed core, a family
 // this broker does not serve now is refused (wrong_broker) before f runs.
-func callFam[T any](ctx context.Context, b *Broker, fam string, f func(*State, time.Time) (T, error)) (T, error) {
+func callFam[T any](ctx context.Context, b *Broker, fam Family, f func(*State, time.Time) (T, error)) (T, error) {
 	return call(ctx, b, func(s *State, now time.Time) (T, error) {
 		if err := s.gate(now, fam); err != nil {
 			var zero T
@@ -156,21 +156,21 @@ func callFam[T any](ctx context.Context, b *Broker, fam string, f func(*State, t
 }
 
 // CreateSession creates a session; see State.CreateSession.
-func (b *Broker) CreateSession(ctx context.Context, id SessionID, family, ownerID string, ttl time.Duration) (SessionInfo, error) {
-	return callFam(ctx, b, family, func(s *State, now time.Time) (SessionInfo, error) {
-		return s.CreateSession(now, id, family, ownerID, ttl)
+func (b *Broker) CreateSession(ctx context.Context, req SessionRequest) (SessionInfo, error) {
+	return callFam(ctx, b, req.Family, func(s *State, now time.Time) (SessionInfo, error) {
+		return s.CreateSession(now, req)
 	})
 }
 
 // Keepalive extends a session; see State.Keepalive.
-func (b *Broker) Keepalive(ctx context.Context, family string, id SessionID) (SessionInfo, error) {
+func (b *Broker) Keepalive(ctx context.Context, family Family, id SessionID) (SessionInfo, error) {
 	return callFam(ctx, b, family, func(s *State, now time.Time) (SessionInfo, error) {
 		return s.Keepalive(now, family, id)
 	})
 }
 
 // EndSession ends a session; see State.EndSession.
-func (b *Broker) EndSession(ctx context.Context, family string, id SessionID) error {
+func (b *Broker) EndSession(ctx context.Context, family Family, id SessionID) error {
 	_, err := callFam(ctx, b, family, func(s *State, now time.Time) (struct{}, error) {
 		return struct{}{}, s.EndSession(now, family, id)
 	})
@@ -198,7 +198,7 @@ func (b *Broker) Exec(ctx context.Context, f func(s *State, now time.Time) error
 // Serve starts or continues serving a family until the deadline; see
 // State.Serve. The placement loop at the edge calls it after every claim
 // acquisition and renewal.
-func (b *Broker) Serve(ctx context.Context, fam string, epoch uint64, until time.Time) error {
+func (b *Broker) Serve(ctx context.Context, fam Family, epoch PlacementEpoch, until time.Time) error {
 	_, err := call(ctx, b, func(s *State, now time.Time) (struct{}, error) {
 		return struct{}{}, s.Serve(now, fam, epoch, until)
 	})
@@ -206,7 +206,7 @@ func (b *Broker) Serve(ctx context.Context, fam string, epoch uint64, until time
 }
 
 // Unserve drops a family now (a planned move); see State.Unserve.
-func (b *Broker) Unserve(ctx context.Context, fam string) error {
+func (b *Broker) Unserve(ctx context.Context, fam Family) error {
 	_, err := call(ctx, b, func(s *State, now time.Time) (struct{}, error) {
 		s.Unserve(now, fam)
 		return struct{}{}, nil
@@ -215,7 +215,7 @@ func (b *Broker) Unserve(ctx context.Context, fam string) error {
 }
 
 // Placement reads a family's serving state; see State.Placement.
-func (b *Broker) Placement(ctx context.Context, fam string) (FamilyPlacement, error) {
+func (b *Broker) Placement(ctx context.Context, fam Family) (FamilyPlacement, error) {
 	return call(ctx, b, func(s *State, now time.Time) (FamilyPlacement, error) {
 		return s.Placement(now, fam), nil
 	})

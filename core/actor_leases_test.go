@@ -26,8 +26,8 @@ func TestBrokerRollsBackUndeliverableGrant(t *testing.T) {
 			}
 		})
 		ctx := context.Background()
-		b.CreateSession(ctx, sid(1), "acme", "a", time.Minute)
-		b.CreateSession(ctx, sid(2), "acme", "w", time.Minute)
+		b.CreateSession(ctx, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "a", TTL: time.Minute})
+		b.CreateSession(ctx, SessionRequest{Family: "acme", ID: sid(2), OwnerID: "w", TTL: time.Minute})
 		h, err := b.Acquire(ctx, AcquireRequest{Family: "acme", Session: sid(1), Route: rA, TTL: time.Minute})
 		if err != nil {
 			t.Fatal(err)
@@ -48,7 +48,7 @@ func TestBrokerRollsBackUndeliverableGrant(t *testing.T) {
 		// Cancel the waiter and release in ONE actor step.
 		call(ctx, b, func(s *State, now time.Time) (struct{}, error) {
 			cancel()
-			return struct{}{}, s.Release(now, "acme", sid(1), rA, h.Token)
+			return struct{}{}, s.Release(now, ReleaseRequest{Family: "acme", Session: sid(1), Route: rA, Token: h.Token})
 		})
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("round %d: waiter err = %v", round, err)
@@ -74,7 +74,7 @@ func TestBrokerRollsBackUndeliverableGrant(t *testing.T) {
 func TestBrokerNoRollbackOfAlreadyHeld(t *testing.T) {
 	b := newTestBroker(t, nil)
 	ctx := context.Background()
-	b.CreateSession(ctx, sid(1), "acme", "a", time.Minute)
+	b.CreateSession(ctx, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "a", TTL: time.Minute})
 	req := AcquireRequest{Family: "acme", Session: sid(1), Route: rA, TTL: time.Minute}
 	if _, err := b.Acquire(ctx, req); err != nil {
 		t.Fatal(err)

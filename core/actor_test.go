@@ -32,7 +32,7 @@ func TestBrokerExpiresOnTick(t *testing.T) {
 		b := NewBroker(Config{Epoch: "e", IncarnationKey: []byte("k")}, SystemClock{}, nil)
 		defer b.Close()
 		ctx := context.Background()
-		if _, err := b.CreateSession(ctx, sid(1), "acme", "w", time.Second); err != nil {
+		if _, err := b.CreateSession(ctx, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second + TickInterval)
@@ -51,7 +51,7 @@ func TestBrokerClosed(t *testing.T) {
 	b := NewBroker(Config{Epoch: "e", IncarnationKey: []byte("k")}, nil, nil)
 	b.Close()
 	b.Close()
-	_, err := b.CreateSession(context.Background(), sid(1), "acme", "w", time.Second)
+	_, err := b.CreateSession(context.Background(), SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: time.Second})
 	if muster.ErrorCode(err) != muster.CodeUnavailable {
 		t.Fatalf("after close: %v", err)
 	}

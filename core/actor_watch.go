@@ -16,7 +16,7 @@ type StreamSink interface {
 	Change(c *Change, subscriptionID string) bool
 	// End offers the terminal event and lets the stream close; revision is
 	// the broker revision at which the core ended the stream.
-	End(reason StreamEndReason, revision uint64)
+	End(reason StreamEndReason, revision Revision)
 }
 
 // Change is one change event on its way to the streams it reaches: the
@@ -33,14 +33,11 @@ type Change struct {
 	Shared any
 }
 
-// WatchRequest opens one stream.
+// WatchRequest opens one stream: the registrations of SubscribeRequest,
+// delivered to Sink.
 type WatchRequest struct {
-	Family    string
-	Session   *SessionID // nil: a read-only session for the stream
-	Anon      SessionID  // the read-only session's fresh random id
-	Selectors []Selector // validated and authorized by the caller
-	Caller    string     // owner of the marker snapshot (per-caller cap)
-	Sink      StreamSink
+	SubscribeRequest
+	Sink StreamSink
 	// Start runs on the actor in the same step that registers the
 	// selectors and takes the snapshot: it must put the marker first in
 	// the stream's queue, before any change can be offered. Like the
@@ -57,7 +54,7 @@ func (b *Broker) Watch(ctx context.Context, req WatchRequest) (StreamID, error) 
 	return callFam(ctx, b, req.Family, func(s *State, now time.Time) (StreamID, error) {
 		b.nextStream++
 		st := b.nextStream
-		ws, err := s.Subscribe(now, req.Family, req.Session, req.Anon, req.Selectors, st, req.Caller)
+		ws, err := s.Subscribe(now, st, req.SubscribeRequest)
 		if err != nil {
 			return 0, err
 		}
@@ -79,7 +76,7 @@ func (b *Broker) DropStream(st StreamID) {
 }
 
 // Unsubscribe removes one registration; see State.Unsubscribe.
-func (b *Broker) Unsubscribe(ctx context.Context, fam string, id SessionID, sel Selector) error {
+func (b *Broker) Unsubscribe(ctx context.Context, fam Family, id SessionID, sel Selector) error {
 	_, err := callFam(ctx, b, fam, func(s *State, now time.Time) (struct{}, error) {
 		return struct{}{}, s.Unsubscribe(now, fam, id, sel)
 	})

@@ -15,10 +15,10 @@ import (
 func TestReadyDeliveries(t *testing.T) {
 	f := newLeaseFixture(t, 1)
 	id := sid(1)
-	if _, err := f.s.Subscribe(f.now, "acme", &id, SessionID{}, []Selector{mustSel(t, "lease://acme/**")}, 1, "c"); err != nil {
+	if _, err := f.s.Subscribe(f.now, 1, SubscribeRequest{Family: "acme", Session: &id, Selectors: []Selector{mustSel(t, "lease://acme/**")}, Caller: "c"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.Subscribe(f.now, "acme", nil, sid(50), []Selector{mustSel(t, "lease://acme/renderers/doc-1")}, 2, "c"); err != nil {
+	if _, err := f.s.Subscribe(f.now, 2, SubscribeRequest{Family: "acme", Anon: sid(50), Selectors: []Selector{mustSel(t, "lease://acme/renderers/doc-1")}, Caller: "c"}); err != nil {
 		t.Fatal(err)
 	}
 	f.mustAcquire(1, rA)
@@ -68,7 +68,7 @@ func TestSubscribeMatchesDueChangesFirst(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := newLeaseFixture(t, 1, 2)
 			watcher := sid(2)
-			old, err := f.s.Subscribe(f.now, "acme", &watcher, SessionID{}, []Selector{mustSel(t, "lease://acme/**")}, 1, "c")
+			old, err := f.s.Subscribe(f.now, 1, SubscribeRequest{Family: "acme", Session: &watcher, Selectors: []Selector{mustSel(t, "lease://acme/**")}, Caller: "c"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +80,7 @@ func TestSubscribeMatchesDueChangesFirst(t *testing.T) {
 			if c.session {
 				sess = &watcher
 			}
-			ws, err := f.s.Subscribe(f.now.Add(2*time.Second), "acme", sess, sid(60), []Selector{mustSel(t, "lease://acme/**")}, 2, "c")
+			ws, err := f.s.Subscribe(f.now.Add(2*time.Second), 2, SubscribeRequest{Family: "acme", Session: sess, Anon: sid(60), Selectors: []Selector{mustSel(t, "lease://acme/**")}, Caller: "c"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +146,7 @@ func (r *recorder) Change(c *Change, sub string) bool {
 	return true
 }
 
-func (r *recorder) End(reason StreamEndReason, rev uint64) {
+func (r *recorder) End(reason StreamEndReason, rev Revision) {
 	r.add(fmt.Sprintf("end %s@%d", reason, rev))
 }
 
@@ -158,13 +158,13 @@ func TestBrokerWatchOneStep(t *testing.T) {
 	b := NewBroker(Config{Epoch: "e", IncarnationKey: []byte("k")}, clock, nil)
 	defer b.Close()
 	ctx := context.Background()
-	if _, err := b.CreateSession(ctx, sid(1), "acme", "w", MaxSessionTTL); err != nil {
+	if _, err := b.CreateSession(ctx, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: MaxSessionTTL}); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	open := func(st *recorder, anon SessionID) {
 		t.Helper()
-		_, err := b.Watch(ctx, WatchRequest{Family: "acme", Anon: anon, Selectors: []Selector{mustSel(t, "lease://acme/**")}, Caller: "c", Sink: st,
+		_, err := b.Watch(ctx, WatchRequest{SubscribeRequest: SubscribeRequest{Family: "acme", Anon: anon, Selectors: []Selector{mustSel(t, "lease://acme/**")}, Caller: "c"}, Sink: st,
 			Start: func(ws WatchStart) {
 				st.add(fmt.Sprintf("marker@%d items=%d", ws.Revision, len(ws.Subscriptions[0].Page.Items)))
 			}})

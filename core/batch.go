@@ -36,7 +36,7 @@ type BatchOp struct {
 	Kind  BatchKind
 	Route Route
 	TTL   time.Duration // acquire and extend
-	Token uint64        // extend and release
+	Token FencingToken  // extend and release
 	// Refused, when not nil, is the operation's outcome decided before the
 	// batch reached the core (the caller's grants do not cover the route):
 	// the operation is not applied and its result carries this error.
@@ -51,8 +51,24 @@ type BatchResult struct {
 	Err     error
 }
 
-// Batch applies ops in order, in one step, on the leases of session id of
-// family fam, and returns one result per op in the same order.
+// BatchRequest is a batch of Ops on the leases of Session of Family.
+type BatchRequest struct {
+	Family  Family
+	Session SessionID
+	Ops     []BatchOp
+}
+
+// BatchAnswer is a batch's outcome: one result per op, in the order of the
+// ops, and the family's revision right after the batch (the broker revision
+// in an unplaced core, epoch·2^32 + n in a placed one, as for every read).
+type BatchAnswer struct {
+	Results  []BatchResult
+	Revision Revision
+}
+
+// Batch applies req.Ops in order, in one step, on the leases of the
+// request's session, and returns one result per op in the same order, with
+// the family's revision right after them.
 //
 // The contract: the step is exactly the same as applying each op on its own
 // (Acquire with wait 0, Extend, Release) at the same now, one after the
@@ -66,67 +82,63 @@ type BatchResult struct {
 // (invalid_request), or when the session is not live in fam
 // (session_not_found). Each op's own input is judged by the op itself, as on
 // its own: a TTL out of range fails that op with invalid_request.
-func (s *State) Batch(now time.Time, fam string, id SessionID, ops []BatchOp) ([]BatchResult, error) {
+func (s *State) Batch(now time.Time, req BatchRequest) (BatchAnswer, error) {
+	ops := req.Ops
 	if len(ops) == 0 || len(ops) > MaxBatchOps {
-		return nil, muster.Errorf(muster.CodeInvalidRequest, "a batch has 1..%d operations", MaxBatchOps)
+		return BatchAnswer{}, muster.Errorf(muster.CodeInvalidRequest, "a batch has 1..%d operations", MaxBatchOps)
 	}
 	for i := range ops {
 		if ops[i].Kind < BatchAcquire || ops[i].Kind > BatchRelease {
-			return nil, muster.Errorf(muster.CodeInvalidRequest, "operation %d has an unknown kind", i)
+			return BatchAnswer{}, muster.Errorf(muster.CodeInvalidRequest, "operation %d has an unknown kind", i)
 		}
 	}
-	if _, err := s.liveSession(now, fam, id); err != nil {
-		return nil, err
+	if _, err := s.liveSession(now, req.Family, req.Session); err != nil {
+		return BatchAnswer{}, err
 	}
 	out := make([]BatchResult, len(ops))
 	for i := range ops {
-		out[i] = s.applyBatchOp(now, fam, id, &ops[i])
+		out[i] = s.applyBatchOp(now, req.Family, req.Session, &ops[i])
 	}
-	return out, nil
+	return BatchAnswer{Results: out, Revision: s.famRevOf(req.Family)}, nil
 }
 
 // applyBatchOp applies one op exactly as its own command would.
-func (s *State) applyBatchOp(now time.Time, fam string, id SessionID, op *BatchOp) BatchResult {
+func (s *State) applyBatchOp(now time.Time, fam Family, id SessionID, op *BatchOp) BatchResult {
 	if op.Refused != nil {
 		return BatchResult{Err: op.Refused}
 	}
 	var r BatchResult
 	switch op.Kind {
 	case BatchAcquire:
-		r.Holding, _, r.Err = s.Acquire(now, fam, id, op.Route, op.TTL, 0)
+		r.Holding, _, r.Err = s.Acquire(now, AcquireRequest{Family: fam, Session: id, Route: op.Route, TTL: op.TTL})
 	case BatchExtend:
-		r.Holding, r.Err = s.Extend(now, fam, id, op.Route, op.Token, op.TTL)
+		r.Holding, r.Err = s.Extend(now, ExtendRequest{Family: fam, Session: id, Route: op.Route, Token: op.Token, TTL: op.TTL})
 	case BatchRelease:
-		r.Err = s.Release(now, fam, id, op.Route, op.Token)
+		r.Err = s.Release(now, ReleaseRequest{Family: fam, Session: id, Route: op.Route, Token: op.Token})
 	}
 	return r
 }
 
-// Batch applies a batch in one actor step; see State.Batch. It also
-// returns the revision right after the batch. As with Acquire, a fresh
+// Batch applies a batch in one actor step; see State.Batch. As with
+// Acquire, a fresh
 // grant that cannot be handed over (ctx ended before the answer reached the
 // caller) is rolled back: the grants of such a batch are undone in one
 // further step, each with a RolledBack event; its extends and releases
 // stand. The caller then gets ctx.Err().
-func (b *Broker) Batch(ctx context.Context, fam string, id SessionID, ops []BatchOp) ([]BatchResult, uint64, error) {
-	type answer struct {
-		res []BatchResult
-		rev uint64
-	}
-	a, err := callFam(ctx, b, fam, func(s *State, now time.Time) (answer, error) {
-		res, err := s.Batch(now, fam, id, ops)
-		return answer{res, s.Revision()}, err
+func (b *Broker) Batch(ctx context.Context, req BatchRequest) (BatchAnswer, error) {
+	a, err := callFam(ctx, b, req.Family, func(s *State, now time.Time) (BatchAnswer, error) {
+		return s.Batch(now, req)
 	})
 	if err != nil || ctx.Err() == nil {
-		return a.res, a.rev, err
+		return a, err
 	}
 	_, _ = call(context.Background(), b, func(s *State, now time.Time) (struct{}, error) {
-		for i, r := range a.res {
+		for i, r := range a.Results {
 			if r.Err == nil && r.Holding.Outcome == OutcomeAcquired {
-				s.Rollback(now, fam, id, ops[i].Route, r.Holding.Token)
+				s.Rollback(now, ReleaseRequest{Family: req.Family, Session: req.Session, Route: req.Ops[i].Route, Token: r.Holding.Token})
 			}
 		}
 		return struct{}{}, nil
 	})
-	return nil, 0, ctx.Err()
+	return BatchAnswer{}, ctx.Err()
 }

@@ -32,10 +32,11 @@ func TestBatchPartialSuccess(t *testing.T) {
 		{Kind: BatchRelease, Route: rC, Token: mine.Token},                // fenced: rC's token is newer
 		{Kind: BatchRelease, Route: Route{"acme", "x", "free"}, Token: 1}, // not held: success
 	}
-	res, err := f.s.Batch(f.now, "acme", sid(1), ops)
+	ans, err := f.s.Batch(f.now, BatchRequest{Family: "acme", Session: sid(1), Ops: ops})
 	if err != nil {
 		t.Fatal(err)
 	}
+	res := ans.Results
 	want := []muster.Code{"", muster.CodeLeaseHeld, muster.CodeNotOwner, "", "", muster.CodeFenced, muster.CodeForbidden, muster.CodeInvalidRequest, muster.CodeFenced, ""}
 	for i, r := range res {
 		got := muster.Code("")
@@ -69,7 +70,7 @@ func TestBatchRefusedWhole(t *testing.T) {
 	cases := []struct {
 		name string
 		id   SessionID
-		fam  string
+		fam  Family
 		ops  []BatchOp
 		code muster.Code
 	}{
@@ -82,9 +83,9 @@ func TestBatchRefusedWhole(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rev := f.s.Revision()
-			res, err := f.s.Batch(f.now, c.fam, c.id, c.ops)
+			res, err := f.s.Batch(f.now, BatchRequest{Family: c.fam, Session: c.id, Ops: c.ops})
 			wantCode(t, err, c.code)
-			if res != nil || f.s.Revision() != rev || len(f.events()) != 0 {
+			if res.Results != nil || f.s.Revision() != rev || len(f.events()) != 0 {
 				t.Fatalf("a refused batch changed something: res %v, revision %d → %d", res, rev, f.s.Revision())
 			}
 		})
@@ -92,7 +93,7 @@ func TestBatchRefusedWhole(t *testing.T) {
 	if got := len(many[:MaxBatchOps]); got != MaxBatchOps {
 		t.Fatal(got)
 	}
-	if _, err := f.s.Batch(f.now, "acme", sid(1), many[:MaxBatchOps]); err != nil {
+	if _, err := f.s.Batch(f.now, BatchRequest{Family: "acme", Session: sid(1), Ops: many[:MaxBatchOps]}); err != nil {
 		t.Fatalf("a batch of exactly %d: %v", MaxBatchOps, err)
 	}
 }
@@ -114,7 +115,7 @@ func checkBatchEqualsOneByOne(t *testing.T, seed uint64) {
 	const sessions = 3
 	for i := byte(1); i <= sessions; i++ {
 		for _, s := range []*State{batched, single} {
-			if _, err := s.CreateSession(now, sid(i), "acme", fmt.Sprint("w", i), 5*time.Second); err != nil {
+			if _, err := s.CreateSession(now, SessionRequest{Family: "acme", ID: sid(i), OwnerID: fmt.Sprint("w", i), TTL: 5 * time.Second}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -123,9 +124,9 @@ func checkBatchEqualsOneByOne(t *testing.T, seed uint64) {
 	for i := range routes {
 		routes[i] = Route{"acme", "a", fmt.Sprint("r", i)}
 	}
-	tokens := []uint64{0}       // tokens seen, so extends and releases are often right
-	last := map[Route]uint64{}  // the latest token granted on each route
-	held := map[BatchKind]int{} // ops that succeeded with a holding, by kind
+	tokens := []FencingToken{0}      // tokens seen, so extends and releases are often right
+	last := map[Route]FencingToken{} // the latest token granted on each route
+	held := map[BatchKind]int{}      // ops that succeeded with a holding, by kind
 	for step := 0; step < 60; step++ {
 		now = now.Add(time.Duration(rng.IntN(400)) * time.Millisecond)
 		if rng.IntN(3) == 0 { // sessions are kept alive, or not
@@ -149,7 +150,8 @@ func checkBatchEqualsOneByOne(t *testing.T, seed uint64) {
 				ops[i].Refused = muster.Errorf(muster.CodeForbidden, "no grant covers this request")
 			}
 		}
-		got, gerr := batched.Batch(now, "acme", who, ops)
+		ans, gerr := batched.Batch(now, BatchRequest{Family: "acme", Session: who, Ops: ops})
+		got := ans.Results
 		var want []BatchResult
 		var werr error
 		if _, err := single.liveSession(now, "acme", who); err != nil {
@@ -191,22 +193,22 @@ func checkBatchEqualsOneByOne(t *testing.T, seed uint64) {
 
 // applyOne is the op applied as its own command, the way the broker's
 // typed methods apply it (Refused ops never reach the core).
-func (s *State) applyOne(now time.Time, fam string, id SessionID, op BatchOp) BatchResult {
+func (s *State) applyOne(now time.Time, fam Family, id SessionID, op BatchOp) BatchResult {
 	if op.Refused != nil {
 		return BatchResult{Err: op.Refused}
 	}
 	switch op.Kind {
 	case BatchAcquire:
-		h, ticket, err := s.Acquire(now, fam, id, op.Route, op.TTL, 0)
+		h, ticket, err := s.Acquire(now, AcquireRequest{Family: fam, Session: id, Route: op.Route, TTL: op.TTL})
 		if ticket != 0 {
 			panic("wait 0 queued")
 		}
 		return BatchResult{Holding: h, Err: err}
 	case BatchExtend:
-		h, err := s.Extend(now, fam, id, op.Route, op.Token, op.TTL)
+		h, err := s.Extend(now, ExtendRequest{Family: fam, Session: id, Route: op.Route, Token: op.Token, TTL: op.TTL})
 		return BatchResult{Holding: h, Err: err}
 	default:
-		return BatchResult{Err: s.Release(now, fam, id, op.Route, op.Token)}
+		return BatchResult{Err: s.Release(now, ReleaseRequest{Family: fam, Session: id, Route: op.Route, Token: op.Token})}
 	}
 }
 
@@ -243,20 +245,21 @@ func TestBrokerBatchOneStep(t *testing.T) {
 		steps = append(steps, k)
 	})
 	ctx := context.Background()
-	if _, err := b.CreateSession(ctx, sid(1), "acme", "a", time.Minute); err != nil {
+	if _, err := b.CreateSession(ctx, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "a", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	res, _, err := b.Batch(ctx, "acme", sid(1), []BatchOp{
+	ans, err := b.Batch(ctx, BatchRequest{Family: "acme", Session: sid(1), Ops: []BatchOp{
 		{Kind: BatchAcquire, Route: rA, TTL: time.Minute},
 		{Kind: BatchAcquire, Route: rB, TTL: time.Minute},
-	})
+	}})
+	res := ans.Results
 	if err != nil || res[0].Err != nil || res[1].Err != nil {
 		t.Fatal(err, res)
 	}
-	if _, _, err := b.Batch(ctx, "acme", sid(1), []BatchOp{
+	if _, err := b.Batch(ctx, BatchRequest{Family: "acme", Session: sid(1), Ops: []BatchOp{
 		{Kind: BatchRelease, Route: rA, Token: res[0].Holding.Token},
 		{Kind: BatchRelease, Route: rB, Token: res[1].Holding.Token},
-	}); err != nil {
+	}}); err != nil {
 		t.Fatal(err)
 	}
 	b.Stats(ctx) // one more step: the sink has run for both batches
@@ -276,7 +279,7 @@ func TestBrokerBatchRollsBackUndeliverableGrants(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
-	b.CreateSession(ctx, sid(1), "acme", "a", time.Minute)
+	b.CreateSession(ctx, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "a", TTL: time.Minute})
 	cctx, cancel := context.WithCancel(ctx)
 	// Cancel inside the actor step, before the batch that follows runs:
 	// the batch is enqueued, applied, and its answer has nobody to reach.
@@ -285,7 +288,7 @@ func TestBrokerBatchRollsBackUndeliverableGrants(t *testing.T) {
 	go b.Exec(ctx, func(*State, time.Time) error { close(holding); <-hold; return nil })
 	<-holding // the actor is busy until hold closes
 	go func() {
-		_, _, err := b.Batch(cctx, "acme", sid(1), []BatchOp{{Kind: BatchAcquire, Route: rA, TTL: time.Minute}})
+		_, err := b.Batch(cctx, BatchRequest{Family: "acme", Session: sid(1), Ops: []BatchOp{{Kind: BatchAcquire, Route: rA, TTL: time.Minute}}})
 		done <- err
 	}()
 	time.Sleep(20 * time.Millisecond) // the batch is enqueued behind the held step

@@ -13,9 +13,9 @@ import (
 // family, the selector, the epoch and the snapshot that produced it.
 type Cursor struct {
 	Epoch    string
-	Family   string
+	Family   Family
 	Selector string
-	Snapshot uint64
+	Snapshot SnapshotID
 	After    string // the last key the previous page examined
 }
 
@@ -62,9 +62,9 @@ func (k *CursorCodec) Encode(c Cursor) string {
 	b := make([]byte, 0, 64+len(c.Epoch)+len(c.After))
 	b = append(b, cursorVersion)
 	b = appendString(b, c.Epoch)
-	b = append(b, digest("family", c.Family)...)
+	b = append(b, digest("family", string(c.Family))...)
 	b = append(b, digest("selector", c.Selector)...)
-	b = binary.BigEndian.AppendUint64(b, c.Snapshot)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.Snapshot))
 	b = appendString(b, c.After)
 	m := hmac.New(sha256.New, epochKey(k.master, c.Epoch))
 	m.Write(b)
@@ -86,7 +86,7 @@ var (
 // another epoch → epoch_changed; another family or selector →
 // invalid_cursor. It returns the snapshot id and position; whether the
 // snapshot still exists is the registry's question (cursor_expired).
-func (k *CursorCodec) Decode(s, family, selector string) (Cursor, error) {
+func (k *CursorCodec) Decode(s string, family Family, selector string) (Cursor, error) {
 	if len(s) > MaxCursorLen {
 		return Cursor{}, errCursorInvalid
 	}
@@ -102,7 +102,7 @@ func (k *CursorCodec) Decode(s, family, selector string) (Cursor, error) {
 		return Cursor{}, errCursorInvalid
 	}
 	fam, sel := p[:digestLen], p[digestLen:2*digestLen]
-	c.Snapshot = binary.BigEndian.Uint64(p[2*digestLen:])
+	c.Snapshot = SnapshotID(binary.BigEndian.Uint64(p[2*digestLen:]))
 	if c.After, p, ok = readString(p[2*digestLen+8:]); !ok || len(p) != 0 {
 		return Cursor{}, errCursorInvalid
 	}
@@ -114,7 +114,7 @@ func (k *CursorCodec) Decode(s, family, selector string) (Cursor, error) {
 	if c.Epoch != k.epoch {
 		return Cursor{}, errCursorEpoch
 	}
-	if !hmac.Equal(fam, digest("family", family)) || !hmac.Equal(sel, digest("selector", selector)) {
+	if !hmac.Equal(fam, digest("family", string(family))) || !hmac.Equal(sel, digest("selector", selector)) {
 		return Cursor{}, errCursorInvalid
 	}
 	c.Family, c.Selector = family, selector

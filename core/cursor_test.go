@@ -39,7 +39,7 @@ func TestCursorRoundTripAndMisuse(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := tc.codec.Decode(tc.cursor, tc.fam, tc.sel)
+			_, err := tc.codec.Decode(tc.cursor, Family(tc.fam), tc.sel)
 			if muster.ErrorCode(err) != tc.want {
 				t.Fatalf("err = %v, want %s", err, tc.want)
 			}

@@ -26,10 +26,10 @@ func (k ChangeKind) String() string {
 // what happened, at which revision, and the new holder on Acquired. Events
 // are produced in revision order, exactly one per change.
 type Event struct {
-	Family   string
+	Family   Family
 	Key      string // route key "realm/area/resource"
 	Kind     ChangeKind
-	Revision uint64
+	Revision Revision
 	Item     *Item // the new holder's record on Acquired; nil otherwise
 }
 
@@ -39,7 +39,7 @@ func (e *Event) Route() Route { return routeFromKey(e.Key) }
 // WaitResult is the end of one queued acquisition: a grant, or an error
 // (wait_timeout, session_not_found).
 type WaitResult struct {
-	Ticket uint64
+	Ticket Ticket
 	Grant  Holding
 	Err    error
 }

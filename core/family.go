@@ -9,7 +9,7 @@ import (
 // family is one tenant's lease universe inside the broker. Leases, queues
 // and the inventory index of two families never meet.
 type family struct {
-	name   string
+	name   Family
 	leases map[string]*lease // held leases by route key
 	queues map[string]*queue // non-empty wait queues by route key
 	// held orders the current Items by key. Copy is O(1) copy-on-write:
@@ -19,7 +19,7 @@ type family struct {
 	place placement
 }
 
-func (s *State) family(name string) *family {
+func (s *State) family(name Family) *family {
 	f := s.families[name]
 	if f == nil {
 		f = &family{

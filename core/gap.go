@@ -14,7 +14,7 @@ import (
 // it serves one read that needs no cursor (a fleet gap), so it neither counts
 // against the snapshot caps nor evicts a caller's LIST snapshot. The result
 // has ID 0 and cannot be resumed.
-func (s *State) HeldView(now time.Time, fam string) *Snapshot {
+func (s *State) HeldView(now time.Time, fam Family) *Snapshot {
 	s.expireDue(now)
 	return &Snapshot{Family: fam, Revision: s.famRevOf(fam), tree: s.cloneHeld(fam)}
 }
@@ -22,7 +22,7 @@ func (s *State) HeldView(now time.Time, fam string) *Snapshot {
 // HeldView takes an unregistered view of the family's held set; see
 // State.HeldView. The clone is O(1) on the actor; reading it happens on the
 // caller's goroutine.
-func (b *Broker) HeldView(ctx context.Context, fam string) (*Snapshot, error) {
+func (b *Broker) HeldView(ctx context.Context, fam Family) (*Snapshot, error) {
 	return callFam(ctx, b, fam, func(s *State, now time.Time) (*Snapshot, error) {
 		return s.HeldView(now, fam), nil
 	})

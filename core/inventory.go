@@ -25,9 +25,9 @@ const (
 // revision: an O(1) copy-on-write clone of the family's B-tree. It is safe
 // to read from any goroutine while the actor goes on changing the family.
 type Snapshot struct {
-	ID       uint64
-	Family   string
-	Revision uint64
+	ID       SnapshotID
+	Family   Family
+	Revision Revision
 	tree     *btree.BTreeG[*Item]
 
 	caller   string
@@ -38,31 +38,32 @@ type Snapshot struct {
 // snapshots is the registry of open snapshots: an LRU list, caps per broker
 // and per caller, and an idle timeout.
 type snapshots struct {
-	byID     map[uint64]*Snapshot
+	byID     map[SnapshotID]*Snapshot
 	lru      *list.List // front: most recently used
 	perCall  map[string]int
-	perFam   map[string]int
-	next     uint64
+	perFam   map[Family]int
+	next     SnapshotID
 	max      int
 	perLimit int
 	idle     time.Duration
 }
 
 func newSnapshots(max, perCaller int, idle time.Duration) *snapshots {
-	return &snapshots{byID: map[uint64]*Snapshot{}, lru: list.New(), perCall: map[string]int{}, perFam: map[string]int{}, max: max, perLimit: perCaller, idle: idle}
+	return &snapshots{byID: map[SnapshotID]*Snapshot{}, lru: list.New(), perCall: map[string]int{}, perFam: map[Family]int{}, max: max, perLimit: perCaller, idle: idle}
 }
 
 // OpenSnapshot clones the family's held set at the current revision after
 // processing due expiry, and registers it for later pages. When the caps
 // are reached, the least recently used snapshot (of the caller first, then
-// of the family when it holds its quota, then of anyone) is evicted.
-func (s *State) OpenSnapshot(now time.Time, fam, caller string) *Snapshot {
+// of the family when it holds its quota, then of anyone) is evicted. caller
+// names who owns the snapshot for the per-caller cap.
+func (s *State) OpenSnapshot(now time.Time, fam Family, caller string) *Snapshot {
 	s.expireDue(now)
 	return s.openSnapshot(now, fam, caller, s.famRevOf(fam), s.cloneHeld(fam))
 }
 
 // openSnapshot registers tree, the family's held set at rev, under the caps.
-func (s *State) openSnapshot(now time.Time, fam, caller string, rev uint64, tree *btree.BTreeG[*Item]) *Snapshot {
+func (s *State) openSnapshot(now time.Time, fam Family, caller string, rev Revision, tree *btree.BTreeG[*Item]) *Snapshot {
 	r := s.snaps
 	r.expireIdle(now, &s.stats)
 	if r.perCall[caller] >= r.perLimit {
@@ -87,7 +88,7 @@ func (s *State) openSnapshot(now time.Time, fam, caller string, rev uint64, tree
 }
 
 // cloneHeld is an O(1) copy-on-write clone of the family's held Items.
-func (s *State) cloneHeld(fam string) *btree.BTreeG[*Item] {
+func (s *State) cloneHeld(fam Family) *btree.BTreeG[*Item] {
 	if f := s.families[fam]; f != nil {
 		return f.held.Copy()
 	}
@@ -96,8 +97,9 @@ func (s *State) cloneHeld(fam string) *btree.BTreeG[*Item] {
 
 var errCursorExpired = muster.Errorf(muster.CodeCursorExpired, "the snapshot behind this cursor is gone (idle timeout or eviction): start again from the first page")
 
-// ResumeSnapshot finds an open snapshot of the family and marks it used.
-func (s *State) ResumeSnapshot(now time.Time, id uint64, fam string) (*Snapshot, error) {
+// ResumeSnapshot finds the open snapshot id of the family and marks it
+// used; a snapshot that is gone, or of another family, is cursor_expired.
+func (s *State) ResumeSnapshot(now time.Time, fam Family, id SnapshotID) (*Snapshot, error) {
 	r := s.snaps
 	r.expireIdle(now, &s.stats)
 	sn := r.byID[id]
@@ -143,16 +145,25 @@ func (r *snapshots) expireIdle(now time.Time, st *Stats) {
 	}
 }
 
+// LookupResult is the answer of an exact-selector read: the route's Item,
+// nil when the route is not held, and the family's revision it was read at
+// (mvcc's RangeResult carries its revision the same way).
+type LookupResult struct {
+	Item     *Item
+	Revision Revision
+}
+
 // Lookup is the exact-selector read: zero or one Item, after processing due
 // expiry, whatever the inventory size.
-func (s *State) Lookup(now time.Time, fam string, r Route) *Item {
+func (s *State) Lookup(now time.Time, fam Family, r Route) LookupResult {
 	s.expireDue(now)
+	res := LookupResult{Revision: s.famRevOf(fam)}
 	if f := s.families[fam]; f != nil {
 		if l := f.lookup(r); l != nil {
-			return l.item
+			res.Item = l.item
 		}
 	}
-	return nil
+	return res
 }
 
 // Budget bounds the work of one page.

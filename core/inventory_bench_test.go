@@ -26,12 +26,12 @@ func inventoryOf(b *testing.B, realms int) *Broker {
 	br := NewBroker(Config{Epoch: "e", IncarnationKey: []byte("k")}, SystemClock{}, nil)
 	ctx := context.Background()
 	call(ctx, br, func(s *State, now time.Time) (struct{}, error) {
-		s.CreateSession(now, sid(1), "acme", "w", MaxSessionTTL)
+		s.CreateSession(now, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: MaxSessionTTL})
 		for i := 0; i < realms; i++ {
 			for j := 0; j < 10; j++ {
 				for k := 0; k < 100; k++ {
 					r := Route{Realm: "realm-" + strconv.Itoa(i), Area: "area-" + strconv.Itoa(j), Resource: "res-" + strconv.Itoa(k)}
-					if _, _, err := s.Acquire(now, "acme", sid(1), r, MaxLeaseTTL, 0); err != nil {
+					if _, _, err := s.Acquire(now, AcquireRequest{Family: "acme", Session: sid(1), Route: r, TTL: MaxLeaseTTL}); err != nil {
 						return struct{}{}, err
 					}
 				}
@@ -68,9 +68,9 @@ func BenchmarkListExact(b *testing.B) {
 	lat := make([]time.Duration, 0, 1<<16)
 	for b.Loop() {
 		t := time.Now()
-		it, _, err := br.Lookup(ctx, "acme", r)
+		res, err := br.Lookup(ctx, "acme", r)
 		lat = append(lat, time.Since(t))
-		if err != nil || it == nil {
+		if err != nil || res.Item == nil {
 			b.Fatal("exact lookup missed")
 		}
 	}

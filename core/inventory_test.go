@@ -14,11 +14,11 @@ import (
 func fillState(t testing.TB, routes []Route) *State {
 	t.Helper()
 	s := NewState(Config{Epoch: "e", IncarnationKey: []byte("k")})
-	if _, err := s.CreateSession(t0, sid(1), "acme", "w", MaxSessionTTL); err != nil {
+	if _, err := s.CreateSession(t0, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: MaxSessionTTL}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range routes {
-		if _, _, err := s.Acquire(t0, "acme", sid(1), r, time.Minute, 0); err != nil {
+		if _, _, err := s.Acquire(t0, AcquireRequest{Family: "acme", Session: sid(1), Route: r, TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 		s.TakeEvents()
@@ -114,13 +114,13 @@ func TestSnapshotIsolation(t *testing.T) {
 	before := sn.Page(sel, "", Budget{Limit: 10, Bytes: DefaultPageBytes, Examined: 100})
 
 	// fillState granted routes 1..3 at revisions (tokens) 1..3.
-	if err := s.Release(t0, "acme", sid(1), routes[1], 2); err != nil {
+	if err := s.Release(t0, ReleaseRequest{Family: "acme", Session: sid(1), Route: routes[1], Token: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Extend(t0.Add(time.Second), "acme", sid(1), routes[2], 3, time.Minute); err != nil {
+	if _, err := s.Extend(t0.Add(time.Second), ExtendRequest{Family: "acme", Session: sid(1), Route: routes[2], Token: 3, TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Acquire(t0, "acme", sid(1), Route{"acme", "r", "4"}, time.Minute, 0); err != nil {
+	if _, _, err := s.Acquire(t0, AcquireRequest{Family: "acme", Session: sid(1), Route: Route{"acme", "r", "4"}, TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	s.Tick(t0.Add(2 * time.Minute)) // everything else expires
@@ -144,20 +144,20 @@ func TestSnapshotRetention(t *testing.T) {
 	a1 := s.OpenSnapshot(t0, "acme", "alice")
 	a2 := s.OpenSnapshot(t0, "acme", "alice")
 	a3 := s.OpenSnapshot(t0, "acme", "alice") // evicts a1: per-caller cap
-	if _, err := s.ResumeSnapshot(t0, a1.ID, "acme"); muster.ErrorCode(err) != muster.CodeCursorExpired {
+	if _, err := s.ResumeSnapshot(t0, "acme", a1.ID); muster.ErrorCode(err) != muster.CodeCursorExpired {
 		t.Fatalf("a1 after per-caller eviction: %v", err)
 	}
-	s.ResumeSnapshot(t0, a2.ID, "acme") // a2 is now the most recent of alice
+	s.ResumeSnapshot(t0, "acme", a2.ID) // a2 is now the most recent of alice
 	b1 := s.OpenSnapshot(t0, "acme", "bob")
 	s.OpenSnapshot(t0, "acme", "bob") // broker cap 3: evicts the LRU (a3)
-	if _, err := s.ResumeSnapshot(t0, a3.ID, "acme"); muster.ErrorCode(err) != muster.CodeCursorExpired {
+	if _, err := s.ResumeSnapshot(t0, "acme", a3.ID); muster.ErrorCode(err) != muster.CodeCursorExpired {
 		t.Fatalf("a3 after broker-cap eviction: %v", err)
 	}
-	if _, err := s.ResumeSnapshot(t0, a2.ID, "beta"); muster.ErrorCode(err) != muster.CodeCursorExpired {
+	if _, err := s.ResumeSnapshot(t0, "beta", a2.ID); muster.ErrorCode(err) != muster.CodeCursorExpired {
 		t.Fatalf("another family resumed a snapshot: %v", err)
 	}
 	// Idle timeout: b1 used at t0, not touched for more than a minute.
-	if _, err := s.ResumeSnapshot(t0.Add(time.Minute+time.Millisecond), b1.ID, "acme"); muster.ErrorCode(err) != muster.CodeCursorExpired {
+	if _, err := s.ResumeSnapshot(t0.Add(time.Minute+time.Millisecond), "acme", b1.ID); muster.ErrorCode(err) != muster.CodeCursorExpired {
 		t.Fatalf("b1 after idle timeout: %v", err)
 	}
 	st := s.Stats()
@@ -168,13 +168,13 @@ func TestSnapshotRetention(t *testing.T) {
 
 func TestLookupExact(t *testing.T) {
 	s := fillState(t, []Route{{"acme", "r", "1"}})
-	if it := s.Lookup(t0, "acme", Route{"acme", "r", "1"}); it == nil || it.OwnerID() != "w" {
+	if res := s.Lookup(t0, "acme", Route{"acme", "r", "1"}); res.Item == nil || res.Item.OwnerID() != "w" || res.Revision != s.Revision() {
 		t.Fatal("exact lookup missed a held lease")
 	}
-	if s.Lookup(t0, "acme", Route{"acme", "r", "2"}) != nil || s.Lookup(t0, "beta", Route{"acme", "r", "1"}) != nil {
+	if s.Lookup(t0, "acme", Route{"acme", "r", "2"}).Item != nil || s.Lookup(t0, "beta", Route{"acme", "r", "1"}).Item != nil {
 		t.Fatal("exact lookup invented a lease")
 	}
-	if s.Lookup(t0.Add(time.Minute+time.Nanosecond), "acme", Route{"acme", "r", "1"}) != nil {
+	if s.Lookup(t0.Add(time.Minute+time.Nanosecond), "acme", Route{"acme", "r", "1"}).Item != nil {
 		t.Fatal("exact lookup returned an expired lease")
 	}
 }

@@ -19,7 +19,7 @@ type lease struct {
 	item    *Item // current public record; replaced on renewal
 	fam     *family
 	holder  *session
-	token   uint64 // fencing token: the revision of the grant
+	token   FencingToken // the revision of the grant
 	heapIdx int
 	// the holder session's leases form an intrusive list
 	prev, next *lease
@@ -40,7 +40,7 @@ const (
 // fencing token. Only the holding session is ever shown a Holding.
 type Holding struct {
 	Item    *Item
-	Token   uint64
+	Token   FencingToken
 	Outcome Outcome // set by Acquire only; OutcomeNone otherwise
 }
 
@@ -58,12 +58,41 @@ func checkLeaseTTL(ttl time.Duration) error {
 	return nil
 }
 
+// AcquireRequest is one acquisition of Route by Session of Family, for TTL,
+// waiting up to Wait (0: no wait) when another session holds it.
+type AcquireRequest struct {
+	Family  Family
+	Session SessionID
+	Route   Route
+	TTL     time.Duration
+	Wait    time.Duration
+}
+
+// ExtendRequest renews the lease that Session holds on Route under Token
+// for TTL from now.
+type ExtendRequest struct {
+	Family  Family
+	Session SessionID
+	Route   Route
+	Token   FencingToken
+	TTL     time.Duration
+}
+
+// ReleaseRequest ends the lease that Session holds on Route under Token.
+type ReleaseRequest struct {
+	Family  Family
+	Session SessionID
+	Route   Route
+	Token   FencingToken
+}
+
 // Acquire grants route to the session when it is free. When the session
 // already holds it, the existing grant is returned unchanged (TTL not reset).
 // When another session holds it, wait 0 answers lease_held; otherwise the
 // session joins the FIFO queue and Acquire returns a ticket: the result comes
 // later as a WaitResult with that ticket.
-func (s *State) Acquire(now time.Time, fam string, id SessionID, r Route, ttl, wait time.Duration) (Holding, uint64, error) {
+func (s *State) Acquire(now time.Time, req AcquireRequest) (Holding, Ticket, error) {
+	fam, id, r, ttl, wait := req.Family, req.Session, req.Route, req.TTL, req.Wait
 	if err := checkLeaseTTL(ttl); err != nil {
 		return Holding{}, 0, err
 	}
@@ -97,7 +126,7 @@ func (s *State) grant(now time.Time, f *family, key string, ss *session, ttl tim
 	rev := s.bump(f)
 	n := now.UnixNano()
 	it := &Item{key: key, ownerID: ss.OwnerID, incarnation: ss.Incarnation, acquiredAt: n, expiresAt: n + int64(ttl)}
-	l := &lease{item: it, fam: f, holder: ss, token: rev}
+	l := &lease{item: it, fam: f, holder: ss, token: FencingToken(rev)}
 	f.leases[key] = l
 	f.held.Set(it)
 	s.leaseDue.push(l)
@@ -108,7 +137,7 @@ func (s *State) grant(now time.Time, f *family, key string, ss *session, ttl tim
 
 // holding finds the lease that session id holds on r with token, or the
 // error that explains why not.
-func (s *State) holding(now time.Time, fam string, id SessionID, r Route, token uint64) (*lease, error) {
+func (s *State) holding(now time.Time, fam Family, id SessionID, r Route, token FencingToken) (*lease, error) {
 	ss, err := s.liveSession(now, fam, id)
 	if err != nil {
 		return nil, err
@@ -134,11 +163,11 @@ func (s *State) holding(now time.Time, fam string, id SessionID, r Route, token 
 // Extend moves the expiry of a held lease to now+ttl. Only the holder with
 // the current token may; the token is unchanged, renewals grows by one, the
 // revision advances, and no event is produced.
-func (s *State) Extend(now time.Time, fam string, id SessionID, r Route, token uint64, ttl time.Duration) (Holding, error) {
-	if err := checkLeaseTTL(ttl); err != nil {
+func (s *State) Extend(now time.Time, req ExtendRequest) (Holding, error) {
+	if err := checkLeaseTTL(req.TTL); err != nil {
 		return Holding{}, err
 	}
-	l, err := s.holding(now, fam, id, r, token)
+	l, err := s.holding(now, req.Family, req.Session, req.Route, req.Token)
 	if err != nil {
 		return Holding{}, err
 	}
@@ -147,7 +176,7 @@ func (s *State) Extend(now time.Time, fam string, id SessionID, r Route, token u
 	}
 	s.bump(l.fam)
 	it := *l.item
-	it.expiresAt = now.UnixNano() + int64(ttl)
+	it.expiresAt = now.UnixNano() + int64(req.TTL)
 	it.renewals++
 	l.item = &it
 	l.fam.held.Set(l.item)
@@ -158,8 +187,8 @@ func (s *State) Extend(now time.Time, fam string, id SessionID, r Route, token u
 
 // Release ends a held lease. Only the holder with the current token may;
 // releasing a route that is not held succeeds. The next waiter is granted.
-func (s *State) Release(now time.Time, fam string, id SessionID, r Route, token uint64) error {
-	l, err := s.holding(now, fam, id, r, token)
+func (s *State) Release(now time.Time, req ReleaseRequest) error {
+	l, err := s.holding(now, req.Family, req.Session, req.Route, req.Token)
 	if err != nil || l == nil {
 		return err
 	}
@@ -169,17 +198,18 @@ func (s *State) Release(now time.Time, fam string, id SessionID, r Route, token 
 }
 
 // Rollback undoes a fresh grant whose response could not be handed to its
-// requester: if the session still holds route with token, the lease is
-// removed with a RolledBack event and the next waiter is considered.
-// Anything else (already released, expired, re-granted) is left alone.
-func (s *State) Rollback(now time.Time, fam string, id SessionID, r Route, token uint64) {
+// requester, named as its release would be: if the session still holds the
+// route with the token, the lease is removed with a RolledBack event and
+// the next waiter is considered. Anything else (already released, expired,
+// re-granted) is left alone.
+func (s *State) Rollback(now time.Time, grant ReleaseRequest) {
 	s.expireDue(now)
-	f := s.families[fam]
+	f := s.families[grant.Family]
 	if f == nil {
 		return
 	}
-	l := f.lookup(r)
-	if l == nil || l.holder.ID != id || l.token != token {
+	l := f.lookup(grant.Route)
+	if l == nil || l.holder.ID != grant.Session || l.token != grant.Token {
 		return
 	}
 	s.stats.Rollbacks++
@@ -187,7 +217,7 @@ func (s *State) Rollback(now time.Time, fam string, id SessionID, r Route, token
 }
 
 // Query reports the state of one route after processing due expiry.
-func (s *State) Query(now time.Time, fam string, r Route) LeaseStatus {
+func (s *State) Query(now time.Time, fam Family, r Route) LeaseStatus {
 	s.expireDue(now)
 	st := LeaseStatus{Route: r}
 	if f := s.families[fam]; f != nil {

@@ -14,7 +14,7 @@ import (
 // synchronous core, on distinct routes.
 func BenchmarkStateAcquireRelease(b *testing.B) {
 	s := NewState(Config{Epoch: "e", IncarnationKey: []byte("k")})
-	s.CreateSession(t0, sid(1), "acme", "w", MaxSessionTTL)
+	s.CreateSession(t0, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: MaxSessionTTL})
 	routes := make([]Route, 1024)
 	for i := range routes {
 		routes[i] = Route{Realm: "acme", Area: "renderers", Resource: "doc-" + strconv.Itoa(i)}
@@ -24,11 +24,11 @@ func BenchmarkStateAcquireRelease(b *testing.B) {
 	for b.Loop() {
 		r := routes[i&1023]
 		i++
-		h, _, err := s.Acquire(t0, "acme", sid(1), r, time.Second, 0)
+		h, _, err := s.Acquire(t0, AcquireRequest{Family: "acme", Session: sid(1), Route: r, TTL: time.Second})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := s.Release(t0, "acme", sid(1), r, h.Token); err != nil {
+		if err := s.Release(t0, ReleaseRequest{Family: "acme", Session: sid(1), Route: r, Token: h.Token}); err != nil {
 			b.Fatal(err)
 		}
 		s.TakeEvents()
@@ -50,7 +50,7 @@ func BenchmarkBrokerAcquireRelease(b *testing.B) {
 		next++
 		id := sid(byte(next))
 		mu.Unlock()
-		br.CreateSession(ctx, id, "acme", "w", MaxSessionTTL)
+		br.CreateSession(ctx, SessionRequest{Family: "acme", ID: id, OwnerID: "w", TTL: MaxSessionTTL})
 		i := 0
 		for pb.Next() {
 			r := Route{Realm: "acme", Area: strconv.Itoa(int(id[0])), Resource: strconv.Itoa(i & 1023)}
@@ -59,7 +59,7 @@ func BenchmarkBrokerAcquireRelease(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := br.Release(ctx, "acme", id, r, h.Token); err != nil {
+			if err := br.Release(ctx, ReleaseRequest{Family: "acme", Session: id, Route: r, Token: h.Token}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -79,7 +79,7 @@ func BenchmarkContendedFIFO(b *testing.B) {
 	defer br.Close()
 	ctx := context.Background()
 	for i := 0; i < n; i++ {
-		br.CreateSession(ctx, sid(byte(i+1)), "acme", "w", MaxSessionTTL)
+		br.CreateSession(ctx, SessionRequest{Family: "acme", ID: sid(byte(i + 1)), OwnerID: "w", TTL: MaxSessionTTL})
 	}
 	var mu sync.Mutex
 	counts := make([]int, n)
@@ -101,7 +101,7 @@ func BenchmarkContendedFIFO(b *testing.B) {
 				counts[g]++
 				order = append(order, g)
 				mu.Unlock()
-				br.Release(ctx, "acme", id, rA, h.Token)
+				br.Release(ctx, ReleaseRequest{Family: "acme", Session: id, Route: rA, Token: h.Token})
 			}
 		}(g)
 	}
@@ -124,12 +124,12 @@ func BenchmarkContendedFIFO(b *testing.B) {
 func TestFIFOUnderContention(t *testing.T) {
 	s := NewState(Config{Epoch: "e", IncarnationKey: []byte("k")})
 	for i := 0; i <= 16; i++ {
-		s.CreateSession(t0, sid(byte(i+1)), "acme", "w", MaxSessionTTL)
+		s.CreateSession(t0, SessionRequest{Family: "acme", ID: sid(byte(i + 1)), OwnerID: "w", TTL: MaxSessionTTL})
 	}
-	h, _, _ := s.Acquire(t0, "acme", sid(1), rA, time.Minute, 0)
-	want := []uint64{}
+	h, _, _ := s.Acquire(t0, AcquireRequest{Family: "acme", Session: sid(1), Route: rA, TTL: time.Minute})
+	want := []Ticket{}
 	for i := 2; i <= 17; i++ {
-		_, ticket, err := s.Acquire(t0, "acme", sid(byte(i)), rA, time.Minute, MaxWait)
+		_, ticket, err := s.Acquire(t0, AcquireRequest{Family: "acme", Session: sid(byte(i)), Route: rA, TTL: time.Minute, Wait: MaxWait})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +137,7 @@ func TestFIFOUnderContention(t *testing.T) {
 	}
 	holder, token := sid(1), h.Token
 	for k, ticket := range want {
-		if err := s.Release(t0, "acme", holder, rA, token); err != nil {
+		if err := s.Release(t0, ReleaseRequest{Family: "acme", Session: holder, Route: rA, Token: token}); err != nil {
 			t.Fatal(err)
 		}
 		r := s.TakeResults()
@@ -158,10 +158,10 @@ func BenchmarkMemoryPerLease(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		s := NewState(Config{Epoch: "e", IncarnationKey: []byte("k")})
-		s.CreateSession(t0, sid(1), "acme", "w", MaxSessionTTL)
+		s.CreateSession(t0, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: MaxSessionTTL})
 		for i := 0; i < n; i++ {
 			r := Route{Realm: "realm-" + strconv.Itoa(i/1000), Area: "area-" + strconv.Itoa(i/100%10), Resource: "res-" + strconv.Itoa(i%100)}
-			if _, _, err := s.Acquire(t0, "acme", sid(1), r, time.Minute, 0); err != nil {
+			if _, _, err := s.Acquire(t0, AcquireRequest{Family: "acme", Session: sid(1), Route: r, TTL: time.Minute}); err != nil {
 				b.Fatal(err)
 			}
 			if i%4096 == 0 {

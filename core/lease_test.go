@@ -19,7 +19,7 @@ func newLeaseFixture(t *testing.T, sessions ...byte) *leaseFixture {
 	t.Helper()
 	f := &leaseFixture{t: t, s: NewState(Config{Epoch: "e", IncarnationKey: []byte("k")}), now: t0}
 	for _, b := range sessions {
-		if _, err := f.s.CreateSession(f.now, sid(b), "acme", fmt.Sprintf("owner-%d", b), MaxSessionTTL); err != nil {
+		if _, err := f.s.CreateSession(f.now, SessionRequest{Family: "acme", ID: sid(b), OwnerID: fmt.Sprintf("owner-%d", b), TTL: MaxSessionTTL}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -29,8 +29,8 @@ func newLeaseFixture(t *testing.T, sessions ...byte) *leaseFixture {
 var rA = Route{Realm: "acme", Area: "renderers", Resource: "doc-1"}
 var rB = Route{Realm: "acme", Area: "renderers", Resource: "doc-2"}
 
-func (f *leaseFixture) acquire(who byte, r Route, ttl, wait time.Duration) (Holding, uint64, error) {
-	return f.s.Acquire(f.now, "acme", sid(who), r, ttl, wait)
+func (f *leaseFixture) acquire(who byte, r Route, ttl, wait time.Duration) (Holding, Ticket, error) {
+	return f.s.Acquire(f.now, AcquireRequest{Family: "acme", Session: sid(who), Route: r, TTL: ttl, Wait: wait})
 }
 
 func (f *leaseFixture) mustAcquire(who byte, r Route) Holding {
@@ -67,7 +67,7 @@ func wantEvents(t *testing.T, got []string, want ...string) {
 func TestAcquireFreeAndAlreadyHeld(t *testing.T) {
 	f := newLeaseFixture(t, 1)
 	h := f.mustAcquire(1, rA)
-	if h.Outcome != OutcomeAcquired || h.Token != f.s.Revision() || h.Token == 0 {
+	if h.Outcome != OutcomeAcquired || Revision(h.Token) != f.s.Revision() || h.Token == 0 {
 		t.Fatalf("grant = %+v at revision %d", h, f.s.Revision())
 	}
 	wantEvents(t, f.events(), "acquired acme/renderers/doc-1@1")
@@ -95,7 +95,7 @@ func TestAcquireHeldNoWait(t *testing.T) {
 func TestWaitersFIFO(t *testing.T) {
 	f := newLeaseFixture(t, 1, 2, 3, 4)
 	h1 := f.mustAcquire(1, rA)
-	var tickets []uint64
+	var tickets []Ticket
 	for _, who := range []byte{3, 2, 4} {
 		_, ticket, err := f.acquire(who, rA, time.Second, 5*time.Second)
 		if err != nil || ticket == 0 {
@@ -107,7 +107,7 @@ func TestWaitersFIFO(t *testing.T) {
 		t.Fatalf("query = %+v", st)
 	}
 	f.events()
-	if err := f.s.Release(f.now, "acme", sid(1), rA, h1.Token); err != nil {
+	if err := f.s.Release(f.now, ReleaseRequest{Family: "acme", Session: sid(1), Route: rA, Token: h1.Token}); err != nil {
 		t.Fatal(err)
 	}
 	res := f.s.TakeResults()
@@ -118,7 +118,7 @@ func TestWaitersFIFO(t *testing.T) {
 		t.Fatal("fencing token did not increase")
 	}
 	wantEvents(t, f.events(), "released acme/renderers/doc-1@2", "acquired acme/renderers/doc-1@3")
-	if err := f.s.Release(f.now, "acme", sid(3), rA, res[0].Grant.Token); err != nil {
+	if err := f.s.Release(f.now, ReleaseRequest{Family: "acme", Session: sid(3), Route: rA, Token: res[0].Grant.Token}); err != nil {
 		t.Fatal(err)
 	}
 	if res = f.s.TakeResults(); len(res) != 1 || res[0].Ticket != tickets[1] || res[0].Grant.Item.OwnerID() != "owner-2" {
@@ -137,14 +137,14 @@ func TestQueueLimits(t *testing.T) {
 	for i := 0; i < MaxWaitersPerKey-1; i++ {
 		var id SessionID
 		id[0], id[1] = 0xee, byte(i)
-		if _, err := f.s.CreateSession(f.now, id, "acme", "w", MaxSessionTTL); err != nil {
+		if _, err := f.s.CreateSession(f.now, SessionRequest{Family: "acme", ID: id, OwnerID: "w", TTL: MaxSessionTTL}); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := f.s.Acquire(f.now, "acme", id, rA, time.Second, time.Second); err != nil {
+		if _, _, err := f.s.Acquire(f.now, AcquireRequest{Family: "acme", Session: id, Route: rA, TTL: time.Second, Wait: time.Second}); err != nil {
 			t.Fatalf("waiter %d: %v", i, err)
 		}
 	}
-	f.s.CreateSession(f.now, sid(9), "acme", "w", MaxSessionTTL)
+	f.s.CreateSession(f.now, SessionRequest{Family: "acme", ID: sid(9), OwnerID: "w", TTL: MaxSessionTTL})
 	_, _, err = f.acquire(9, rA, time.Second, time.Second)
 	wantCode(t, err, muster.CodeQueueFull)
 	// An exact-limit check: the holder asking again is not a waiter.
@@ -184,7 +184,7 @@ func TestCancelWait(t *testing.T) {
 	if !f.s.CancelWait(t2) {
 		t.Fatal("cancel of a queued waiter failed")
 	}
-	f.s.Release(f.now, "acme", sid(1), rA, h.Token)
+	f.s.Release(f.now, ReleaseRequest{Family: "acme", Session: sid(1), Route: rA, Token: h.Token})
 	r := f.s.TakeResults()
 	if len(r) != 1 || r[0].Ticket != t3 {
 		t.Fatalf("after cancel the grant went to %+v", r)
@@ -201,7 +201,7 @@ func TestExtend(t *testing.T) {
 	f.events()
 	f.now = f.now.Add(5 * time.Second)
 	rev := f.s.Revision()
-	e, err := f.s.Extend(f.now, "acme", sid(1), rA, h.Token, 20*time.Second)
+	e, err := f.s.Extend(f.now, ExtendRequest{Family: "acme", Session: sid(1), Route: rA, Token: h.Token, TTL: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,30 +215,30 @@ func TestExtend(t *testing.T) {
 		t.Fatal("renewal mutated the previous Item (snapshots would see it)")
 	}
 	wantEvents(t, f.events())
-	_, err = f.s.Extend(f.now, "acme", sid(1), rA, h.Token+100, time.Second)
+	_, err = f.s.Extend(f.now, ExtendRequest{Family: "acme", Session: sid(1), Route: rA, Token: h.Token + 100, TTL: time.Second})
 	wantCode(t, err, muster.CodeFenced)
-	_, err = f.s.Extend(f.now, "acme", sid(2), rA, h.Token, time.Second)
+	_, err = f.s.Extend(f.now, ExtendRequest{Family: "acme", Session: sid(2), Route: rA, Token: h.Token, TTL: time.Second})
 	wantCode(t, err, muster.CodeNotOwner)
 	f.now = f.now.Add(21 * time.Second)
-	_, err = f.s.Extend(f.now, "acme", sid(1), rA, h.Token, time.Second)
+	_, err = f.s.Extend(f.now, ExtendRequest{Family: "acme", Session: sid(1), Route: rA, Token: h.Token, TTL: time.Second})
 	wantCode(t, err, muster.CodeLeaseExpired)
 }
 
 func TestRelease(t *testing.T) {
 	f := newLeaseFixture(t, 1, 2)
-	if err := f.s.Release(f.now, "acme", sid(1), rA, 1); err != nil {
+	if err := f.s.Release(f.now, ReleaseRequest{Family: "acme", Session: sid(1), Route: rA, Token: 1}); err != nil {
 		t.Fatalf("release of a free lease: %v", err)
 	}
 	h := f.mustAcquire(1, rA)
-	wantCode(t, f.s.Release(f.now, "acme", sid(2), rA, h.Token), muster.CodeNotOwner)
-	wantCode(t, f.s.Release(f.now, "acme", sid(1), rA, h.Token-1), muster.CodeFenced)
+	wantCode(t, f.s.Release(f.now, ReleaseRequest{Family: "acme", Session: sid(2), Route: rA, Token: h.Token}), muster.CodeNotOwner)
+	wantCode(t, f.s.Release(f.now, ReleaseRequest{Family: "acme", Session: sid(1), Route: rA, Token: h.Token - 1}), muster.CodeFenced)
 	f.events()
-	if err := f.s.Release(f.now, "acme", sid(1), rA, h.Token); err != nil {
+	if err := f.s.Release(f.now, ReleaseRequest{Family: "acme", Session: sid(1), Route: rA, Token: h.Token}); err != nil {
 		t.Fatal(err)
 	}
 	wantEvents(t, f.events(), "released acme/renderers/doc-1@2")
 	var unknown SessionID
-	wantCode(t, f.s.Release(f.now, "acme", unknown, rA, 1), muster.CodeSessionNotFound)
+	wantCode(t, f.s.Release(f.now, ReleaseRequest{Family: "acme", Session: unknown, Route: rA, Token: 1}), muster.CodeSessionNotFound)
 }
 
 func TestExpiryNeverEarly(t *testing.T) {
@@ -274,7 +274,7 @@ func TestSessionEndReleasesEverything(t *testing.T) {
 	}
 	got := f.events()
 	wantEvents(t, got, "session_closed acme/renderers/doc-2@4", "session_closed acme/renderers/doc-1@5", "acquired acme/renderers/doc-1@6")
-	res := map[uint64]WaitResult{}
+	res := map[Ticket]WaitResult{}
 	for _, r := range f.s.TakeResults() {
 		res[r.Ticket] = r
 	}
@@ -295,9 +295,9 @@ func TestRollback(t *testing.T) {
 	h := f.mustAcquire(1, rA)
 	_, ticket, _ := f.acquire(2, rA, time.Second, 20*time.Second)
 	f.events()
-	f.s.Rollback(f.now, "acme", sid(1), rA, h.Token+1) // stale: nothing
+	f.s.Rollback(f.now, ReleaseRequest{Family: "acme", Session: sid(1), Route: rA, Token: h.Token + 1}) // stale: nothing
 	wantEvents(t, f.events())
-	f.s.Rollback(f.now, "acme", sid(1), rA, h.Token)
+	f.s.Rollback(f.now, ReleaseRequest{Family: "acme", Session: sid(1), Route: rA, Token: h.Token})
 	wantEvents(t, f.events(), "rolled_back acme/renderers/doc-1@2", "acquired acme/renderers/doc-1@3")
 	if r := f.s.TakeResults(); len(r) != 1 || r[0].Ticket != ticket {
 		t.Fatalf("next waiter not granted after rollback: %+v", r)
@@ -306,16 +306,16 @@ func TestRollback(t *testing.T) {
 
 func TestFamiliesAreSeparateUniverses(t *testing.T) {
 	f := newLeaseFixture(t, 1)
-	f.s.CreateSession(f.now, sid(2), "beta", "owner-2", MaxSessionTTL)
+	f.s.CreateSession(f.now, SessionRequest{Family: "beta", ID: sid(2), OwnerID: "owner-2", TTL: MaxSessionTTL})
 	f.mustAcquire(1, rA)
-	if _, _, err := f.s.Acquire(f.now, "beta", sid(2), rA, time.Second, 0); err != nil {
+	if _, _, err := f.s.Acquire(f.now, AcquireRequest{Family: "beta", Session: sid(2), Route: rA, TTL: time.Second}); err != nil {
 		t.Fatalf("the same route in another family: %v", err)
 	}
 	if st := f.s.Query(f.now, "beta", rA); st.Item.OwnerID() != "owner-2" {
 		t.Fatal("families share a lease")
 	}
 	// A session cannot act in another family.
-	_, _, err := f.s.Acquire(f.now, "beta", sid(1), rB, time.Second, 0)
+	_, _, err := f.s.Acquire(f.now, AcquireRequest{Family: "beta", Session: sid(1), Route: rB, TTL: time.Second})
 	wantCode(t, err, muster.CodeSessionNotFound)
 }
 

@@ -38,9 +38,9 @@ const (
 // placement is a family's serving state in a placed core.
 type placement struct {
 	serving bool
-	until   time.Time // serving deadline: refused at or after it
-	epoch   uint64    // the claim's epoch; kept after a drop, so never reused
-	changes uint64    // changes since this epoch was served
+	until   time.Time      // serving deadline: refused at or after it
+	epoch   PlacementEpoch // the claim's epoch; kept after a drop, so never reused
+	changes uint64         // changes since this epoch was served
 }
 
 // FamilyPlacement is what the edge reads back: whether the family is served,
@@ -48,7 +48,7 @@ type placement struct {
 type FamilyPlacement struct {
 	Serving bool
 	Until   time.Time
-	Epoch   uint64
+	Epoch   PlacementEpoch
 	Changes uint64
 }
 
@@ -57,7 +57,7 @@ type FamilyPlacement struct {
 // later values start at the new epoch. A family that is not served starts
 // empty and only under an epoch above every one it was served under here.
 // A deadline at or before now drops the family at once.
-func (s *State) Serve(now time.Time, fam string, epoch uint64, until time.Time) error {
+func (s *State) Serve(now time.Time, fam Family, epoch PlacementEpoch, until time.Time) error {
 	if !s.cfg.Placed {
 		return muster.Errorf(muster.CodeInternal, "placement is off in this broker")
 	}
@@ -83,14 +83,14 @@ func (s *State) Serve(now time.Time, fam string, epoch uint64, until time.Time) 
 }
 
 // Unserve stops serving fam now (a planned move): the family is dropped.
-func (s *State) Unserve(now time.Time, fam string) {
+func (s *State) Unserve(now time.Time, fam Family) {
 	if f := s.families[fam]; f != nil && f.place.serving {
 		s.dropFamily(now, f)
 	}
 }
 
 // Placement reports fam's serving state.
-func (s *State) Placement(now time.Time, fam string) FamilyPlacement {
+func (s *State) Placement(now time.Time, fam Family) FamilyPlacement {
 	s.expireDue(now)
 	f := s.families[fam]
 	if f == nil {
@@ -101,7 +101,7 @@ func (s *State) Placement(now time.Time, fam string) FamilyPlacement {
 }
 
 // gate refuses a command of a family this core does not serve now.
-func (s *State) gate(now time.Time, fam string) error {
+func (s *State) gate(now time.Time, fam Family) error {
 	if !s.cfg.Placed {
 		return nil
 	}
@@ -178,19 +178,19 @@ func (s *State) dropFamily(now time.Time, f *family) {
 
 // famRev is the revision a family's clients see now: the broker revision
 // in an unplaced core, epoch·2^32 + changes in a placed one.
-func (s *State) famRev(f *family) uint64 {
+func (s *State) famRev(f *family) Revision {
 	if !s.cfg.Placed || f == nil {
 		return s.revision
 	}
-	return f.place.epoch<<EpochShift + f.place.changes
+	return Revision(uint64(f.place.epoch)<<EpochShift + f.place.changes)
 }
 
 // famRevOf is famRev by name.
-func (s *State) famRevOf(fam string) uint64 { return s.famRev(s.families[fam]) }
+func (s *State) famRevOf(fam Family) Revision { return s.famRev(s.families[fam]) }
 
 // bump commits one change of f: the broker revision and the family's count
 // advance, and the family's new revision is returned.
-func (s *State) bump(f *family) uint64 {
+func (s *State) bump(f *family) Revision {
 	s.revision++
 	if s.cfg.Placed {
 		f.place.changes++

@@ -14,11 +14,11 @@ import (
 type endSink struct {
 	mu     sync.Mutex
 	reason StreamEndReason
-	rev    uint64
+	rev    Revision
 }
 
 func (k *endSink) Change(*Change, string) bool { return true }
-func (k *endSink) End(r StreamEndReason, rev uint64) {
+func (k *endSink) End(r StreamEndReason, rev Revision) {
 	k.mu.Lock()
 	k.reason, k.rev = r, rev
 	k.mu.Unlock()
@@ -35,7 +35,7 @@ func TestPlacementOffInTheDefaultCore(t *testing.T) {
 	b := NewBroker(Config{Epoch: "e", IncarnationKey: []byte("k")}, nil, nil)
 	defer b.Close()
 	wantCode(t, b.Serve(context.Background(), "acme", 1, time.Now().Add(time.Hour)), muster.CodeInternal)
-	if _, err := b.CreateSession(context.Background(), sid(1), "acme", "w", time.Minute); err != nil {
+	if _, err := b.CreateSession(context.Background(), SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: time.Minute}); err != nil {
 		t.Fatalf("an unplaced core serves every family: %v", err)
 	}
 }
@@ -45,7 +45,7 @@ func TestPlacedCoreServesOnlyWhatItHolds(t *testing.T) {
 		b := placedBroker(t, nil)
 		ctx := context.Background()
 		r := mustRoute(t, "lease://a/b/c")
-		_, err := b.CreateSession(ctx, sid(1), "acme", "w", time.Minute)
+		_, err := b.CreateSession(ctx, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: time.Minute})
 		wantCode(t, err, muster.CodeWrongBroker)
 		_, err = b.Query(ctx, "acme", r)
 		wantCode(t, err, muster.CodeWrongBroker)
@@ -59,16 +59,16 @@ func TestPlacedCoreServesOnlyWhatItHolds(t *testing.T) {
 		if err := b.Serve(ctx, "acme", 1, time.Now().Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.CreateSession(ctx, sid(1), "acme", "w", time.Minute); err != nil {
+		if _, err := b.CreateSession(ctx, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		_, err = b.CreateSession(ctx, sid(2), "other", "w", time.Minute)
+		_, err = b.CreateSession(ctx, SessionRequest{Family: "other", ID: sid(2), OwnerID: "w", TTL: time.Minute})
 		wantCode(t, err, muster.CodeWrongBroker)
 		h, err := b.Acquire(ctx, AcquireRequest{Family: "acme", Session: sid(1), Route: r, TTL: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := uint64(1)<<EpochShift + 1; h.Token != want {
+		if want := FencingToken(1)<<EpochShift + 1; h.Token != want {
 			t.Fatalf("first token of epoch 1 = %d, want %d", h.Token, want)
 		}
 		sn, err := b.OpenSnapshot(ctx, "acme", "c")
@@ -97,7 +97,7 @@ func TestDeadlineDropsTheFamily(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := byte(1); i <= 2; i++ {
-			if _, err := b.CreateSession(ctx, sid(i), "acme", "w", time.Minute); err != nil {
+			if _, err := b.CreateSession(ctx, SessionRequest{Family: "acme", ID: sid(i), OwnerID: "w", TTL: time.Minute}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -111,18 +111,18 @@ func TestDeadlineDropsTheFamily(t *testing.T) {
 			waited <- err
 		}()
 		sink := &endSink{}
-		if _, err := b.Watch(ctx, WatchRequest{Family: "acme", Anon: sid(9), Selectors: []Selector{mustSel(t, "lease://**")},
-			Caller: "c", Sink: sink, Start: func(WatchStart) {}}); err != nil {
+		if _, err := b.Watch(ctx, WatchRequest{SubscribeRequest: SubscribeRequest{Family: "acme", Anon: sid(9), Selectors: []Selector{mustSel(t, "lease://**")},
+			Caller: "c"}, Sink: sink, Start: func(WatchStart) {}}); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
 
 		time.Sleep(time.Until(until) - time.Nanosecond)
-		if _, err := b.Extend(ctx, "acme", sid(1), r, h.Token, time.Minute); err != nil {
+		if _, err := b.Extend(ctx, ExtendRequest{Family: "acme", Session: sid(1), Route: r, Token: h.Token, TTL: time.Minute}); err != nil {
 			t.Fatalf("one nanosecond before the deadline: %v", err)
 		}
 		time.Sleep(time.Nanosecond)
-		_, err = b.Extend(ctx, "acme", sid(1), r, h.Token, time.Minute)
+		_, err = b.Extend(ctx, ExtendRequest{Family: "acme", Session: sid(1), Route: r, Token: h.Token, TTL: time.Minute})
 		wantCode(t, err, muster.CodeWrongBroker)
 		wantCode(t, <-waited, muster.CodeWrongBroker)
 		synctest.Wait()
@@ -157,17 +157,17 @@ func TestTokensRiseAcrossTakeover(t *testing.T) {
 		if err := a.Serve(ctx, "acme", 1, time.Now().Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.CreateSession(ctx, sid(1), "acme", "w", time.Minute); err != nil {
+		if _, err := a.CreateSession(ctx, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		var maxA uint64
+		var maxA FencingToken
 		for range 50 {
 			h, err := a.Acquire(ctx, AcquireRequest{Family: "acme", Session: sid(1), Route: r, TTL: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
 			maxA = max(maxA, h.Token)
-			if err := a.Release(ctx, "acme", sid(1), r, h.Token); err != nil {
+			if err := a.Release(ctx, ReleaseRequest{Family: "acme", Session: sid(1), Route: r, Token: h.Token}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -179,7 +179,7 @@ func TestTokensRiseAcrossTakeover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.CreateSession(ctx, sid(2), "acme", "w", time.Minute); err != nil {
+		if _, err := b.CreateSession(ctx, SessionRequest{Family: "acme", ID: sid(2), OwnerID: "w", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 		h, err := b.Acquire(ctx, AcquireRequest{Family: "acme", Session: sid(2), Route: r, TTL: time.Second})
@@ -205,7 +205,7 @@ func TestRebaseKeepsLeases(t *testing.T) {
 		if err := b.Serve(ctx, "acme", 3, time.Now().Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.CreateSession(ctx, sid(1), "acme", "w", time.Minute); err != nil {
+		if _, err := b.CreateSession(ctx, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 		h1, err := b.Acquire(ctx, AcquireRequest{Family: "acme", Session: sid(1), Route: r1, TTL: time.Minute})
@@ -216,7 +216,7 @@ func TestRebaseKeepsLeases(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantCode(t, b.Serve(ctx, "acme", 3, time.Now().Add(time.Minute)), muster.CodeInvalidRequest)
-		if _, err := b.Extend(ctx, "acme", sid(1), r1, h1.Token, time.Minute); err != nil {
+		if _, err := b.Extend(ctx, ExtendRequest{Family: "acme", Session: sid(1), Route: r1, Token: h1.Token, TTL: time.Minute}); err != nil {
 			t.Fatalf("extend with the token from before the rebase: %v", err)
 		}
 		h2, err := b.Acquire(ctx, AcquireRequest{Family: "acme", Session: sid(1), Route: r2, TTL: time.Minute})
@@ -240,7 +240,7 @@ func TestUnserveDropsAtOnce(t *testing.T) {
 	if err := b.Serve(ctx, "acme", 1, time.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.CreateSession(ctx, sid(1), "acme", "w", time.Minute); err != nil {
+	if _, err := b.CreateSession(ctx, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Unserve(ctx, "acme"); err != nil {
@@ -261,14 +261,14 @@ func TestChangeLimitDropsTheFamily(t *testing.T) {
 	if err := s.Serve(now, "acme", 1, now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateSession(now, sid(1), "acme", "w", time.Minute); err != nil {
+	if _, err := s.CreateSession(now, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	s.families["acme"].place.changes = familyChangesLimit - 1
 	if err := s.gate(now, "acme"); err != nil {
 		t.Fatal(err)
 	}
-	h, _, err := s.Acquire(now, "acme", sid(1), mustRoute(t, "lease://a/b/c"), time.Second, 0)
+	h, _, err := s.Acquire(now, AcquireRequest{Family: "acme", Session: sid(1), Route: mustRoute(t, "lease://a/b/c"), TTL: time.Second})
 	if err != nil || h.Token != 1<<EpochShift+familyChangesLimit {
 		t.Fatalf("acquire: %d %v", h.Token, err)
 	}
@@ -278,5 +278,32 @@ func TestChangeLimitDropsTheFamily(t *testing.T) {
 	}
 	if 2<<EpochShift <= uint64(1)<<EpochShift+familyChangesLimit {
 		t.Fatal("the limit leaves no room below the next epoch")
+	}
+}
+
+// A batch answers the family's revision, as every other read of a placed
+// family does: at or above the tokens it just granted, equal to a lookup's.
+func TestPlacedBatchAnswersTheFamilyRevision(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s := NewState(Config{Epoch: "e", IncarnationKey: []byte("k"), Placed: true})
+	if err := s.Serve(now, "acme", 3, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateSession(now, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	ans, err := s.Batch(now, BatchRequest{Family: "acme", Session: sid(1), Ops: []BatchOp{
+		{Kind: BatchAcquire, Route: rA, TTL: time.Minute},
+		{Kind: BatchAcquire, Route: rB, TTL: time.Minute},
+	}})
+	if err != nil || ans.Results[0].Err != nil || ans.Results[1].Err != nil {
+		t.Fatal(err, ans.Results)
+	}
+	want := Revision(3<<EpochShift + 2)
+	if got := Revision(ans.Results[1].Holding.Token); got != want {
+		t.Fatalf("second grant's token %d, want %d", got, want)
+	}
+	if ans.Revision != want || s.Lookup(now, "acme", rA).Revision != want {
+		t.Fatalf("batch revision %d, lookup revision %d, want %d", ans.Revision, s.Lookup(now, "acme", rA).Revision, want)
 	}
 }

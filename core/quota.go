@@ -38,7 +38,7 @@ type FamilyStats struct {
 type usage = FamilyStats
 
 // use returns fam's usage record, creating it.
-func (s *State) use(fam string) *usage {
+func (s *State) use(fam Family) *usage {
 	u := s.usage[fam]
 	if u == nil {
 		u = &usage{}
@@ -49,7 +49,7 @@ func (s *State) use(fam string) *usage {
 
 // quota is fam's quota: its own entry of Config.FamilyQuotas, or else
 // Config.FamilyQuota.
-func (s *State) quota(fam string) Quota {
+func (s *State) quota(fam Family) Quota {
 	if q, ok := s.cfg.FamilyQuotas[fam]; ok {
 		return q
 	}
@@ -65,7 +65,7 @@ func (s *State) FamilyStats() map[string]FamilyStats {
 	for f, u := range s.usage {
 		st := *u
 		st.Snapshots = s.snaps.perFam[f]
-		out[f] = st
+		out[string(f)] = st
 	}
 	return out
 }

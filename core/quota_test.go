@@ -17,7 +17,7 @@ func wantLimit(t *testing.T, err error, code muster.Code, scope muster.Scope) {
 	}
 }
 
-func quotaState(q Quota, over map[string]Quota) *State {
+func quotaState(q Quota, over map[Family]Quota) *State {
 	return NewState(Config{Epoch: "e", IncarnationKey: []byte("k"),
 		MaxSessions: 5, MaxStreams: 5, MaxRegistrations: 8, MaxWaiters: 4, MaxSnapshots: 64, MaxCallerSnapshots: 64,
 		FamilyQuota: q, FamilyQuotas: over})
@@ -26,25 +26,25 @@ func quotaState(q Quota, over map[string]Quota) *State {
 // A family at its session quota is refused with scope family; another
 // family still gets sessions until the broker-wide cap (scope broker).
 func TestQuotaSessions(t *testing.T) {
-	s := quotaState(Quota{Sessions: 2}, map[string]Quota{"big": {Sessions: 3}})
+	s := quotaState(Quota{Sessions: 2}, map[Family]Quota{"big": {Sessions: 3}})
 	for i := byte(1); i <= 2; i++ {
-		if _, err := s.CreateSession(t0, sid(i), "a", "w", time.Minute); err != nil {
+		if _, err := s.CreateSession(t0, SessionRequest{Family: "a", ID: sid(i), OwnerID: "w", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := s.CreateSession(t0, sid(3), "a", "w", time.Minute)
+	_, err := s.CreateSession(t0, SessionRequest{Family: "a", ID: sid(3), OwnerID: "w", TTL: time.Minute})
 	wantLimit(t, err, muster.CodeSessionLimit, muster.ScopeFamily)
 	for i := byte(10); i < 13; i++ { // the override: 3
-		if _, err := s.CreateSession(t0, sid(i), "big", "w", time.Minute); err != nil {
+		if _, err := s.CreateSession(t0, SessionRequest{Family: "big", ID: sid(i), OwnerID: "w", TTL: time.Minute}); err != nil {
 			t.Fatalf("family big, session %d: %v", i-9, err)
 		}
 	}
-	_, err = s.CreateSession(t0, sid(20), "c", "w", time.Minute) // 5 live: the broker cap
+	_, err = s.CreateSession(t0, SessionRequest{Family: "c", ID: sid(20), OwnerID: "w", TTL: time.Minute}) // 5 live: the broker cap
 	wantLimit(t, err, muster.CodeSessionLimit, muster.ScopeBroker)
 	if err := s.EndSession(t0, "a", sid(1)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateSession(t0, sid(4), "a", "w", time.Minute); err != nil {
+	if _, err := s.CreateSession(t0, SessionRequest{Family: "a", ID: sid(4), OwnerID: "w", TTL: time.Minute}); err != nil {
 		t.Fatalf("a slot freed by the family: %v", err)
 	}
 	// Expiry frees quota too.
@@ -59,27 +59,27 @@ func TestQuotaStreamsAndRegistrations(t *testing.T) {
 	s := quotaState(Quota{Streams: 2, Registrations: 3}, nil)
 	one := []Selector{mustSel(t, "lease://**")}
 	two := []Selector{mustSel(t, "lease://x/**"), mustSel(t, "lease://y/z/w")}
-	if _, err := s.Subscribe(t0, "a", nil, sid(101), two, 1, "c"); err != nil {
+	if _, err := s.Subscribe(t0, 1, SubscribeRequest{Family: "a", Anon: sid(101), Selectors: two, Caller: "c"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.Subscribe(t0, "a", nil, sid(102), two, 2, "c") // 4 registrations > 3
+	_, err := s.Subscribe(t0, 2, SubscribeRequest{Family: "a", Anon: sid(102), Selectors: two, Caller: "c"}) // 4 registrations > 3
 	wantLimit(t, err, muster.CodeSubscriptionLimit, muster.ScopeFamily)
-	if _, err := s.Subscribe(t0, "a", nil, sid(103), one, 3, "c"); err != nil {
+	if _, err := s.Subscribe(t0, 3, SubscribeRequest{Family: "a", Anon: sid(103), Selectors: one, Caller: "c"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Subscribe(t0, "a", nil, sid(104), one, 4, "c") // a third stream
+	_, err = s.Subscribe(t0, 4, SubscribeRequest{Family: "a", Anon: sid(104), Selectors: one, Caller: "c"}) // a third stream
 	wantLimit(t, err, muster.CodeSubscriptionLimit, muster.ScopeFamily)
 	for i, sels := range [][]Selector{two, one} {
-		if _, err := s.Subscribe(t0, "b", nil, sid(byte(110+i)), sels, StreamID(10+i), "c"); err != nil {
+		if _, err := s.Subscribe(t0, StreamID(10+i), SubscribeRequest{Family: "b", Anon: sid(byte(110 + i)), Selectors: sels, Caller: "c"}); err != nil {
 			t.Fatalf("family b, stream %d: %v", i, err)
 		}
 	}
 	// 3 + 3 registrations live; 2 more pass the broker's 7.
 	s.cfg.MaxRegistrations = 7
-	_, err = s.Subscribe(t0, "c", nil, sid(120), two, 20, "c")
+	_, err = s.Subscribe(t0, 20, SubscribeRequest{Family: "c", Anon: sid(120), Selectors: two, Caller: "c"})
 	wantLimit(t, err, muster.CodeSubscriptionLimit, muster.ScopeBroker)
 	s.DropStream(1)
-	if _, err := s.Subscribe(t0, "a", nil, sid(105), one, 5, "c"); err != nil {
+	if _, err := s.Subscribe(t0, 5, SubscribeRequest{Family: "a", Anon: sid(105), Selectors: one, Caller: "c"}); err != nil {
 		t.Fatalf("after the family dropped a stream: %v", err)
 	}
 	if fs := s.FamilyStats()["a"]; fs.Streams != 2 || fs.Registrations != 2 || fs.StreamsRefused != 1 || fs.RegistrationsRefused != 1 {
@@ -104,31 +104,31 @@ func TestQuotaWaiters(t *testing.T) {
 	s.cfg.MaxSessions = 10
 	r := mustRoute(t, "lease://x/y/z")
 	for i := byte(1); i <= 6; i++ {
-		fam := "a"
+		fam := Family("a")
 		if i > 3 {
 			fam = "b"
 		}
-		if _, err := s.CreateSession(t0, sid(i), fam, "w", time.Minute); err != nil {
+		if _, err := s.CreateSession(t0, SessionRequest{Family: fam, ID: sid(i), OwnerID: "w", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := s.Acquire(t0, "a", sid(1), r, time.Minute, 0); err != nil {
+	if _, _, err := s.Acquire(t0, AcquireRequest{Family: "a", Session: sid(1), Route: r, TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	_, ticket, err := s.Acquire(t0, "a", sid(2), r, time.Minute, time.Second)
+	_, ticket, err := s.Acquire(t0, AcquireRequest{Family: "a", Session: sid(2), Route: r, TTL: time.Minute, Wait: time.Second})
 	if err != nil || ticket == 0 {
 		t.Fatalf("first waiter: %v", err)
 	}
-	_, _, err = s.Acquire(t0, "a", sid(3), r, time.Minute, time.Second)
+	_, _, err = s.Acquire(t0, AcquireRequest{Family: "a", Session: sid(3), Route: r, TTL: time.Minute, Wait: time.Second})
 	wantLimit(t, err, muster.CodeQueueFull, muster.ScopeFamily)
-	if _, _, err := s.Acquire(t0, "b", sid(4), r, time.Minute, 0); err != nil {
+	if _, _, err := s.Acquire(t0, AcquireRequest{Family: "b", Session: sid(4), Route: r, TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	if _, tk, err := s.Acquire(t0, "b", sid(5), r, time.Minute, time.Second); err != nil || tk == 0 {
+	if _, tk, err := s.Acquire(t0, AcquireRequest{Family: "b", Session: sid(5), Route: r, TTL: time.Minute, Wait: time.Second}); err != nil || tk == 0 {
 		t.Fatalf("family b waits while a is at its quota: %v", err)
 	}
 	s.CancelWait(ticket)
-	if _, tk, err := s.Acquire(t0, "a", sid(3), r, time.Minute, time.Second); err != nil || tk == 0 {
+	if _, tk, err := s.Acquire(t0, AcquireRequest{Family: "a", Session: sid(3), Route: r, TTL: time.Minute, Wait: time.Second}); err != nil || tk == 0 {
 		t.Fatalf("after the family's waiter left: %v", err)
 	}
 	s.Tick(t0.Add(2 * time.Second)) // both waits time out
@@ -141,20 +141,20 @@ func TestQuotaWaitersBrokerCap(t *testing.T) {
 	s := quotaState(Quota{}, nil)
 	s.cfg.MaxSessions, s.cfg.MaxWaiters = 10, 2
 	for i := byte(1); i <= 4; i++ {
-		if _, err := s.CreateSession(t0, sid(i), "a", "w", time.Minute); err != nil {
+		if _, err := s.CreateSession(t0, SessionRequest{Family: "a", ID: sid(i), OwnerID: "w", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	r := mustRoute(t, "lease://x/y/z")
-	if _, _, err := s.Acquire(t0, "a", sid(1), r, time.Minute, 0); err != nil {
+	if _, _, err := s.Acquire(t0, AcquireRequest{Family: "a", Session: sid(1), Route: r, TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	for i := byte(2); i <= 3; i++ {
-		if _, _, err := s.Acquire(t0, "a", sid(i), r, time.Minute, time.Second); err != nil {
+		if _, _, err := s.Acquire(t0, AcquireRequest{Family: "a", Session: sid(i), Route: r, TTL: time.Minute, Wait: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, _, err := s.Acquire(t0, "a", sid(4), r, time.Minute, time.Second)
+	_, _, err := s.Acquire(t0, AcquireRequest{Family: "a", Session: sid(4), Route: r, TTL: time.Minute, Wait: time.Second})
 	wantLimit(t, err, muster.CodeQueueFull, muster.ScopeBroker)
 }
 
@@ -166,10 +166,10 @@ func TestQuotaSnapshots(t *testing.T) {
 	for i := range 10 {
 		s.OpenSnapshot(t0, "a", "a-"+string(rune('2'+i)))
 	}
-	if _, err := s.ResumeSnapshot(t0, other.ID, "b"); err != nil {
+	if _, err := s.ResumeSnapshot(t0, "b", other.ID); err != nil {
 		t.Fatalf("family b's snapshot was evicted by a's churn: %v", err)
 	}
-	if _, err := s.ResumeSnapshot(t0, first.ID, "a"); err == nil {
+	if _, err := s.ResumeSnapshot(t0, "a", first.ID); err == nil {
 		t.Fatal("family a kept more than its quota")
 	}
 	if fs := s.FamilyStats(); fs["a"].Snapshots != 2 || fs["b"].Snapshots != 1 || fs["a"].SnapshotsEvicted != 9 {

@@ -43,7 +43,7 @@ const (
 // SessionInfo is a copy of a session's public state handed out by the core.
 type SessionInfo struct {
 	ID          SessionID
-	Family      string
+	Family      Family
 	OwnerID     string
 	Incarnation string
 	TTL         time.Duration
@@ -54,7 +54,7 @@ type SessionInfo struct {
 type session struct {
 	SessionInfo
 	leases    *lease                   // intrusive list of held leases
-	waiters   map[uint64]*waiter       // queued acquisitions by ticket
+	waiters   map[Ticket]*waiter       // queued acquisitions by ticket
 	regs      map[string]*registration // watch registrations by original selector
 	wildcards int                      // wildcard registrations among regs
 	readOnly  StreamID                 // non-zero: the read-only session of that stream
@@ -70,10 +70,19 @@ func incarnation(key []byte, id SessionID) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
 }
 
-// CreateSession registers a new session that expires at now+ttl unless kept
-// alive. The id is chosen by the caller (the edge draws it from crypto/rand)
-// so that the core stays free of I/O.
-func (s *State) CreateSession(now time.Time, id SessionID, family, ownerID string, ttl time.Duration) (SessionInfo, error) {
+// SessionRequest creates one session. Its ID is chosen by the caller (the
+// edge draws it from crypto/rand) so that the core stays free of I/O.
+type SessionRequest struct {
+	Family  Family
+	ID      SessionID
+	OwnerID string
+	TTL     time.Duration
+}
+
+// CreateSession registers a new session that expires at now+req.TTL unless
+// kept alive.
+func (s *State) CreateSession(now time.Time, req SessionRequest) (SessionInfo, error) {
+	id, family, ownerID, ttl := req.ID, req.Family, req.OwnerID, req.TTL
 	if ownerID == "" || len(ownerID) > MaxOwnerIDLen {
 		return SessionInfo{}, muster.Errorf(muster.CodeInvalidRequest, "owner_id must be 1..%d bytes", MaxOwnerIDLen)
 	}
@@ -99,7 +108,7 @@ func (s *State) CreateSession(now time.Time, id SessionID, family, ownerID strin
 		Incarnation: incarnation(s.cfg.IncarnationKey, id),
 		TTL:         ttl,
 		ExpiresAt:   now.Add(ttl),
-	}, waiters: map[uint64]*waiter{}}
+	}, waiters: map[Ticket]*waiter{}}
 	s.sessions[id] = ss
 	s.sessionDue.Set(id, ss.ExpiresAt)
 	s.stats.SessionsCreated++
@@ -108,7 +117,7 @@ func (s *State) CreateSession(now time.Time, id SessionID, family, ownerID strin
 }
 
 // Keepalive moves a live session's expiry to now + its TTL.
-func (s *State) Keepalive(now time.Time, family string, id SessionID) (SessionInfo, error) {
+func (s *State) Keepalive(now time.Time, family Family, id SessionID) (SessionInfo, error) {
 	ss, err := s.liveSession(now, family, id)
 	if err != nil {
 		return SessionInfo{}, err
@@ -119,7 +128,7 @@ func (s *State) Keepalive(now time.Time, family string, id SessionID) (SessionIn
 }
 
 // EndSession ends a live session at the caller's request.
-func (s *State) EndSession(now time.Time, family string, id SessionID) error {
+func (s *State) EndSession(now time.Time, family Family, id SessionID) error {
 	ss, err := s.liveSession(now, family, id)
 	if err != nil {
 		return err
@@ -129,7 +138,7 @@ func (s *State) EndSession(now time.Time, family string, id SessionID) error {
 }
 
 // Session returns a live session of family.
-func (s *State) Session(now time.Time, family string, id SessionID) (SessionInfo, error) {
+func (s *State) Session(now time.Time, family Family, id SessionID) (SessionInfo, error) {
 	ss, err := s.liveSession(now, family, id)
 	if err != nil {
 		return SessionInfo{}, err
@@ -140,7 +149,7 @@ func (s *State) Session(now time.Time, family string, id SessionID) (SessionInfo
 // liveSession finds a session of the family after processing due expiry, so
 // a session past its TTL is never reported live. A session of another family
 // is indistinguishable from a missing one.
-func (s *State) liveSession(now time.Time, family string, id SessionID) (*session, error) {
+func (s *State) liveSession(now time.Time, family Family, id SessionID) (*session, error) {
 	s.expireDue(now)
 	ss, ok := s.sessions[id]
 	if !ok || ss.Family != family {

@@ -18,7 +18,7 @@ func sid(b byte) SessionID { var id SessionID; id[0] = b; id[15] = b; return id 
 
 func TestSessionLifecycle(t *testing.T) {
 	s := testState(t)
-	info, err := s.CreateSession(t0, sid(1), "acme", "worker-1", 10*time.Second)
+	info, err := s.CreateSession(t0, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "worker-1", TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestSessionErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := testState(t)
-			_, err := s.CreateSession(t0, sid(1), "acme", tc.owner, tc.ttl)
+			_, err := s.CreateSession(t0, SessionRequest{Family: "acme", ID: sid(1), OwnerID: tc.owner, TTL: tc.ttl})
 			if got := muster.ErrorCode(err); got != tc.want {
 				t.Fatalf("code = %v, want %v", got, tc.want)
 			}
@@ -75,7 +75,7 @@ func TestSessionErrors(t *testing.T) {
 
 func TestSessionFamilyIsolation(t *testing.T) {
 	s := testState(t)
-	if _, err := s.CreateSession(t0, sid(1), "acme", "w", time.Minute); err != nil {
+	if _, err := s.CreateSession(t0, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Keepalive(t0, "other", sid(1)); muster.ErrorCode(err) != muster.CodeSessionNotFound {
@@ -95,23 +95,23 @@ func TestSessionFamilyIsolation(t *testing.T) {
 func TestSessionLimit(t *testing.T) {
 	s := testState(t)
 	for i := byte(1); i <= 4; i++ {
-		if _, err := s.CreateSession(t0, sid(i), "acme", "w", time.Second); err != nil {
+		if _, err := s.CreateSession(t0, SessionRequest{Family: "acme", ID: sid(i), OwnerID: "w", TTL: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.CreateSession(t0, sid(5), "acme", "w", time.Second); muster.ErrorCode(err) != muster.CodeSessionLimit {
+	if _, err := s.CreateSession(t0, SessionRequest{Family: "acme", ID: sid(5), OwnerID: "w", TTL: time.Second}); muster.ErrorCode(err) != muster.CodeSessionLimit {
 		t.Fatalf("fifth session: %v", err)
 	}
 	// Expired sessions free their slots before the limit is checked.
-	if _, err := s.CreateSession(t0.Add(2*time.Second), sid(5), "acme", "w", time.Second); err != nil {
+	if _, err := s.CreateSession(t0.Add(2*time.Second), SessionRequest{Family: "acme", ID: sid(5), OwnerID: "w", TTL: time.Second}); err != nil {
 		t.Fatalf("after expiry: %v", err)
 	}
 }
 
 func TestIncarnation(t *testing.T) {
 	s := testState(t)
-	a, _ := s.CreateSession(t0, sid(1), "acme", "same-owner", time.Minute)
-	b, _ := s.CreateSession(t0, sid(2), "acme", "same-owner", time.Minute)
+	a, _ := s.CreateSession(t0, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "same-owner", TTL: time.Minute})
+	b, _ := s.CreateSession(t0, SessionRequest{Family: "acme", ID: sid(2), OwnerID: "same-owner", TTL: time.Minute})
 	if a.Incarnation == b.Incarnation {
 		t.Fatal("two sessions with one owner_id share an incarnation")
 	}
@@ -120,7 +120,7 @@ func TestIncarnation(t *testing.T) {
 		t.Fatal("incarnation changed on keepalive")
 	}
 	other := NewState(Config{Epoch: "e2", IncarnationKey: []byte("k2")})
-	c, _ := other.CreateSession(t0, sid(1), "acme", "same-owner", time.Minute)
+	c, _ := other.CreateSession(t0, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "same-owner", TTL: time.Minute})
 	if c.Incarnation == a.Incarnation {
 		t.Fatal("the same session id under a new epoch key kept its incarnation")
 	}

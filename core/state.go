@@ -27,7 +27,7 @@ type Config struct {
 	// FamilyQuota bounds each family (zero fields: no bound of its own);
 	// FamilyQuotas replaces it for the families it names.
 	FamilyQuota  Quota
-	FamilyQuotas map[string]Quota
+	FamilyQuotas map[Family]Quota
 	// Inventory snapshot retention; zero values take the defaults.
 	MaxSnapshots       int
 	MaxCallerSnapshots int
@@ -50,7 +50,7 @@ type Stats struct {
 	SessionsCreated uint64
 	SessionsExpired uint64
 	SessionsDeleted uint64
-	Revision        uint64
+	Revision        uint64 // the broker-wide revision
 
 	Leases  int // held leases, all families
 	Waiters int // queued acquisitions
@@ -86,28 +86,28 @@ type Stats struct {
 	SnapshotsEvicted uint64 // by the caps
 	SnapshotsExpired uint64 // by the idle timeout
 
-	Families map[string]FamilyStats // per family, for quotas
+	Families map[string]FamilyStats // by family name, for quotas
 }
 
 // State is the whole lease universe of one epoch.
 type State struct {
 	cfg        Config
-	revision   uint64
+	revision   Revision
 	sessions   map[SessionID]*session
 	sessionDue *deadlines[SessionID]
-	families   map[string]*family
+	families   map[Family]*family
 	leaseDue   leaseHeap
-	waiters    map[uint64]*waiter
-	waitDue    *deadlines[uint64]
-	nextTicket uint64
+	waiters    map[Ticket]*waiter
+	waitDue    *deadlines[Ticket]
+	nextTicket Ticket
 	snaps      *snapshots
-	watch      map[string]*watchIndex // by family
+	watch      map[Family]*watchIndex
 	streams    map[StreamID]*stream
 	nextSub    uint64
 	readOnly   int // read-only stream sessions among sessions
 	matchStamp uint64
 	stats      Stats
-	usage      map[string]*usage // per family, for quotas and metrics
+	usage      map[Family]*usage // per family, for quotas and metrics
 	placeNext  time.Time         // earliest serving deadline (placed core)
 	placeFull  bool              // a family reached its change limit
 
@@ -149,13 +149,13 @@ func NewState(cfg Config) *State {
 		cfg:        cfg,
 		sessions:   make(map[SessionID]*session),
 		sessionDue: newDeadlines[SessionID](),
-		families:   make(map[string]*family),
-		waiters:    make(map[uint64]*waiter),
-		waitDue:    newDeadlines[uint64](),
+		families:   make(map[Family]*family),
+		waiters:    make(map[Ticket]*waiter),
+		waitDue:    newDeadlines[Ticket](),
 		snaps:      newSnapshots(cfg.MaxSnapshots, cfg.MaxCallerSnapshots, cfg.SnapshotIdle),
-		watch:      make(map[string]*watchIndex),
+		watch:      make(map[Family]*watchIndex),
 		streams:    make(map[StreamID]*stream),
-		usage:      make(map[string]*usage),
+		usage:      make(map[Family]*usage),
 	}
 }
 
@@ -163,7 +163,7 @@ func NewState(cfg Config) *State {
 func (s *State) Epoch() string { return s.cfg.Epoch }
 
 // Revision is the current revision.
-func (s *State) Revision() uint64 { return s.revision }
+func (s *State) Revision() Revision { return s.revision }
 
 // Tick processes everything due at now, idle snapshots included.
 func (s *State) Tick(now time.Time) {
@@ -213,7 +213,7 @@ func (s *State) TakeResults() []WaitResult {
 func (s *State) Stats() Stats {
 	st := s.stats
 	st.Sessions = len(s.sessions) - s.readOnly
-	st.Revision = s.revision
+	st.Revision = uint64(s.revision)
 	st.Leases = len(s.leaseDue)
 	st.Waiters = len(s.waiters)
 	st.Snapshots = len(s.snaps.byID)

@@ -8,7 +8,7 @@ import (
 
 // waiter is one queued acquisition.
 type waiter struct {
-	ticket   uint64
+	ticket   Ticket
 	sess     *session
 	fam      *family
 	key      string
@@ -26,7 +26,7 @@ type queue struct {
 }
 
 // enqueue adds ss to the route's FIFO queue and returns its ticket.
-func (s *State) enqueue(now time.Time, f *family, key string, ss *session, ttl, wait time.Duration) (uint64, error) {
+func (s *State) enqueue(now time.Time, f *family, key string, ss *session, ttl, wait time.Duration) (Ticket, error) {
 	q := f.queues[key]
 	if q == nil {
 		q = &queue{}
@@ -125,7 +125,7 @@ func (s *State) grantNext(now time.Time, f *family, key string) {
 // CancelWait removes a queued acquisition whose requester left. It reports
 // false when the ticket is no longer queued: its result (possibly a grant
 // the caller must roll back) has already been produced.
-func (s *State) CancelWait(ticket uint64) bool {
+func (s *State) CancelWait(ticket Ticket) bool {
 	w := s.waiters[ticket]
 	if w == nil {
 		return false

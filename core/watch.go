@@ -84,13 +84,13 @@ type WatchSubscription struct {
 // typed value the edge encodes, off the actor: nothing in it is changed
 // once Subscribe has returned it.
 type WatchStart struct {
-	Revision      uint64
+	Revision      Revision
 	Time          time.Time // of the step: remaining_ms is measured at it
 	Snapshot      *Snapshot
 	Subscriptions []WatchSubscription
 }
 
-func (s *State) index(fam string) *watchIndex {
+func (s *State) index(fam Family) *watchIndex {
 	ix := s.watch[fam]
 	if ix == nil {
 		ix = &watchIndex{exact: map[string][]*registration{}}
@@ -99,10 +99,20 @@ func (s *State) index(fam string) *watchIndex {
 	return ix
 }
 
-// Subscribe registers sels for one new stream, in one step, and takes the
-// snapshot whose first pages make the stream's marker. The session is the
-// live session id of the family, or — when id is nil — a new read-only
-// session (with the fresh id anon) that lives exactly as long as the stream.
+// SubscribeRequest registers the Selectors of one new stream.
+type SubscribeRequest struct {
+	Family    Family
+	Session   *SessionID // nil: a read-only session for the stream
+	Anon      SessionID  // the read-only session's fresh random id
+	Selectors []Selector // validated and authorized by the caller
+	Caller    string     // owner of the marker snapshot (per-caller cap)
+}
+
+// Subscribe registers req.Selectors for the new stream st, in one step, and
+// takes the snapshot whose first pages make the stream's marker. The
+// session is the live session req.Session of the family, or — when it is
+// nil — a new read-only session (with the fresh id req.Anon) that lives
+// exactly as long as the stream.
 // Limits are checked before anything changes (all or nothing), duplicates
 // first: a (session, selector) already registered moves to the new stream
 // with its subscription id, and its old stream ends as superseded.
@@ -111,7 +121,8 @@ func (s *State) index(fam string) *watchIndex {
 // expiry included, are matched first (see Ready): they are in the marker's
 // snapshot, so they reach the registrations as they were, never the new
 // stream.
-func (s *State) Subscribe(now time.Time, fam string, id *SessionID, anon SessionID, sels []Selector, st StreamID, caller string) (WatchStart, error) {
+func (s *State) Subscribe(now time.Time, st StreamID, req SubscribeRequest) (WatchStart, error) {
+	fam, id, sels := req.Family, req.Session, req.Selectors
 	if len(sels) == 0 || len(sels) > MaxSelectorsPerStream {
 		return WatchStart{}, muster.Errorf(muster.CodeInvalidRequest, "a stream watches 1..%d selectors", MaxSelectorsPerStream)
 	}
@@ -166,12 +177,12 @@ func (s *State) Subscribe(now time.Time, fam string, id *SessionID, anon Session
 		return WatchStart{}, muster.LimitErrorf(muster.CodeSubscriptionLimit, muster.ScopeBroker, "the broker holds its maximum of %d watch registrations", s.cfg.MaxRegistrations)
 	}
 	if ss == nil {
-		ss = s.readOnlySession(now, fam, anon, st)
+		ss = s.readOnlySession(now, fam, req.Anon, st)
 	}
 	str := &stream{sess: ss, regs: map[*registration]struct{}{}}
 	s.streams[st] = str
 	u.Streams++
-	sn := s.OpenSnapshot(now, fam, caller)
+	sn := s.OpenSnapshot(now, fam, req.Caller)
 	out := WatchStart{Revision: sn.Revision, Time: now, Snapshot: sn}
 	ix := s.index(fam)
 	for _, sel := range uniq {
@@ -191,9 +202,9 @@ func (s *State) Subscribe(now time.Time, fam string, id *SessionID, anon Session
 
 // readOnlySession makes the session of a stream opened without one: no
 // TTL, no leases, ended with the stream.
-func (s *State) readOnlySession(now time.Time, fam string, id SessionID, st StreamID) *session {
+func (s *State) readOnlySession(now time.Time, fam Family, id SessionID, st StreamID) *session {
 	ss := &session{SessionInfo: SessionInfo{ID: id, Family: fam, OwnerID: "stream", Incarnation: incarnation(s.cfg.IncarnationKey, id)},
-		waiters: map[uint64]*waiter{}, readOnly: st}
+		waiters: map[Ticket]*waiter{}, readOnly: st}
 	s.sessions[id] = ss
 	s.readOnly++
 	return ss
@@ -295,7 +306,7 @@ func (s *State) Overflowed(st StreamID) {
 // Unsubscribe removes exactly the registration (session, selector). A
 // stream left with none ends as unsubscribed. Removing a registration that
 // does not exist succeeds.
-func (s *State) Unsubscribe(now time.Time, fam string, id SessionID, sel Selector) error {
+func (s *State) Unsubscribe(now time.Time, fam Family, id SessionID, sel Selector) error {
 	ss, err := s.liveSession(now, fam, id)
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ func subscribeN(b *testing.B, n int, selector func(i int) string) *State {
 		}
 		var anon SessionID
 		anon[0], anon[1], anon[2] = byte(i), byte(i>>8), byte(i>>16)
-		if _, err := s.Subscribe(t0, "acme", nil, anon, []Selector{sel}, StreamID(i+1), "bench"); err != nil {
+		if _, err := s.Subscribe(t0, StreamID(i+1), SubscribeRequest{Family: "acme", Anon: anon, Selectors: []Selector{sel}, Caller: "bench"}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -19,7 +19,7 @@ func mustSel(t testing.TB, s string) Selector {
 	return sel
 }
 
-func subIDs(t *testing.T, s *State, fam, key string) []string {
+func subIDs(t *testing.T, s *State, fam Family, key string) []string {
 	t.Helper()
 	var out []string
 	for _, d := range s.Deliveries(&Event{Family: fam, Key: key}, nil) {
@@ -32,7 +32,7 @@ func subIDs(t *testing.T, s *State, fam, key string) []string {
 func TestWatchMatchingAndOverlap(t *testing.T) {
 	s := newLeaseFixture(t, 1).s
 	id := sid(1)
-	ws, err := s.Subscribe(t0, "acme", &id, SessionID{}, []Selector{mustSel(t, "lease://acme/renderers/*"), mustSel(t, "lease://acme/**"), mustSel(t, "lease://acme/renderers/doc-1")}, 1, "c")
+	ws, err := s.Subscribe(t0, 1, SubscribeRequest{Family: "acme", Session: &id, Selectors: []Selector{mustSel(t, "lease://acme/renderers/*"), mustSel(t, "lease://acme/**"), mustSel(t, "lease://acme/renderers/doc-1")}, Caller: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,26 +55,26 @@ func TestWatchLimits(t *testing.T) {
 	s := newLeaseFixture(t, 1).s
 	id := sid(1)
 	for i := 0; i < MaxWildcardRegistrations; i++ {
-		if _, err := s.Subscribe(t0, "acme", &id, SessionID{}, []Selector{mustSel(t, fmt.Sprintf("lease://r%d/*/*", i))}, StreamID(i+1), "c"); err != nil {
+		if _, err := s.Subscribe(t0, StreamID(i+1), SubscribeRequest{Family: "acme", Session: &id, Selectors: []Selector{mustSel(t, fmt.Sprintf("lease://r%d/*/*", i))}, Caller: "c"}); err != nil {
 			t.Fatalf("registration %d: %v", i, err)
 		}
 	}
-	_, err := s.Subscribe(t0, "acme", &id, SessionID{}, []Selector{mustSel(t, "lease://one-more/*/*")}, 999, "c")
+	_, err := s.Subscribe(t0, 999, SubscribeRequest{Family: "acme", Session: &id, Selectors: []Selector{mustSel(t, "lease://one-more/*/*")}, Caller: "c"})
 	wantCode(t, err, muster.CodeSubscriptionLimit)
 	if s.streams[999] != nil {
 		t.Fatal("a refused open left a stream behind")
 	}
 	// A duplicate is checked first: it supersedes instead of counting.
-	if _, err := s.Subscribe(t0, "acme", &id, SessionID{}, []Selector{mustSel(t, "lease://r0/*/*")}, 1000, "c"); err != nil {
+	if _, err := s.Subscribe(t0, 1000, SubscribeRequest{Family: "acme", Session: &id, Selectors: []Selector{mustSel(t, "lease://r0/*/*")}, Caller: "c"}); err != nil {
 		t.Fatalf("duplicate at the cap: %v", err)
 	}
 	// Exact registrations are exempt from the wildcard cap.
-	if _, err := s.Subscribe(t0, "acme", &id, SessionID{}, []Selector{mustSel(t, "lease://a/b/c")}, 1001, "c"); err != nil {
+	if _, err := s.Subscribe(t0, 1001, SubscribeRequest{Family: "acme", Session: &id, Selectors: []Selector{mustSel(t, "lease://a/b/c")}, Caller: "c"}); err != nil {
 		t.Fatalf("exact at the wildcard cap: %v", err)
 	}
 	// All or nothing: one bad selector among good ones registers nothing.
 	before := s.Stats()
-	_, err = s.Subscribe(t0, "acme", &id, SessionID{}, []Selector{mustSel(t, "lease://x/y/z"), mustSel(t, "lease://new/*/*")}, 1002, "c")
+	_, err = s.Subscribe(t0, 1002, SubscribeRequest{Family: "acme", Session: &id, Selectors: []Selector{mustSel(t, "lease://x/y/z"), mustSel(t, "lease://new/*/*")}, Caller: "c"})
 	wantCode(t, err, muster.CodeSubscriptionLimit)
 	if after := s.Stats(); after.ExactRegistrations != before.ExactRegistrations {
 		t.Fatal("a refused open registered part of its selectors")
@@ -86,8 +86,8 @@ func TestWatchSupersedeUnsubscribeSessionEnd(t *testing.T) {
 	id := sid(1)
 	a := mustSel(t, "lease://acme/a/*")
 	b := mustSel(t, "lease://acme/b/*")
-	first, _ := s.Subscribe(t0, "acme", &id, SessionID{}, []Selector{a, b}, 1, "c")
-	second, _ := s.Subscribe(t0, "acme", &id, SessionID{}, []Selector{a}, 2, "c")
+	first, _ := s.Subscribe(t0, 1, SubscribeRequest{Family: "acme", Session: &id, Selectors: []Selector{a, b}, Caller: "c"})
+	second, _ := s.Subscribe(t0, 2, SubscribeRequest{Family: "acme", Session: &id, Selectors: []Selector{a}, Caller: "c"})
 	if first.Subscriptions[0].ID != second.Subscriptions[0].ID {
 		t.Fatal("a duplicate open did not keep the subscription id")
 	}
@@ -100,7 +100,7 @@ func TestWatchSupersedeUnsubscribeSessionEnd(t *testing.T) {
 	if got := subIDs(t, s, "acme", "acme/b/x"); len(got) != 0 {
 		t.Fatalf("the superseded stream's other registration survived: %v", got)
 	}
-	s.Subscribe(t0, "acme", &id, SessionID{}, []Selector{b}, 3, "c")
+	s.Subscribe(t0, 3, SubscribeRequest{Family: "acme", Session: &id, Selectors: []Selector{b}, Caller: "c"})
 	if err := s.Unsubscribe(t0, "acme", id, a); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestWatchSupersedeUnsubscribeSessionEnd(t *testing.T) {
 func TestWatchReadOnlySession(t *testing.T) {
 	s := newLeaseFixture(t).s
 	anon := sid(77)
-	if _, err := s.Subscribe(t0, "acme", nil, anon, []Selector{mustSel(t, "lease://**")}, 5, "c"); err != nil {
+	if _, err := s.Subscribe(t0, 5, SubscribeRequest{Family: "acme", Anon: anon, Selectors: []Selector{mustSel(t, "lease://**")}, Caller: "c"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := subIDs(t, s, "acme", "x/y/z"); len(got) != 1 {
@@ -145,7 +145,7 @@ func TestWatchMarkerIsSnapshotAtRevision(t *testing.T) {
 	f.mustAcquire(1, rA)
 	f.mustAcquire(1, rB)
 	id := sid(1)
-	ws, _ := f.s.Subscribe(f.now, "acme", &id, SessionID{}, []Selector{mustSel(t, "lease://acme/renderers/*")}, 1, "c")
+	ws, _ := f.s.Subscribe(f.now, 1, SubscribeRequest{Family: "acme", Session: &id, Selectors: []Selector{mustSel(t, "lease://acme/renderers/*")}, Caller: "c"})
 	if ws.Revision != f.s.Revision() || len(ws.Subscriptions[0].Page.Items) != 2 || !ws.Subscriptions[0].Page.Done {
 		t.Fatalf("marker = rev %d, %+v", ws.Revision, ws.Subscriptions[0].Page)
 	}
@@ -183,7 +183,7 @@ func TestWatchIndexMatchesBruteForce(t *testing.T) {
 			continue
 		}
 		sels = append(sels, sel)
-		s.Subscribe(t0, "acme", nil, sid(byte(len(sels))), []Selector{sel}, StreamID(len(sels)), "c")
+		s.Subscribe(t0, StreamID(len(sels)), SubscribeRequest{Family: "acme", Anon: sid(byte(len(sels))), Selectors: []Selector{sel}, Caller: "c"})
 	}
 	for i := 0; i < 200; i++ {
 		r := Route{seg(false), seg(false), seg(false)}
@@ -212,20 +212,20 @@ func TestWatchCaps(t *testing.T) {
 	s := NewState(Config{Epoch: "e", IncarnationKey: []byte("k"), MaxSessions: 1, MaxStreams: 2})
 	sel := mustSel(t, "lease://**")
 	for i := 1; i <= 2; i++ {
-		if _, err := s.Subscribe(t0, "acme", nil, sid(byte(100+i)), []Selector{sel}, StreamID(i), "c"); err != nil {
+		if _, err := s.Subscribe(t0, StreamID(i), SubscribeRequest{Family: "acme", Anon: sid(byte(100 + i)), Selectors: []Selector{sel}, Caller: "c"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := s.Subscribe(t0, "acme", nil, sid(103), []Selector{sel}, 3, "c")
+	_, err := s.Subscribe(t0, 3, SubscribeRequest{Family: "acme", Anon: sid(103), Selectors: []Selector{sel}, Caller: "c"})
 	wantCode(t, err, muster.CodeSubscriptionLimit)
-	if _, err := s.CreateSession(t0, sid(1), "acme", "w", time.Minute); err != nil {
+	if _, err := s.CreateSession(t0, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: time.Minute}); err != nil {
 		t.Fatalf("anonymous streams took the only session slot: %v", err)
 	}
 	if st := s.Stats(); st.Sessions != 1 || st.Streams != 2 {
 		t.Fatalf("stats = %+v", st)
 	}
 	s.DropStream(1)
-	if _, err := s.Subscribe(t0, "acme", nil, sid(104), []Selector{sel}, 4, "c"); err != nil {
+	if _, err := s.Subscribe(t0, 4, SubscribeRequest{Family: "acme", Anon: sid(104), Selectors: []Selector{sel}, Caller: "c"}); err != nil {
 		t.Fatalf("a freed stream slot: %v", err)
 	}
 }

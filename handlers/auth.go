@@ -15,7 +15,7 @@ import (
 // boundary) and the grants of its token.
 type Caller struct {
 	Name   string
-	Family string
+	Family core.Family
 	Grants core.Grants
 }
 
@@ -23,7 +23,7 @@ type Caller struct {
 type Token struct {
 	Name   string
 	Hash   [sha256.Size]byte
-	Family string
+	Family core.Family
 	Grants core.Grants
 }
 

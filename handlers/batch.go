@@ -60,7 +60,7 @@ func (s *Server) BatchLeases(ctx context.Context, req api.BatchLeasesRequestObje
 // and the revision after the batch. A malformed operation refuses the whole
 // batch before anything is applied; an operation the caller's grants do
 // not cover fails alone with forbidden.
-func (s *Server) applyBatch(ctx context.Context, session string, in []wireOp) ([]core.BatchOp, []core.BatchResult, uint64, error) {
+func (s *Server) applyBatch(ctx context.Context, session string, in []wireOp) ([]core.BatchOp, []core.BatchResult, core.Revision, error) {
 	id, err := core.ParseSessionID(session)
 	if err != nil {
 		return nil, nil, 0, err
@@ -70,8 +70,8 @@ func (s *Server) applyBatch(ctx context.Context, session string, in []wireOp) ([
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	res, rev, err := s.broker.Batch(ctx, caller.Family, id, ops)
-	return ops, res, rev, err
+	ans, err := s.broker.Batch(ctx, core.BatchRequest{Family: caller.Family, Session: id, Ops: ops})
+	return ops, ans.Results, ans.Revision, err
 }
 
 // batchOps turns the operations of a request into core operations: every
@@ -124,7 +124,7 @@ func batchOp(in *wireOp) (core.BatchOp, error) {
 		if in.Token < 1 {
 			return op, muster.Errorf(muster.CodeInvalidRequest, "fencing_token must be at least 1")
 		}
-		op.Token = uint64(in.Token)
+		op.Token = core.FencingToken(in.Token)
 	}
 	r, err := core.ParseRoute(in.Route)
 	if err != nil {

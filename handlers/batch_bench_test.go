@@ -37,7 +37,7 @@ func BenchmarkBatchHandler(b *testing.B) {
 	}
 	ctx := context.Background()
 	id := core.SessionID{1}
-	broker.CreateSession(ctx, id, DevFamily, "w", 10*time.Minute)
+	broker.CreateSession(ctx, core.SessionRequest{Family: DevFamily, ID: id, OwnerID: "w", TTL: 10 * time.Minute})
 	post := func(body string) string {
 		req := httptest.NewRequest("POST", "/v1/leases/batch", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

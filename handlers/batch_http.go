@@ -71,7 +71,7 @@ func appendAll(dst []byte, r io.Reader) ([]byte, error) {
 // appendBatchAnswer encodes the answer to ops as encoding/json encodes the
 // BatchResponse that BatchLeases builds for them (members in declaration
 // order, omitempty honoured), straight from the core's results.
-func appendBatchAnswer(b []byte, ops []wireOp, res []core.BatchResult, rev uint64) []byte {
+func appendBatchAnswer(b []byte, ops []wireOp, res []core.BatchResult, rev core.Revision) []byte {
 	b = append(b, `{"results":[`...)
 	for i := range res {
 		if i > 0 {
@@ -80,7 +80,7 @@ func appendBatchAnswer(b []byte, ops []wireOp, res []core.BatchResult, rev uint6
 		b = appendBatchResult(b, &ops[i], &res[i])
 	}
 	b = append(b, `],"revision":`...)
-	b = strconv.AppendUint(b, rev, 10)
+	b = strconv.AppendUint(b, uint64(rev), 10)
 	return append(b, '}')
 }
 
@@ -102,7 +102,7 @@ func appendBatchResult(b []byte, op *wireOp, r *core.BatchResult) []byte {
 		b = append(b, `,"expires_at":`...)
 		b, _ = appendTime(b, h.Item.ExpiresAt(), true)
 		b = append(b, `,"fencing_token":`...)
-		b = strconv.AppendUint(b, h.Token, 10)
+		b = strconv.AppendUint(b, uint64(h.Token), 10)
 		switch h.Outcome {
 		case core.OutcomeAcquired:
 			b = append(b, `,"outcome":"acquired"`...)

@@ -18,7 +18,7 @@ func TestAppendBatchAnswerMatchesEncodingJSON(t *testing.T) {
 	s := core.NewState(core.Config{Epoch: "e", IncarnationKey: []byte("k")})
 	now := time.Date(2026, 12, 1, 3, 4, 5, 123456789, time.UTC)
 	id := core.SessionID{1}
-	if _, err := s.CreateSession(now, id, "f", "w", time.Minute); err != nil {
+	if _, err := s.CreateSession(now, core.SessionRequest{Family: "f", ID: id, OwnerID: "w", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	in := []wireOp{
@@ -35,10 +35,11 @@ func TestAppendBatchAnswerMatchesEncodingJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	ops[6].Refused = errForbidden
-	res, err := s.Batch(now, "f", id, ops)
+	ans, err := s.Batch(now, core.BatchRequest{Family: "f", Session: id, Ops: ops})
 	if err != nil {
 		t.Fatal(err)
 	}
+	res := ans.Results
 	want := api.BatchResponse{Results: make([]api.BatchResult, len(res)), Revision: int64(s.Revision())}
 	for i, r := range res {
 		want.Results[i] = batchResult(&in[i], ops[i].Route, r)
@@ -47,7 +48,7 @@ func TestAppendBatchAnswerMatchesEncodingJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := appendBatchAnswer(nil, in, res, s.Revision())
+	got := appendBatchAnswer(nil, in, res, ans.Revision)
 	var g, w any
 	if err := json.Unmarshal(got, &g); err != nil {
 		t.Fatalf("not JSON: %s", got)

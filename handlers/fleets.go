@@ -42,7 +42,7 @@ func fleetScope(ctx context.Context, root string, a core.Access) (string, error)
 	if err := allowFleet(c, root, a); err != nil {
 		return "", err
 	}
-	return c.Family, nil
+	return string(c.Family), nil
 }
 
 // fleetErr passes the fleet store's errors through: a request error as it
@@ -118,7 +118,7 @@ func (s *Server) ListSpecs(ctx context.Context, req api.ListSpecsRequestObject) 
 	sel := fleetCursorSelector(req.Root)
 	after := ""
 	if req.Params.Cursor != nil {
-		cur, err := s.cursors.Decode(*req.Params.Cursor, fam, sel)
+		cur, err := s.cursors.Decode(*req.Params.Cursor, core.Family(fam), sel)
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +143,7 @@ func (s *Server) ListSpecs(ctx context.Context, req api.ListSpecsRequestObject) 
 	}
 	b = append(b, ']')
 	if more && len(rows) > 0 {
-		next := s.cursors.Encode(core.Cursor{Epoch: s.broker.Epoch(), Family: fam, Selector: sel, After: rows[len(rows)-1].Name})
+		next := s.cursors.Encode(core.Cursor{Epoch: s.broker.Epoch(), Family: core.Family(fam), Selector: sel, After: rows[len(rows)-1].Name})
 		b = append(b, `,"next_cursor":`...)
 		b = appendJSONString(b, next)
 	}
@@ -258,15 +258,15 @@ func (s *Server) FleetGap(ctx context.Context, req api.FleetGapRequestObject) (a
 	var sn *core.Snapshot
 	after := ""
 	if req.Params.Cursor != nil {
-		cur, err := s.cursors.Decode(*req.Params.Cursor, fam, bound)
+		cur, err := s.cursors.Decode(*req.Params.Cursor, core.Family(fam), bound)
 		if err == nil {
-			sn, err = s.broker.ResumeSnapshot(ctx, cur.Snapshot, fam)
+			sn, err = s.broker.ResumeSnapshot(ctx, core.Family(fam), cur.Snapshot)
 		}
 		if err != nil {
 			return nil, err
 		}
 		after = cur.After
-	} else if sn, err = s.broker.HeldView(ctx, fam); err != nil {
+	} else if sn, err = s.broker.HeldView(ctx, core.Family(fam)); err != nil {
 		return nil, muster.Errorf(muster.CodeInventoryUnavailable, "no inventory snapshot could be taken")
 	}
 	desired, dmore, err := s.fleet.NamePage(ctx, fam, req.Root, after, limit)
@@ -292,7 +292,7 @@ func (s *Server) FleetGap(ctx context.Context, req api.FleetGapRequestObject) (a
 				return nil, muster.Errorf(muster.CodeInventoryUnavailable, "no inventory snapshot could be kept")
 			}
 		}
-		next := s.cursors.Encode(core.Cursor{Epoch: s.broker.Epoch(), Family: fam, Selector: bound, Snapshot: sn.ID, After: end})
+		next := s.cursors.Encode(core.Cursor{Epoch: s.broker.Epoch(), Family: core.Family(fam), Selector: bound, Snapshot: sn.ID, After: end})
 		out.NextCursor = &next
 	}
 	return out, nil

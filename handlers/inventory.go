@@ -24,7 +24,7 @@ func itemBody(it *core.Item, now time.Time) api.LeaseItem {
 }
 
 // snapshotOwner identifies a caller for the per-caller snapshot cap.
-func snapshotOwner(c *Caller) string { return c.Family + "\x00" + c.Name }
+func snapshotOwner(c *Caller) string { return string(c.Family) + "\x00" + c.Name }
 
 // page reads one page of sel. The first page takes a snapshot; later pages
 // resume it from a signed cursor, after re-authorizing the selector.
@@ -38,14 +38,14 @@ func (s *Server) page(ctx context.Context, sel core.Selector, cursor *string, li
 			return out, muster.Errorf(muster.CodeInvalidCursor, "an exact selector has a single page and no cursor")
 		}
 		r, _ := sel.Route()
-		it, rev, err := s.broker.Lookup(ctx, c.Family, r)
+		res, err := s.broker.Lookup(ctx, c.Family, r)
 		if err != nil {
 			return out, err
 		}
-		if it != nil {
-			out.Items = append(out.Items, itemBody(it, now))
+		if res.Item != nil {
+			out.Items = append(out.Items, itemBody(res.Item, now))
 		}
-		out.Snapshot = api.Snapshot{Epoch: s.broker.Epoch(), Revision: int64(rev)}
+		out.Snapshot = api.Snapshot{Epoch: s.broker.Epoch(), Revision: int64(res.Revision)}
 		s.metrics.listPage(1, len(out.Items), false)
 		return out, nil
 	}
@@ -59,7 +59,7 @@ func (s *Server) page(ctx context.Context, sel core.Selector, cursor *string, li
 	} else {
 		cur, err := s.cursors.Decode(*cursor, c.Family, sel.String())
 		if err == nil {
-			sn, err = s.broker.ResumeSnapshot(ctx, cur.Snapshot, c.Family)
+			sn, err = s.broker.ResumeSnapshot(ctx, c.Family, cur.Snapshot)
 		}
 		if err != nil {
 			s.metrics.cursorMismatch(string(muster.ErrorCode(err)))

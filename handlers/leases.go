@@ -36,7 +36,7 @@ func millis(ms int64) time.Duration { return time.Duration(ms) * time.Millisecon
 type mutation struct {
 	route   core.Route
 	session core.SessionID
-	family  string
+	family  core.Family
 }
 
 func newMutation(ctx context.Context, realm, area, resource, sessionID string) (mutation, error) {
@@ -82,7 +82,7 @@ func (s *Server) ExtendLease(ctx context.Context, req api.ExtendLeaseRequestObje
 	if err != nil {
 		return nil, err
 	}
-	h, err := s.broker.Extend(ctx, m.family, m.session, m.route, uint64(req.Body.FencingToken), millis(req.Body.TtlMs))
+	h, err := s.broker.Extend(ctx, core.ExtendRequest{Family: m.family, Session: m.session, Route: m.route, Token: core.FencingToken(req.Body.FencingToken), TTL: millis(req.Body.TtlMs)})
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (s *Server) ReleaseLease(ctx context.Context, req api.ReleaseLeaseRequestOb
 	if err != nil {
 		return nil, err
 	}
-	if err := s.broker.Release(ctx, m.family, m.session, m.route, uint64(req.Body.FencingToken)); err != nil {
+	if err := s.broker.Release(ctx, core.ReleaseRequest{Family: m.family, Session: m.session, Route: m.route, Token: core.FencingToken(req.Body.FencingToken)}); err != nil {
 		return nil, err
 	}
 	return api.ReleaseLease204Response{}, nil

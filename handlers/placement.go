@@ -59,7 +59,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var e *muster.Error
 	if errors.As(err, &e) && e.Code == muster.CodeWrongBroker {
 		if c := callerFrom(r.Context()); c != nil {
-			s.writeMisdirected(w, c.Family)
+			s.writeMisdirected(w, string(c.Family))
 			return
 		}
 	}

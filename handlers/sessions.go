@@ -14,7 +14,7 @@ func (s *Server) CreateSession(ctx context.Context, req api.CreateSessionRequest
 	var id core.SessionID
 	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails (Go 1.24+)
 	c := callerFrom(ctx)
-	info, err := s.broker.CreateSession(ctx, id, c.Family, req.Body.OwnerId, time.Duration(req.Body.TtlMs)*time.Millisecond)
+	info, err := s.broker.CreateSession(ctx, core.SessionRequest{Family: c.Family, ID: id, OwnerID: req.Body.OwnerId, TTL: time.Duration(req.Body.TtlMs) * time.Millisecond})
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 		}
 		sels = append(sels, sel)
 	}
-	req := core.WatchRequest{Family: c.Family, Selectors: sels, Caller: snapshotOwner(c)}
+	req := core.WatchRequest{SubscribeRequest: core.SubscribeRequest{Family: c.Family, Selectors: sels, Caller: snapshotOwner(c)}}
 	if params.MusterSession != nil {
 		id, err := core.ParseSessionID(*params.MusterSession)
 		if err != nil {
@@ -85,7 +85,7 @@ func (s *Server) openStream(ctx context.Context, c *Caller, req core.WatchReques
 // rest. The actor queues it; its one stream's writer encodes it.
 type marker struct {
 	s      *Server
-	family string
+	family core.Family
 	ws     core.WatchStart
 }
 
@@ -117,7 +117,7 @@ func appendJSON(b []byte, v any) []byte {
 // endEvent is a terminal event. The core's ends (superseded, unsubscribed,
 // session_closed) carry the revision at which they happened; the edge's
 // (overflow, shutdown) carry none and pass nil.
-func endEvent(reason string, revision *uint64) sse.Event {
+func endEvent(reason string, revision *core.Revision) sse.Event {
 	ev := &api.StreamEndEvent{Reason: api.StreamEndReason(reason)}
 	if revision != nil {
 		rev := int64(*revision)
@@ -144,7 +144,7 @@ type streamSink struct {
 func (k *streamSink) Change(c *core.Change, sub string) bool {
 	ch, _ := c.Shared.(*change)
 	if ch == nil {
-		ch = &change{ev: *c.Event, at: c.Time, id: strconv.FormatUint(c.Event.Revision, 10)}
+		ch = &change{ev: *c.Event, at: c.Time, id: strconv.FormatUint(uint64(c.Event.Revision), 10)}
 		c.Shared = ch
 	}
 	ok := k.stream.Offer(sse.Event{Name: "change", ID: ch.id, Payload: delivery{ch, sub}})
@@ -155,7 +155,7 @@ func (k *streamSink) Change(c *core.Change, sub string) bool {
 }
 
 // End offers the terminal event decided by the core.
-func (k *streamSink) End(reason core.StreamEndReason, revision uint64) {
+func (k *streamSink) End(reason core.StreamEndReason, revision core.Revision) {
 	k.stream.End(endEvent(reason.String(), &revision))
 	if reason == core.EndSuperseded {
 		k.metrics.supersedes.Inc()

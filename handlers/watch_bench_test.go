@@ -20,13 +20,13 @@ func benchWatchServer(b *testing.B, areas, perArea int) (*Server, core.SessionID
 	var id core.SessionID
 	id[0] = 1
 	err := br.Exec(context.Background(), func(s *core.State, now time.Time) error {
-		if _, err := s.CreateSession(now, id, "acme", "bench", core.MaxSessionTTL); err != nil {
+		if _, err := s.CreateSession(now, core.SessionRequest{Family: "acme", ID: id, OwnerID: "bench", TTL: core.MaxSessionTTL}); err != nil {
 			return err
 		}
 		for a := range areas {
 			for r := range perArea {
 				route := core.Route{Realm: "acme", Area: fmt.Sprintf("area-%02d", a), Resource: fmt.Sprintf("res-%04d", r)}
-				if _, _, err := s.Acquire(now, "acme", id, route, core.MaxLeaseTTL, 0); err != nil {
+				if _, _, err := s.Acquire(now, core.AcquireRequest{Family: "acme", Session: id, Route: route, TTL: core.MaxLeaseTTL}); err != nil {
 					return err
 				}
 			}
@@ -45,7 +45,7 @@ var benchCaller = &Caller{Name: "bench", Family: "acme"}
 
 func benchOpen(b *testing.B, s *Server, sels ...string) (*sse.Stream, core.StreamID) {
 	b.Helper()
-	req := core.WatchRequest{Family: "acme", Caller: snapshotOwner(benchCaller)}
+	req := core.WatchRequest{SubscribeRequest: core.SubscribeRequest{Family: "acme", Caller: snapshotOwner(benchCaller)}}
 	for _, raw := range sels {
 		sel, err := core.ParseSelector(raw)
 		if err != nil {
@@ -110,7 +110,7 @@ func BenchmarkWatchActorStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := s.broker.Release(ctx, "acme", id, route, h.Token); err != nil {
+			if err := s.broker.Release(ctx, core.ReleaseRequest{Family: "acme", Session: id, Route: route, Token: h.Token}); err != nil {
 				b.Fatal(err)
 			}
 		}

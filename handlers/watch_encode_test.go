@@ -27,14 +27,14 @@ func changeOf(t *testing.T, route string) (core.Event, time.Time) {
 	s := core.NewState(core.Config{Epoch: "e", IncarnationKey: []byte("k")})
 	var id core.SessionID
 	id[0] = 1
-	if _, err := s.CreateSession(now, id, "acme", "worker-1", time.Minute); err != nil {
+	if _, err := s.CreateSession(now, core.SessionRequest{Family: "acme", ID: id, OwnerID: "worker-1", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := core.ParseRoute(route)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Acquire(now, "acme", id, r, 30*time.Second, 0); err != nil {
+	if _, _, err := s.Acquire(now, core.AcquireRequest{Family: "acme", Session: id, Route: r, TTL: 30 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	ev := s.TakeEvents()
@@ -115,14 +115,14 @@ func TestWatchStreamsEncodeOnTheirWriters(t *testing.T) {
 	var watcher, holder core.SessionID
 	watcher[0], holder[0] = 1, 2
 	for _, id := range []core.SessionID{watcher, holder} {
-		if _, err := br.CreateSession(ctx, id, "acme", "w", time.Minute); err != nil {
+		if _, err := br.CreateSession(ctx, core.SessionRequest{Family: "acme", ID: id, OwnerID: "w", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	caller := &Caller{Name: "t", Family: "acme"}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sel, _ := core.ParseSelector(r.URL.Query().Get("selector"))
-		req := core.WatchRequest{Family: "acme", Session: &watcher, Selectors: []core.Selector{sel}, Caller: "t"}
+		req := core.WatchRequest{SubscribeRequest: core.SubscribeRequest{Family: "acme", Session: &watcher, Selectors: []core.Selector{sel}, Caller: "t"}}
 		stream, id, err := s.openStream(r.Context(), caller, req)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -153,7 +153,7 @@ func TestWatchStreamsEncodeOnTheirWriters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := br.Release(ctx, "acme", holder, route, h.Token); err != nil {
+		if err := br.Release(ctx, core.ReleaseRequest{Family: "acme", Session: holder, Route: route, Token: h.Token}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -80,15 +80,15 @@ func TestWatchStalledReader(t *testing.T) {
 			var id core.SessionID
 			id[0] = 0xbb
 			if _, err := s.Session(now, "default", id); err != nil {
-				s.CreateSession(now, id, "default", "bulk", core.MaxSessionTTL)
+				s.CreateSession(now, core.SessionRequest{Family: "default", ID: id, OwnerID: "bulk", TTL: core.MaxSessionTTL})
 			}
 			for i := 0; i < 100; i++ {
 				r := core.Route{Realm: "bulk", Area: "a", Resource: fmt.Sprint(i)}
-				h, _, err := s.Acquire(now, "default", id, r, time.Minute, 0)
+				h, _, err := s.Acquire(now, core.AcquireRequest{Family: "default", Session: id, Route: r, TTL: time.Minute})
 				if err != nil {
 					return err
 				}
-				s.Release(now, "default", id, r, h.Token)
+				s.Release(now, core.ReleaseRequest{Family: "default", Session: id, Route: r, Token: h.Token})
 			}
 			return nil
 		})

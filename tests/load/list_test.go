@@ -21,12 +21,12 @@ func hold(b *testing.B, br *core.Broker, id byte, owner string, routes iter.Seq[
 	err := br.Exec(context.Background(), func(s *core.State, now time.Time) error {
 		var sid core.SessionID
 		sid[0] = id
-		if _, err := s.CreateSession(now, sid, "load", owner, core.MaxSessionTTL); err != nil {
+		if _, err := s.CreateSession(now, core.SessionRequest{Family: "load", ID: sid, OwnerID: owner, TTL: core.MaxSessionTTL}); err != nil {
 			return err
 		}
 		n := 0
 		for r := range routes {
-			if _, _, err := s.Acquire(now, "load", sid, r, core.MaxLeaseTTL, 0); err != nil {
+			if _, _, err := s.Acquire(now, core.AcquireRequest{Family: "load", Session: sid, Route: r, TTL: core.MaxLeaseTTL}); err != nil {
 				return err
 			}
 			if n++; n%4096 == 0 {

@@ -89,7 +89,7 @@ func (c *FileConfig) AuthTokens() ([]handlers.Token, error) {
 			return nil, fmt.Errorf("config: token %d (%q): sha256: the same hash as an earlier token; every token needs its own secret (muster token)", i+1, t.Name)
 		}
 		seen[t.SHA256] = true
-		tok := handlers.Token{Name: t.Name, Family: t.Family}
+		tok := handlers.Token{Name: t.Name, Family: core.Family(t.Family)}
 		if _, err := hex.Decode(tok.Hash[:], []byte(t.SHA256)); err != nil {
 			return nil, fmt.Errorf("config: token %d (%q): sha256: %w", i+1, t.Name, err)
 		}

@@ -131,10 +131,10 @@ func (l *LimitsConfig) resolve(families []string) (Limits, error) {
 			return Limits{}, err
 		}
 		if c.FamilyQuotas == nil {
-			c.FamilyQuotas = map[string]core.Quota{}
+			c.FamilyQuotas = map[core.Family]core.Quota{}
 			out.FleetSpecsPerRoot = map[string]int{}
 		}
-		c.FamilyQuotas[f] = q.core()
+		c.FamilyQuotas[core.Family(f)] = q.core()
 		out.FleetSpecsPerRoot[f] = q.FleetSpecsPerRoot
 	}
 	return out, nil

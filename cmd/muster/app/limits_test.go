@@ -130,7 +130,7 @@ func FuzzLimits(f *testing.F) {
 	})
 }
 
-func mapValues(m map[string]core.Quota) []core.Quota {
+func mapValues(m map[core.Family]core.Quota) []core.Quota {
 	var out []core.Quota
 	for _, v := range m {
 		out = append(out, v)

@@ -87,7 +87,7 @@ func (m *Main) Open() (err error) {
 	if len(tokens) > 0 {
 		families = families[:0]
 		for _, t := range tokens {
-			families = append(families, t.Family)
+			families = append(families, string(t.Family))
 		}
 	}
 	limits, err := cfg.Limits.resolve(families)

@@ -135,7 +135,7 @@ func (p *placer) step() {
 // serving deadline. A failed renewal changes nothing: the deadline stands.
 func (p *placer) renew(ctx context.Context, fam string) {
 	c := p.held[fam]
-	pl, err := p.broker.Placement(ctx, fam)
+	pl, err := p.broker.Placement(ctx, core.Family(fam))
 	if err != nil {
 		return
 	}
@@ -159,7 +159,7 @@ func (p *placer) renew(ctx context.Context, fam string) {
 	case errors.Is(err, claims.ErrLost):
 		p.log.Warn("placement: claim lost", "family", fam)
 		p.metrics.lost.Inc()
-		_ = p.broker.Unserve(context.Background(), fam)
+		_ = p.broker.Unserve(context.Background(), core.Family(fam))
 		delete(p.held, fam)
 		p.metrics.held.Store(int64(len(p.held)))
 		return
@@ -170,7 +170,7 @@ func (p *placer) renew(ctx context.Context, fam string) {
 	}
 	p.metrics.renew.Observe(time.Since(start).Seconds())
 	p.held[fam] = next
-	if err := p.broker.Serve(context.Background(), fam, next.Epoch, next.Deadline()); err != nil {
+	if err := p.broker.Serve(context.Background(), core.Family(fam), core.PlacementEpoch(next.Epoch), next.Deadline()); err != nil {
 		p.log.Warn("placement: the core refused a renewed claim", "family", fam, "err", err)
 		p.giveUp(ctx, fam, next)
 	}
@@ -185,7 +185,7 @@ func (p *placer) acquire(ctx context.Context, fam string) {
 		}
 		return
 	}
-	if err := p.broker.Serve(context.Background(), fam, c.Epoch, c.Deadline()); err != nil {
+	if err := p.broker.Serve(context.Background(), core.Family(fam), core.PlacementEpoch(c.Epoch), c.Deadline()); err != nil {
 		p.log.Warn("placement: the core refused a new claim", "family", fam, "err", err)
 		_ = p.store.Release(ctx, c)
 		return
@@ -199,7 +199,7 @@ func (p *placer) acquire(ctx context.Context, fam string) {
 // giveUp stops serving fam, then releases its claim: in that order, so the
 // release attests that this broker stopped.
 func (p *placer) giveUp(ctx context.Context, fam string, c claims.Claim) {
-	if err := p.broker.Unserve(context.Background(), fam); err != nil {
+	if err := p.broker.Unserve(context.Background(), core.Family(fam)); err != nil {
 		return // the actor is gone: the claim expires on its own
 	}
 	delete(p.held, fam)
