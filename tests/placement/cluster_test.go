@@ -271,7 +271,12 @@ func (a answer) code() string { s, _ := a.body["code"].(string); return s }
 
 // newSession creates a session of family on base.
 func newSession(base, family string) (string, answer, error) {
-	a, err := call(base, family, "POST", "/v1/sessions", map[string]any{"owner_id": "w", "ttl_ms": 60000})
+	return newSessionAs(base, family, "w")
+}
+
+// newSessionAs creates a session of family on base with the owner id owner.
+func newSessionAs(base, family, owner string) (string, answer, error) {
+	a, err := call(base, family, "POST", "/v1/sessions", map[string]any{"owner_id": owner, "ttl_ms": 60000})
 	if err != nil || a.status != 201 {
 		return "", a, err
 	}
