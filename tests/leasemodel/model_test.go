@@ -17,7 +17,9 @@ func op(client int, in Input, out Output, call, ret int64) porcupine.Operation {
 	return porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret}
 }
 
-func acquired(tok, exp int64) Output { return Output{Status: 200, Code: "acquired", Token: tok, Exp: exp, Owner: -1} }
+func acquired(tok, exp int64) Output {
+	return Output{Status: 200, Code: "acquired", Token: tok, Exp: exp, Owner: -1}
+}
 
 // The model accepts what a failover does and refuses what it must not do:
 // a lease held across the drop, a token that does not rise, a session of
