@@ -241,6 +241,11 @@ var client = &http.Client{Timeout: 5 * time.Second}
 
 // call sends one JSON request as family's token.
 func call(base, family, method, path string, body any) (answer, error) {
+	return callOn(client, base, family, method, path, body)
+}
+
+// callOn is call with the HTTP client hc.
+func callOn(hc *http.Client, base, family, method, path string, body any) (answer, error) {
 	var rd io.Reader
 	if body != nil {
 		data, _ := json.Marshal(body)
@@ -254,7 +259,7 @@ func call(base, family, method, path string, body any) (answer, error) {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := client.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return answer{}, err
 	}
