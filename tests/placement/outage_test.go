@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	muster "github.com/musterhq/muster/clients/go"
 )
 
 // granter grants and releases one route on one broker in a loop, in one
@@ -203,4 +205,64 @@ func pgRow(t *testing.T, store, sql string) pgx.Row {
 	}
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	return conn.QueryRow(ctx, sql)
+}
+
+// One broker loses its family (PostgreSQL unreachable past the claim TTL)
+// and takes it again: its Muster-Epoch (the process's) stays, yet an
+// observer is right without it. The drop ended its stream; its
+// re-bootstrap reads a fresh snapshot of the new family universe, whose
+// revisions are in the next placement epoch, above every earlier one, and
+// the dead universe's holders are gone from its view.
+func TestObserverAcrossRetakeBySameBroker(t *testing.T) {
+	c := newCluster(t, 1, "acme")
+	b := c.waitOwner("acme", c.brokers, 15*time.Second)
+	cl, err := muster.New(b.url, muster.WithToken(secret("acme")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	obs, err := cl.Observe(ctx, "lease://r/**", muster.WithReconcileInterval(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	s, _, err := newSession(b.url, "acme")
+	if err != nil || s == "" {
+		t.Fatal("session")
+	}
+	if tok, _, err := acquire(b.url, "acme", s, "old"); err != nil || tok == 0 {
+		t.Fatal("acquire")
+	}
+	first := waitView(ctx, t, obs, func(v muster.View) bool { return has(v, "lease://r/a/old") })
+
+	c.outage()
+	for {
+		if _, ans, err := newSession(b.url, "acme"); err == nil && ans.code() == "family_unavailable" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the broker never dropped the family")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.heal()
+	c.waitOwner("acme", c.brokers, 15*time.Second)
+	s, _, err = newSession(b.url, "acme")
+	if err != nil || s == "" {
+		t.Fatal("session after the retake")
+	}
+	if tok, _, err := acquire(b.url, "acme", s, "new"); err != nil || tok>>epochShift <= uint64(first.Revision)>>epochShift {
+		t.Fatalf("acquire after the retake: token %d, revision before %d", tok, first.Revision)
+	}
+	v := waitView(ctx, t, obs, func(v muster.View) bool { return has(v, "lease://r/a/new") && !has(v, "lease://r/a/old") })
+	if v.Epoch != first.Epoch {
+		t.Fatalf("Muster-Epoch changed from %q to %q: one process served both universes", first.Epoch, v.Epoch)
+	}
+	if v.Revision>>epochShift <= first.Revision>>epochShift {
+		t.Fatalf("revision %d after the retake is not in a later placement epoch than %d", v.Revision, first.Revision)
+	}
+	if st := obs.Stats(); st.Bootstraps < 2 {
+		t.Fatalf("observer stats %+v: want a re-bootstrap", st)
+	}
 }
