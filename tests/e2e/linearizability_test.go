@@ -78,23 +78,8 @@ func TestLeaseLinearizability(t *testing.T) {
 			tokens := [linRoutes]int64{}
 			var ops []porcupine.Operation
 			for time.Now().Before(deadline) {
-				in := leasemodel.Input{Client: c, Session: c, Route: rng.IntN(linRoutes)}
-				p := rng.IntN(10)
-				switch {
-				case p < 4:
-					in.Kind = leasemodel.Acquire
-				case p < 6:
-					in.Kind = leasemodel.Extend
-				case p < 8:
-					in.Kind = leasemodel.Release
-				default:
-					in.Kind = leasemodel.Query
-				}
-				in.Token = max(1, tokens[in.Route])
-				if rng.IntN(10) == 0 {
-					in.Token += int64(rng.IntN(3)) // sometimes a wrong token
-				}
-				in.TTL = int64(time.Duration(100+rng.IntN(200)) * time.Millisecond)
+				in := leasemodel.Random(rng, tokens[:], 100*time.Millisecond, 200*time.Millisecond)
+				in.Client, in.Session = c, c
 				out, err := leasemodel.Call(client, b.URL(), "", routes[in.Route], sessions[c], &in)
 				if err == nil && out.Status >= 500 {
 					err = fmt.Errorf("%v on %s: %d %s", in.Kind, routes[in.Route], out.Status, out.Code)

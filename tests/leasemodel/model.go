@@ -14,6 +14,8 @@ package leasemodel
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -117,6 +119,30 @@ func Model(routes int) porcupine.Model {
 	return m.ToModel()
 }
 
+// Random is a random operation on one of routes routes: 40 % acquire, 20 %
+// extend, 20 % release, 20 % query, with the client's last token of the
+// route (tokens; a wrong one one time in ten) and a lease TTL in
+// [minTTL, minTTL+spread), in whole milliseconds. The caller fills in who sends it.
+func Random(rng *rand.Rand, tokens []int64, minTTL, spread time.Duration) Input {
+	in := Input{Route: rng.IntN(len(tokens))}
+	switch p := rng.IntN(10); {
+	case p < 4:
+		in.Kind = Acquire
+	case p < 6:
+		in.Kind = Extend
+	case p < 8:
+		in.Kind = Release
+	default:
+		in.Kind = Query
+	}
+	in.Token = max(1, tokens[in.Route])
+	if rng.IntN(10) == 0 {
+		in.Token += int64(rng.IntN(3)) // sometimes a wrong token
+	}
+	in.TTL = int64((minTTL + time.Duration(rng.Int64N(int64(spread)))).Truncate(time.Millisecond)) // the wire has ms
+	return in
+}
+
 func (k Kind) String() string {
 	return [...]string{"acquire", "extend", "release", "query", "drop"}[k]
 }
@@ -175,10 +201,11 @@ func apply(v state, in Input, out Output) []state {
 		case out.Status == 409 && out.Code == "lease_held":
 			return []state{v}
 		}
-	case Extend:
+	case Extend, Release:
+		extend := in.Kind == Extend
 		switch {
-		case isFree:
-			if out.Status == 409 && out.Code == "lease_expired" {
+		case isFree: // nothing to extend; nothing to release is not an error
+			if extend && out.Status == 409 && out.Code == "lease_expired" || !extend && out.Status == 204 {
 				return []state{v}
 			}
 		case !mine:
@@ -189,26 +216,11 @@ func apply(v state, in Input, out Output) []state {
 			if out.Status == 409 && out.Code == "fenced" {
 				return []state{v}
 			}
-		case out.Status == 200 && out.Token == v.token:
+		case extend && out.Status == 200 && out.Token == v.token:
 			n := v
 			n.expLo, n.expHi = out.Exp, out.Exp
 			return []state{n}
-		}
-	case Release:
-		switch {
-		case isFree:
-			if out.Status == 204 {
-				return []state{v}
-			}
-		case !mine:
-			if out.Status == 409 && out.Code == "not_owner" {
-				return []state{v}
-			}
-		case v.token != in.Token:
-			if out.Status == 409 && out.Code == "fenced" {
-				return []state{v}
-			}
-		case out.Status == 204:
+		case !extend && out.Status == 204:
 			return []state{free(v)}
 		}
 	case Query:

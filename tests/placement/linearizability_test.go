@@ -84,7 +84,9 @@ func TestLinearizableAcrossFailover(t *testing.T) {
 
 	history := run.finish(clients)
 	model := leasemodel.Model(len(run.routes))
+	checkStart := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(model, history, time.Minute)
+	checked := time.Since(checkStart)
 	var unknown, before, after int
 	for _, op := range history {
 		in, out := op.Input.(leasemodel.Input), op.Output.(leasemodel.Output)
@@ -98,8 +100,8 @@ func TestLinearizableAcrossFailover(t *testing.T) {
 			after++
 		}
 	}
-	t.Logf("%d operations answered by the killed owner, %d in flight at the kill, %d answered by the new owner; porcupine: %s",
-		before, unknown, after, res)
+	t.Logf("%d operations answered by the killed owner, %d in flight at the kill, %d answered by the new owner; porcupine: %s in %v",
+		before, unknown, after, res, checked.Round(time.Millisecond))
 	if before < 50 || after < 50 {
 		t.Fatalf("too few operations on one side of the failover to check it: %d before, %d after", before, after)
 	}
@@ -143,22 +145,8 @@ func (r *linRun) client(id int, a, b *broker, stop chan struct{}, served func())
 			}
 			continue
 		}
-		in := leasemodel.Input{Client: id, Session: sessNum, Route: rng.IntN(len(r.routes)), Epoch: epoch, SessionEpoch: sessEpoch}
-		switch p := rng.IntN(10); {
-		case p < 4:
-			in.Kind = leasemodel.Acquire
-		case p < 6:
-			in.Kind = leasemodel.Extend
-		case p < 8:
-			in.Kind = leasemodel.Release
-		default:
-			in.Kind = leasemodel.Query
-		}
-		in.Token = max(1, tokens[in.Route])
-		if rng.IntN(10) == 0 {
-			in.Token += int64(rng.IntN(3)) // sometimes a wrong token
-		}
-		in.TTL = int64(time.Duration(200+rng.IntN(400)) * time.Millisecond)
+		in := leasemodel.Random(rng, tokens, 200*time.Millisecond, 400*time.Millisecond)
+		in.Client, in.Session, in.Epoch, in.SessionEpoch = id, sessNum, epoch, sessEpoch
 		out, err := leasemodel.Call(hc, base, secret("acme"), r.routes[in.Route], sess, &in)
 		switch {
 		case err != nil && epoch == 0 && r.killed.Load():

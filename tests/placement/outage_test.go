@@ -22,6 +22,13 @@ type granter struct {
 	errs      int
 }
 
+// start runs the granter on b in session until the returned stop is called.
+func (g *granter) start(b *broker, session string) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() { defer close(done); g.run(b, session, quit) }()
+	return func() { close(quit); <-done }
+}
+
 func (g *granter) run(b *broker, session string, stop chan struct{}) {
 	for {
 		select {
@@ -82,9 +89,7 @@ func TestShortOutageKeepsFamilies(t *testing.T) {
 	failuresBefore := metric(t, owner, "muster_placement_renew_failures_total")
 
 	var g granter
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() { defer close(done); g.run(owner, s, stop) }()
+	stop := g.start(owner, s)
 	time.Sleep(300 * time.Millisecond)
 	c.outage()
 	cutAt := time.Now()
@@ -92,8 +97,7 @@ func TestShortOutageKeepsFamilies(t *testing.T) {
 	c.heal()
 	healAt := time.Now()
 	time.Sleep(3 * tm.every) // renewals resume
-	close(stop)
-	<-done
+	stop()
 
 	if !g.refusedAt.IsZero() || g.errs != 0 {
 		t.Fatalf("the owner refused at %v (%d %v), %d errors: it must serve through a short outage",
@@ -140,17 +144,14 @@ func TestLongOutageStopsBeforeExpiry(t *testing.T) {
 		t.Fatalf("session: %d %v", ans.status, err)
 	}
 	var g granter
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() { defer close(done); g.run(owner, s, stop) }()
+	stop := g.start(owner, s)
 	time.Sleep(300 * time.Millisecond)
 	c.outage()
 	cutAt := time.Now()
 	for g.stopped().IsZero() && time.Since(cutAt) < claimTTL+time.Second {
 		time.Sleep(20 * time.Millisecond)
 	}
-	close(stop)
-	<-done
+	stop()
 	refused := g.stopped()
 	if refused.IsZero() {
 		t.Fatalf("the owner still grants %v into the outage", time.Since(cutAt))
@@ -216,17 +217,9 @@ func pgRow(t *testing.T, store, sql string) pgx.Row {
 func TestObserverAcrossRetakeBySameBroker(t *testing.T) {
 	c := newCluster(t, 1, "acme")
 	b := c.waitOwner("acme", c.brokers, 15*time.Second)
-	cl, err := muster.New(b.url, muster.WithToken(secret("acme")))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	obs, err := cl.Observe(ctx, "lease://r/**", muster.WithReconcileInterval(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer obs.Close()
+	obs := observe(ctx, t, b)
 	s, _, err := newSession(b.url, "acme")
 	if err != nil || s == "" {
 		t.Fatal("session")

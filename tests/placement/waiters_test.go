@@ -40,15 +40,19 @@ type waiterEnd struct {
 	at     time.Time
 	status int // what the old session got at the new owner
 	code   string
-	token  uint64 // its grant at the new owner after a new session (0: lease_held)
+	served time.Time // when the new owner first answered it
+	token  uint64    // its grant at the new owner after a new session (0: lease_held)
 }
 
 // kill -9 of the owner under a lease workload: a holder, many waiters
 // queued on its routes, a stream of short grants on a hot route, and
-// observers. Every waiter's queued acquire ends at once with the broken
-// connection (not at its wait_ms), its session is not found at the new
-// owner, and a new session gets it a token above everything the dead owner
-// granted. No two brokers held one route in overlapping windows, and the
+// observers configured with the other brokers (they follow the family to
+// its owner). Another broker serves the family within claim TTL + margin +
+// one loop period (the others answer only wrong_broker or
+// family_unavailable meanwhile). Every waiter's queued acquire ends at once
+// with the broken connection (not at its wait_ms), its session is not found
+// at the new owner, and a new session gets it a token above everything the
+// dead owner granted. No two brokers held one route in overlapping windows, and the
 // observers re-bootstrap on the new owner: a new epoch, higher revisions,
 // none of the dead broker's holders.
 func TestKillNineWithWaitersAndObservers(t *testing.T) {
@@ -75,6 +79,9 @@ func TestKillNineWithWaitersAndObservers(t *testing.T) {
 		if err != nil || tok == 0 {
 			t.Fatalf("holder acquire: %d %v %v", ans.status, ans.body, err)
 		}
+		if tok < 1<<epochShift {
+			t.Fatalf("a placed family's token %d lacks its placement epoch in the high bits", tok)
+		}
 		aMax = max(aMax, tok)
 		log.add(held{broker: a.id, route: fmt.Sprintf("w%d", r), token: tok, from: time.Now()}) // to: the kill
 	}
@@ -85,16 +92,7 @@ func TestKillNineWithWaitersAndObservers(t *testing.T) {
 	defer cancel()
 	var observers []*muster.Observer
 	for _, b := range rest {
-		cl, err := muster.New(b.url, muster.WithToken(secret("acme")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		obs, err := cl.Observe(ctx, "lease://r/**", muster.WithReconcileInterval(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer obs.Close()
-		observers = append(observers, obs)
+		observers = append(observers, observe(ctx, t, b))
 	}
 	var before []muster.View
 	for _, obs := range observers {
@@ -122,7 +120,7 @@ func TestKillNineWithWaitersAndObservers(t *testing.T) {
 				return
 			}
 			ends[w] = waiterEnd{err: err, at: time.Now()}
-			ends[w].status, ends[w].code, ends[w].token = c.rejoin(t, rest, s, route, &log)
+			ends[w].status, ends[w].code, ends[w].token, ends[w].served = c.rejoin(t, rest, s, route, &log)
 		}()
 	}
 	queued.Wait()
@@ -172,7 +170,11 @@ func TestKillNineWithWaitersAndObservers(t *testing.T) {
 	// Waiters: ended by the broken connection at the kill, not by wait_ms;
 	// their sessions are gone at the new owner; a new session is served.
 	granted := 0
+	var served time.Time
 	for w, e := range ends {
+		if served.IsZero() || e.served.Before(served) {
+			served = e.served
+		}
 		if d := e.at.Sub(killAt); d < 0 || d > 2*time.Second {
 			t.Errorf("waiter %d's queued acquire ended %v after the kill (%v)", w, d, e.err)
 		}
@@ -188,6 +190,10 @@ func TestKillNineWithWaitersAndObservers(t *testing.T) {
 	}
 	if granted != routes {
 		t.Errorf("%d waiters got their route at the new owner, want one a route (%d)", granted, routes)
+	}
+	took := served.Sub(killAt)
+	if bound := claimTTL + margin + renewEvery + time.Second; took > bound {
+		t.Errorf("failover took %v, want at most %v", took, bound)
 	}
 
 	// The grant history: no two brokers held a route in overlapping
@@ -246,8 +252,8 @@ func TestKillNineWithWaitersAndObservers(t *testing.T) {
 			t.Errorf("observer %d after the failover: epoch %q revision %d; before: %q %d", i, v.Epoch, v.Revision, before[i].Epoch, before[i].Revision)
 		}
 	}
-	t.Logf("%d waiters ended within %v of the kill; %d grants in the history (%d of the hot route); observers re-bootstrapped on %s",
-		waiters, maxEnd(ends, killAt), len(log.grants), hot, next.id)
+	t.Logf("failover after kill -9: %v; %d waiters ended within %v of the kill; %d grants in the history (%d of the hot route); observers re-bootstrapped on %s",
+		took.Round(time.Millisecond), waiters, maxEnd(ends, killAt), len(log.grants), hot, next.id)
 }
 
 func maxEnd(ends []waiterEnd, from time.Time) time.Duration {
@@ -262,7 +268,7 @@ func maxEnd(ends []waiterEnd, from time.Time) time.Duration {
 // live (following nothing: it tries each until one serves the family),
 // first with its old session (what does the owner say?), then with a new
 // one, acquiring route without waiting.
-func (c *cluster) rejoin(t *testing.T, live []*broker, old, route string, log *grantLog) (int, string, uint64) {
+func (c *cluster) rejoin(t *testing.T, live []*broker, old, route string, log *grantLog) (int, string, uint64, time.Time) {
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, b := range live {
@@ -270,10 +276,11 @@ func (c *cluster) rejoin(t *testing.T, live []*broker, old, route string, log *g
 			if err != nil || ans.status == 421 || ans.status == 503 {
 				continue
 			}
+			served := time.Now()
 			s, sa, err := newSession(b.url, "acme")
 			if err != nil || s == "" {
 				t.Errorf("new session at %s: %d %v", b.id, sa.status, err)
-				return ans.status, ans.code(), 0
+				return ans.status, ans.code(), 0, served
 			}
 			sent := time.Now()
 			tok, ga, err := acquire(b.url, "acme", s, route)
@@ -283,12 +290,12 @@ func (c *cluster) rejoin(t *testing.T, live []*broker, old, route string, log *g
 			if tok != 0 {
 				log.add(held{broker: b.id, route: route, token: tok, from: sent, to: time.Now().Add(time.Hour)})
 			}
-			return ans.status, ans.code(), tok
+			return ans.status, ans.code(), tok, served
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	t.Errorf("no broker served the family 15 s after the kill")
-	return 0, "", 0
+	return 0, "", 0, time.Time{}
 }
 
 // hot grants the hot route once on b, holds it 20 ms, ends the session, and
