@@ -19,6 +19,7 @@ func Call(c *http.Client, base, bearer, route, sess string, in *Input) (Output, 
 	path := "/v1/leases/" + strings.TrimPrefix(route, "lease://")
 	ttl := time.Duration(in.TTL).Milliseconds()
 	method, body := "POST", map[string]any{"session_id": sess}
+	var send any = body
 	switch in.Kind {
 	case Acquire:
 		path += "/acquire"
@@ -30,22 +31,11 @@ func Call(c *http.Client, base, bearer, route, sess string, in *Input) (Output, 
 		path += "/release"
 		body["fencing_token"] = in.Token
 	default:
-		method, body = "GET", nil
+		method, send = "GET", nil
 	}
-	var rd io.Reader
-	if body != nil {
-		data, _ := json.Marshal(body)
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, base+path, rd)
+	req, err := Request(method, base+path, bearer, send)
 	if err != nil {
 		return Output{}, err
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
 	in.Call = time.Now().UnixNano()
 	resp, err := c.Do(req)
@@ -83,4 +73,28 @@ func Call(c *http.Client, base, bearer, route, sess string, in *Input) (Output, 
 		_, _ = fmt.Sscanf(v.OwnerID, "client-%d", &out.Owner)
 	}
 	return out, nil
+}
+
+// Request is an HTTP request with body as JSON (none when nil) and the
+// bearer token when not empty.
+func Request(method, url, bearer string, body any) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	return req, nil
 }

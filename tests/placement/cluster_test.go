@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/musterhq/muster/tests/cutproxy"
+	"github.com/musterhq/muster/tests/leasemodel"
 	"github.com/musterhq/muster/tests/musterbin"
 	"github.com/musterhq/muster/tests/pgtest"
 )
@@ -246,18 +247,9 @@ func call(base, family, method, path string, body any) (answer, error) {
 
 // callOn is call with the HTTP client hc.
 func callOn(hc *http.Client, base, family, method, path string, body any) (answer, error) {
-	var rd io.Reader
-	if body != nil {
-		data, _ := json.Marshal(body)
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, base+path, rd)
+	req, err := leasemodel.Request(method, base+path, secret(family), body)
 	if err != nil {
 		return answer{}, err
-	}
-	req.Header.Set("Authorization", "Bearer "+secret(family))
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
