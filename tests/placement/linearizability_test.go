@@ -21,31 +21,44 @@ type linRun struct {
 	sessions  atomic.Int64 // session numbers, unique in the history
 	mu        sync.Mutex
 	history   []porcupine.Operation
-	killAt    time.Time // before the SIGKILL was sent
-	deadAt    time.Time // after the process was reaped
+	killAt    time.Time // before the owner was killed or cut
+	deadAt    time.Time // after the process was reaped (a kill)
 	killed    atomic.Bool
+	crash     bool // the owner is killed: requests in flight get no answer
 	resources []fencedStore
 }
 
 // Porcupine across a failover: clients acquire, extend, release and query a
-// few routes of one family on its owner, the owner is killed with -9 and
-// the clients go on against the broker that takes over. The history is
-// checked against the lease model with a Drop between the two serving
-// periods: everything held before the kill is gone after it, the sessions
-// of the dead broker are not found on the new one, and every token granted
-// after the takeover is above every token granted before it. Requests in
-// flight at the kill have no answer; the model lets them take effect or
-// not, before the drop. MUSTER_PLACEMENT_LONG=1 runs longer on each side.
+// few routes of one family on its owner, the owner fails and the clients go
+// on against the broker that takes over. The history is checked against
+// the lease model with a Drop between the two serving periods: everything
+// held before the failure is gone after it, the sessions of the old owner
+// are not found on the new one, and every token granted after the takeover
+// is above every token granted before it.
+//
+//   - kill -9: requests in flight at the kill have no answer; the model
+//     lets them take effect or not, before the drop.
+//   - a cut from PostgreSQL: the old owner keeps answering until its
+//     deadline, then answers family_unavailable; every answer it gave must
+//     fit before the drop, every answer of the new owner after it: an old
+//     owner still granting once the new one served would not linearize.
+//
+// MUSTER_PLACEMENT_LONG=1 runs longer on each side.
 func TestLinearizableAcrossFailover(t *testing.T) {
-	const clients = 6
-	phase := 1500 * time.Millisecond
+	phase := 1200 * time.Millisecond
 	if os.Getenv("MUSTER_PLACEMENT_LONG") != "" {
 		phase = 15 * time.Second
 	}
+	t.Run("kill", func(t *testing.T) { linearizableAcross(t, phase, true) })
+	t.Run("cut", func(t *testing.T) { linearizableAcross(t, phase, false) })
+}
+
+func linearizableAcross(t *testing.T, phase time.Duration, crash bool) {
+	const clients = 6
 	c := newCluster(t, 2, "acme")
 	a := c.waitSettled("acme", c.brokers, 15*time.Second)
 	b := without(c.brokers, a)[0]
-	run := &linRun{routes: []string{"lease://r/lin/0", "lease://r/lin/1", "lease://r/lin/2"}}
+	run := &linRun{routes: []string{"lease://r/lin/0", "lease://r/lin/1", "lease://r/lin/2"}, crash: crash}
 	run.resources = make([]fencedStore, len(run.routes))
 	served := make(chan struct{}) // closed at the first answer of the new owner
 	var servedOnce sync.Once
@@ -64,7 +77,11 @@ func TestLinearizableAcrossFailover(t *testing.T) {
 	time.Sleep(phase)
 	run.killAt = time.Now()
 	run.killed.Store(true)
-	a.kill9(t)
+	if crash {
+		a.kill9(t)
+	} else {
+		a.proxy.Cut()
+	}
 	run.deadAt = time.Now()
 	select {
 	case <-served:
@@ -114,7 +131,7 @@ func TestLinearizableAcrossFailover(t *testing.T) {
 			after++
 		}
 	}
-	t.Logf("%d operations answered by the killed owner, %d in flight at the kill, %d answered by the new owner; porcupine: %s in %v",
+	t.Logf("%d operations answered by the old owner, %d in flight at the kill, %d answered by the new owner; porcupine: %s in %v",
 		before, unknown, after, res, checked.Round(time.Millisecond))
 	if before < 50 || after < 50 {
 		t.Fatalf("too few operations on one side of the failover to check it: %d before, %d after", before, after)
@@ -131,8 +148,9 @@ func TestLinearizableAcrossFailover(t *testing.T) {
 }
 
 // client runs one client until stop: operations on the owner a until it
-// dies, then on b, whose first answers to a's session must be
-// session_not_found; then a new session on b.
+// fails (no answer after a kill, family_unavailable after a cut; half the
+// clients leave a at the failure), then on b, whose first answers to a's
+// session must be session_not_found; then a new session on b.
 func (r *linRun) client(id int, a, b *broker, stop chan struct{}, served func()) error {
 	rng := rand.New(rand.NewPCG(uint64(id), 21))
 	hc := &http.Client{Timeout: 5 * time.Second}
@@ -145,16 +163,22 @@ func (r *linRun) client(id int, a, b *broker, stop chan struct{}, served func())
 			return nil
 		default:
 		}
+		if epoch == 0 && id%2 == 1 && r.killed.Load() {
+			// Half the clients move to b at once, so that b's answers
+			// interleave with a's last ones: were a still serving once b
+			// serves, the history would not linearize.
+			base, epoch = b.url, 1
+		}
 		if sess == "" {
 			s, ans, err := newSessionAs(base, "acme", fmt.Sprintf("client-%d", id))
 			switch {
 			case err == nil && s != "":
 				sess, sessEpoch, sessNum = s, epoch, int(r.sessions.Add(1))
 				clear(tokens)
+			case epoch == 0 && r.killed.Load() && (err != nil || ans.status == 503 || ans.status == 421):
+				base, epoch = b.url, 1 // the owner failed: on to the broker taking over
 			case err == nil && (ans.status == 503 || ans.status == 421) || epoch == 1:
 				time.Sleep(50 * time.Millisecond) // the takeover is not done yet
-			case r.killed.Load():
-				base, epoch = b.url, 1
 			default:
 				return fmt.Errorf("client %d: session on the owner: %d %v %v", id, ans.status, ans.body, err)
 			}
@@ -164,7 +188,7 @@ func (r *linRun) client(id int, a, b *broker, stop chan struct{}, served func())
 		in.Client, in.Session, in.Epoch, in.SessionEpoch = id, sessNum, epoch, sessEpoch
 		out, err := leasemodel.Call(hc, base, secret("acme"), r.routes[in.Route], sess, &in)
 		switch {
-		case err != nil && epoch == 0 && r.killed.Load():
+		case err != nil && epoch == 0 && r.killed.Load() && r.crash:
 			// The owner died with the request in flight: it may have
 			// taken effect, before the death. Go on against b with the
 			// same session: it must be unknown there.
@@ -177,6 +201,9 @@ func (r *linRun) client(id int, a, b *broker, stop chan struct{}, served func())
 		case out.Status == 421 || out.Status == 503:
 			// Not served here now: nothing happened (a 421 or 503 is
 			// answered before the core is touched).
+			if epoch == 0 && r.killed.Load() {
+				base, epoch = b.url, 1 // the cut owner stopped
+			}
 			time.Sleep(50 * time.Millisecond)
 			continue
 		case out.Status >= 500:
