@@ -186,36 +186,77 @@ func (s *Store) Acquire(ctx context.Context, family string) (Claim, error) {
 // Renew pushes the claim's expiry to now + TTL (server time) and returns it
 // with the new Sent. ErrLost when the claim is not the caller's any more.
 func (s *Store) Renew(ctx context.Context, c Claim) (Claim, error) {
-	return s.extend(ctx, c, false)
+	return s.one(ctx, c, false)
 }
 
 // Rebase renews the claim and moves it to the next epoch, so that the
 // holder's fencing tokens and revisions restart above everything it issued.
 func (s *Store) Rebase(ctx context.Context, c Claim) (Claim, error) {
-	return s.extend(ctx, c, true)
+	return s.one(ctx, c, true)
 }
 
-func (s *Store) extend(ctx context.Context, c Claim, rebase bool) (Claim, error) {
-	sent := s.now()
-	bump := int64(0)
+func (s *Store) one(ctx context.Context, c Claim, rebase bool) (Claim, error) {
+	var bump map[string]bool
 	if rebase {
-		bump = 1
+		bump = map[string]bool{c.Family: true}
 	}
-	var epoch int64
-	err := s.pool.QueryRow(ctx, `
-		UPDATE muster_placement
-		SET expires_at = now() + $4 * interval '1 microsecond', epoch = epoch + $5
-		WHERE family = $1 AND owner = $2 AND epoch = $3 AND NOT released
-		  AND expires_at > now() AND epoch + $5 <= $6
-		RETURNING epoch`,
-		c.Family, s.cfg.Broker, int64(c.Epoch), micros(s.cfg.TTL), bump, int64(MaxEpoch)).Scan(&epoch)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Claim{}, ErrLost
-	}
+	got, err := s.RenewAll(ctx, []Claim{c}, bump)
 	if err != nil {
 		return Claim{}, err
 	}
-	return Claim{Family: c.Family, Epoch: uint64(epoch), Sent: sent, ttl: s.cfg.TTL}, nil
+	next, ok := got[c.Family]
+	if !ok {
+		return Claim{}, ErrLost
+	}
+	return next, nil
+}
+
+// RenewAll renews every claim of cs in one statement, each as Renew does,
+// and rebases those whose family rebase names, as Rebase does. It returns
+// the renewed claims by family, all with the same Sent: a family of cs that
+// is missing was lost (ErrLost of Renew). On an error nothing is known
+// (some renewals may have landed, which is safe: see the package comment).
+// One statement per round keeps the renewal latency of a broker that holds
+// thousands of families at one round trip. The families of cs are distinct.
+func (s *Store) RenewAll(ctx context.Context, cs []Claim, rebase map[string]bool) (map[string]Claim, error) {
+	if len(cs) == 0 {
+		return map[string]Claim{}, nil
+	}
+	fams := make([]string, len(cs))
+	epochs := make([]int64, len(cs))
+	bumps := make([]int64, len(cs))
+	for i, c := range cs {
+		fams[i], epochs[i] = c.Family, int64(c.Epoch)
+		if rebase[c.Family] {
+			bumps[i] = 1
+		}
+	}
+	sent := s.now()
+	rows, err := s.pool.Query(ctx, `
+		UPDATE muster_placement AS p
+		SET expires_at = now() + $2 * interval '1 microsecond', epoch = p.epoch + c.bump
+		FROM unnest($3::text[], $4::bigint[], $5::bigint[]) AS c(family, epoch, bump)
+		WHERE p.family = c.family AND p.owner = $1 AND p.epoch = c.epoch AND NOT p.released
+		  AND p.expires_at > now() AND p.epoch + c.bump <= $6
+		RETURNING p.family, p.epoch`,
+		s.cfg.Broker, micros(s.cfg.TTL), fams, epochs, bumps, int64(MaxEpoch))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Claim, len(cs))
+	for rows.Next() {
+		var fam string
+		var epoch int64
+		if err := rows.Scan(&fam, &epoch); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out[fam] = Claim{Family: fam, Epoch: uint64(epoch), Sent: sent, ttl: s.cfg.TTL}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Release gives the claim up at once: the next Acquire by anyone succeeds

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/musterhq/muster/tests/cutproxy"
+	"github.com/musterhq/muster/tests/leasemodel"
 	"github.com/musterhq/muster/tests/musterbin"
 	"github.com/musterhq/muster/tests/pgtest"
 )
@@ -241,20 +242,16 @@ var client = &http.Client{Timeout: 5 * time.Second}
 
 // call sends one JSON request as family's token.
 func call(base, family, method, path string, body any) (answer, error) {
-	var rd io.Reader
-	if body != nil {
-		data, _ := json.Marshal(body)
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, base+path, rd)
+	return callOn(client, base, family, method, path, body)
+}
+
+// callOn is call with the HTTP client hc.
+func callOn(hc *http.Client, base, family, method, path string, body any) (answer, error) {
+	req, err := leasemodel.Request(method, base+path, secret(family), body)
 	if err != nil {
 		return answer{}, err
 	}
-	req.Header.Set("Authorization", "Bearer "+secret(family))
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := client.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return answer{}, err
 	}
@@ -271,7 +268,12 @@ func (a answer) code() string { s, _ := a.body["code"].(string); return s }
 
 // newSession creates a session of family on base.
 func newSession(base, family string) (string, answer, error) {
-	a, err := call(base, family, "POST", "/v1/sessions", map[string]any{"owner_id": "w", "ttl_ms": 60000})
+	return newSessionAs(base, family, "w")
+}
+
+// newSessionAs creates a session of family on base with the owner id owner.
+func newSessionAs(base, family, owner string) (string, answer, error) {
+	a, err := call(base, family, "POST", "/v1/sessions", map[string]any{"owner_id": owner, "ttl_ms": 60000})
 	if err != nil || a.status != 201 {
 		return "", a, err
 	}

@@ -44,6 +44,21 @@ type fencedWrite struct {
 func (f *fencedStore) write(worker int, token uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.add(worker, token)
+}
+
+// writeBefore is a careful write by a worker that was told its lease
+// expires at exp (unix ns): it writes only until 5 ms before, by the clock
+// read under the store's lock (a write and a later holder's cannot swap).
+func (f *fencedStore) writeBefore(worker int, token uint64, exp int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if time.Now().UnixNano() < exp-int64(5*time.Millisecond) {
+		f.add(worker, token)
+	}
+}
+
+func (f *fencedStore) add(worker int, token uint64) {
 	w := fencedWrite{worker: worker, token: token, highest: f.highest, accepted: token >= f.highest}
 	if w.accepted {
 		f.highest = token

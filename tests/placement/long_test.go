@@ -59,3 +59,41 @@ func TestFailoverWithDefaults(t *testing.T) {
 		t.Fatalf("failover took up to %v, target 10 s", took[rounds-1])
 	}
 }
+
+// TestRenewLatencyManyFamilies measures the placement loop's renewal with
+// many families on one broker: once it holds them all, the mean latency of
+// its renewal statement (muster_placement_renew_seconds) over a few rounds.
+// Long: it runs only with MUSTER_PLACEMENT_LONG=1 (figure in BENCHMARKS.md).
+func TestRenewLatencyManyFamilies(t *testing.T) {
+	if os.Getenv("MUSTER_PLACEMENT_LONG") == "" {
+		t.Skip("long: set MUSTER_PLACEMENT_LONG=1 to measure renewals with many families")
+	}
+	const families, rounds = 1000, 5
+	fams := make([]string, families)
+	for i := range fams {
+		fams[i] = fmt.Sprintf("f%04d", i)
+	}
+	c := newClusterTimed(t, defaults, 1, fams...)
+	b := c.brokers[0]
+	deadline := time.Now().Add(2 * time.Minute)
+	for metric(t, b, "muster_placement_claims") < families {
+		if time.Now().After(deadline) {
+			t.Fatalf("the broker holds %v of %d families after 2 min", metric(t, b, "muster_placement_claims"), families)
+		}
+		time.Sleep(time.Second)
+	}
+	sum0, n0 := metric(t, b, "muster_placement_renew_seconds_sum"), metric(t, b, "muster_placement_renew_seconds_count")
+	time.Sleep(rounds * defaults.every)
+	sum1, n1 := metric(t, b, "muster_placement_renew_seconds_sum"), metric(t, b, "muster_placement_renew_seconds_count")
+	if n1-n0 < rounds-1 {
+		t.Fatalf("%v renewals in %d rounds", n1-n0, rounds)
+	}
+	mean := time.Duration((sum1 - sum0) / (n1 - n0) * float64(time.Second))
+	t.Logf("renewing %d families: %v renewal statements, mean %v (renew_every %v)", families, n1-n0, mean.Round(time.Microsecond), defaults.every)
+	if f := metric(t, b, "muster_placement_renew_failures_total"); f != 0 {
+		t.Fatalf("%v renewals failed", f)
+	}
+	if mean > defaults.every/4 {
+		t.Fatalf("mean renewal %v, more than a quarter of the round", mean)
+	}
+}

@@ -52,64 +52,6 @@ func TestEachFamilyServedOnce(t *testing.T) {
 	}
 }
 
-// kill -9 of the owner: another broker serves the family within
-// claim TTL + margin + one loop period, as a new epoch whose fencing tokens
-// are above every token the dead owner issued.
-func TestKillNineFailover(t *testing.T) {
-	c := newCluster(t, 3, "acme")
-	old := c.waitSettled("acme", c.brokers, 15*time.Second)
-	sess, a, err := newSession(old.url, "acme")
-	if err != nil || sess == "" {
-		t.Fatalf("session on the owner: %d %v", a.status, err)
-	}
-	var maxTok uint64
-	for i := range 20 {
-		tok, a, err := acquire(old.url, "acme", sess, "res"+string(rune('a'+i)))
-		if err != nil || tok == 0 {
-			t.Fatalf("acquire on the owner: %d %v %v", a.status, a.body, err)
-		}
-		maxTok = max(maxTok, tok)
-	}
-	if maxTok < 1<<32 {
-		t.Fatalf("a placed family's token %d lacks its epoch in the high bits", maxTok)
-	}
-
-	killed := time.Now()
-	old.kill9(t)
-	rest := without(c.brokers, old)
-	var next *broker
-	var took time.Duration
-	for next == nil {
-		if took = time.Since(killed); took > 10*time.Second {
-			t.Fatalf("no broker serves the family %v after kill -9", took)
-		}
-		for _, b := range rest {
-			if s, a, err := newSession(b.url, "acme"); err == nil && s != "" {
-				next, sess = b, s
-				break
-			} else if err == nil && a.status != 421 && a.status != 503 {
-				t.Fatalf("%s answered %d %v during the failover", b.id, a.status, a.body)
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	bound := claimTTL + margin + renewEvery + time.Second
-	t.Logf("failover after kill -9: %v (bound %v)", took, bound)
-	if took > bound {
-		t.Fatalf("failover took %v, want at most %v", took, bound)
-	}
-	tok, a, err := acquire(next.url, "acme", sess, "resa")
-	if err != nil || tok == 0 {
-		t.Fatalf("acquire on the new owner: %d %v %v", a.status, a.body, err)
-	}
-	if tok <= maxTok {
-		t.Fatalf("token after failover %d is not above the dead owner's %d", tok, maxTok)
-	}
-	if o := c.waitOwner("acme", rest, 5*time.Second); o != next {
-		t.Fatalf("owner settled on %s, want %s", o.id, next.id)
-	}
-}
-
 // grant is one successful acquisition seen by the test.
 type grant struct {
 	broker string

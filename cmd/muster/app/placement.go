@@ -99,9 +99,7 @@ func (p *placer) step() {
 	ctx, cancel := context.WithTimeout(context.Background(), p.set.renewEvery)
 	defer cancel()
 	// Renewals first: they are what keeps the families served.
-	for _, fam := range sortedKeys(p.held) {
-		p.renew(ctx, fam)
-	}
+	p.renewAll(ctx)
 	if err := p.store.Heartbeat(ctx); err != nil {
 		p.log.Warn("placement: heartbeat failed", "err", err)
 		return
@@ -131,49 +129,59 @@ func (p *placer) step() {
 	}
 }
 
-// renew renews fam's claim (rebasing it when the core asks) and moves the
-// serving deadline. A failed renewal changes nothing: the deadline stands.
-func (p *placer) renew(ctx context.Context, fam string) {
-	c := p.held[fam]
-	pl, err := p.broker.Placement(ctx, core.Family(fam))
-	if err != nil {
+// renewAll renews every held claim in one statement (rebasing those whose
+// core asks) and moves each family's serving deadline. A failed renewal
+// changes nothing: the deadlines stand.
+func (p *placer) renewAll(ctx context.Context) {
+	var cs []claims.Claim
+	rebase := map[string]bool{}
+	for _, fam := range sortedKeys(p.held) {
+		c := p.held[fam]
+		pl, err := p.broker.Placement(ctx, core.Family(fam))
+		if err != nil {
+			return
+		}
+		if !pl.Serving {
+			// The deadline passed (or the core dropped the family): the
+			// claim may be live still, but this broker stopped; give it
+			// up so that the next acquisition starts a new epoch.
+			p.log.Warn("placement: serving deadline passed before a renewal", "family", fam)
+			p.metrics.fenced.Inc()
+			p.giveUp(ctx, fam, c)
+			continue
+		}
+		if pl.Changes >= core.RebaseAt {
+			rebase[fam] = true
+		}
+		cs = append(cs, c)
+	}
+	if len(cs) == 0 {
 		return
 	}
-	if !pl.Serving {
-		// The deadline passed (or the core dropped the family): the claim
-		// may be live still, but this broker stopped; give it up so that
-		// the next acquisition starts a new epoch.
-		p.log.Warn("placement: serving deadline passed before a renewal", "family", fam)
-		p.metrics.fenced.Inc()
-		p.giveUp(ctx, fam, c)
-		return
-	}
-	var next claims.Claim
 	start := time.Now()
-	if pl.Changes >= core.RebaseAt {
-		next, err = p.store.Rebase(ctx, c)
-	} else {
-		next, err = p.store.Renew(ctx, c)
-	}
-	switch {
-	case errors.Is(err, claims.ErrLost):
-		p.log.Warn("placement: claim lost", "family", fam)
-		p.metrics.lost.Inc()
-		_ = p.broker.Unserve(context.Background(), core.Family(fam))
-		delete(p.held, fam)
-		p.metrics.held.Store(int64(len(p.held)))
-		return
-	case err != nil:
-		p.log.Warn("placement: renewal failed", "family", fam, "err", err)
+	renewed, err := p.store.RenewAll(ctx, cs, rebase)
+	if err != nil {
+		p.log.Warn("placement: renewal failed", "families", len(cs), "err", err)
 		p.metrics.renewFailed.Inc()
 		return
 	}
 	p.metrics.renew.Observe(time.Since(start).Seconds())
-	p.held[fam] = next
-	if err := p.broker.Serve(context.Background(), core.Family(fam), core.PlacementEpoch(next.Epoch), next.Deadline()); err != nil {
-		p.log.Warn("placement: the core refused a renewed claim", "family", fam, "err", err)
-		p.giveUp(ctx, fam, next)
+	for _, c := range cs {
+		next, ok := renewed[c.Family]
+		if !ok {
+			p.log.Warn("placement: claim lost", "family", c.Family)
+			p.metrics.lost.Inc()
+			_ = p.broker.Unserve(context.Background(), core.Family(c.Family))
+			delete(p.held, c.Family)
+			continue
+		}
+		p.held[c.Family] = next
+		if err := p.broker.Serve(context.Background(), core.Family(c.Family), core.PlacementEpoch(next.Epoch), next.Deadline()); err != nil {
+			p.log.Warn("placement: the core refused a renewed claim", "family", c.Family, "err", err)
+			p.giveUp(ctx, c.Family, next)
+		}
 	}
+	p.metrics.held.Store(int64(len(p.held)))
 }
 
 // acquire takes fam and starts serving it.

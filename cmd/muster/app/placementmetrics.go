@@ -22,11 +22,11 @@ func newPlacementMetrics() *placementMetrics {
 	return &placementMetrics{
 		renew: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "muster_placement_renew_seconds",
-			Help:    "Latency of claim renewals that succeeded.",
+			Help:    "Latency of the renewal statements that succeeded (one a round, renewing every claim held).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}),
 		renewFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_placement_renew_failures_total",
-			Help: "Claim renewals that failed or did not answer in time (the claim stands until its deadline)."}),
+			Help: "Renewal statements (one a round, every claim held) that failed or did not answer in time (the claims stand until their deadlines)."}),
 		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_placement_takeovers_total",
 			Help: "Families this broker acquired (a start, a planned move or a failover)."}),
 		releases: prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_placement_releases_total",
