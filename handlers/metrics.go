@@ -183,7 +183,8 @@ func (hs *httpSeries) requests(m *Metrics, code int) prometheus.Counter {
 	return c
 }
 
-// statusWriter records the status code; Unwrap keeps http.ResponseController
+// statusWriter records the status code and stamps the Date header
+// (stampDate) when the answer starts; Unwrap keeps http.ResponseController
 // (flush, write deadlines) working through it.
 type statusWriter struct {
 	http.ResponseWriter
@@ -194,12 +195,16 @@ type statusWriter struct {
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.status, w.wrote = code, true
+		stampDate(w.ResponseWriter.Header())
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(p []byte) (int, error) {
-	w.wrote = true
+	if !w.wrote {
+		w.wrote = true
+		stampDate(w.ResponseWriter.Header())
+	}
 	return w.ResponseWriter.Write(p)
 }
 
