@@ -26,7 +26,7 @@ func bodyDeadline(timeout time.Duration) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
-				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+				setReadDeadline(w, time.Now().Add(timeout))
 			}
 			next.ServeHTTP(w, r)
 		})
@@ -44,11 +44,25 @@ func liftBodyDeadline(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor == 1 {
 		return
 	}
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	setReadDeadline(w, time.Time{})
+}
+
+// setReadDeadline sets the read deadline of w's connection (or HTTP/2
+// stream); net/http's own writer is asked directly, without allocating a
+// ResponseController.
+func setReadDeadline(w http.ResponseWriter, t time.Time) {
+	if d, ok := w.(interface{ SetReadDeadline(time.Time) error }); ok {
+		_ = d.SetReadDeadline(t)
+		return
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(t)
 }
 
 // isTimeout reports whether err is a read deadline passing.
 func isTimeout(err error) bool {
+	if err == nil {
+		return false
+	}
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
