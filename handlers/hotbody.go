@@ -16,8 +16,9 @@ import (
 
 // The hot path. The lease mutations carry a flat JSON object and three
 // path segments; validating them with kin-openapi costs more than the lease
-// itself. For these operations the contract middleware first tries a check
-// compiled from the same openapi.yaml at start-up: it ACCEPTS only requests
+// itself. For these operations the contract middleware first tries the
+// rules compiled from the same openapi.yaml at start-up (rules.go, shared
+// with the batch decoder): it ACCEPTS only requests
 // it can prove kin-openapi accepts too (and then decodes the body once, into
 // the generated type); everything else — any refusal, any body it does not
 // understand — takes the general path (kin-openapi, then the generated
