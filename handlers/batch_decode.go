@@ -242,7 +242,7 @@ func decodeOp(dec *jsontext.Decoder, rules *batchRules, i int) (wireOp, error) {
 		seen |= 1 << i
 		switch name {
 		case "op":
-			s, err := readString(dec, at, name)
+			s, err := readString(dec, at, "op")
 			if err != nil {
 				return op, err
 			}
@@ -251,7 +251,7 @@ func decodeOp(dec *jsontext.Decoder, rules *batchRules, i int) (wireOp, error) {
 			}
 			op.Op = api.BatchOpKind(s)
 		case "route":
-			s, err := readString(dec, at, name)
+			s, err := readString(dec, at, "route")
 			if err != nil {
 				return op, err
 			}
@@ -260,15 +260,17 @@ func decodeOp(dec *jsontext.Decoder, rules *batchRules, i int) (wireOp, error) {
 			}
 			op.Route = s
 		case "ttl_ms":
-			if op.TTL, err = readInt(dec, at, name, rules.ttl); err != nil {
+			n, err := readInt(dec, at, "ttl_ms", rules.ttl)
+			if err != nil {
 				return op, err
 			}
-			op.HasTTL = true
+			op.TTL, op.HasTTL = n, true
 		case "fencing_token":
-			if op.Token, err = readInt(dec, at, name, rules.token); err != nil {
+			n, err := readInt(dec, at, "fencing_token", rules.token)
+			if err != nil {
 				return op, err
 			}
-			op.HasToken = true
+			op.Token, op.HasToken = n, true
 		}
 	}
 	dec.ReadToken()
