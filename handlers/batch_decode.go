@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-json-experiment/json/jsontext"
@@ -21,70 +21,86 @@ import (
 // The batch body is validated while it is decoded, in one pass, instead of
 // by kin-openapi and then again by the generated decoder: a batch of 64
 // operations costs those two generic passes several times what the broker
-// spends applying it. The contract stays the authority: batchLimits reads
-// every bound from the embedded openapi.yaml, New refuses to start when a
-// pattern is not the one decodeBatch implements, and a differential test
-// (batch_decode_test.go) holds decodeBatch to kin-openapi's verdict.
+// spends applying it. The contract stays the authority: every check is a
+// rule compiled from the embedded openapi.yaml (rules.go, shared with the
+// lease mutations' fast path), New refuses to start when BatchRequest has
+// a keyword the rules do not implement or members decodeBatch does not
+// fill, and a differential test (batch_decode_test.go) holds decodeBatch to
+// kin-openapi's verdict.
 
-// The patterns decodeBatch implements; New fails if the contract's differ.
-const (
-	batchRoutePattern   = `^lease://[^\x00-\x1f\x7f-\x9f]+$`
-	batchSessionPattern = `^[0-9a-f]{32}$`
-)
-
-// batchLimits are the bounds of BatchRequest, read from the contract.
-type batchLimits struct {
-	minOps, maxOps     int
-	minTTL, maxTTL     int64
-	minToken           int64
-	minRoute, maxRoute int // characters, as JSON Schema counts them
-	sessionLen         int
+// batchRules are the rules of BatchRequest, bound to the members
+// decodeBatch fills.
+type batchRules struct {
+	body        *objectRule // BatchRequest
+	session     *stringRule
+	ops         *listRule
+	op          *objectRule // BatchOp
+	kind, route *stringRule
+	ttl, token  *intRule
 }
 
-// loadBatchLimits reads the bounds of BatchRequest from the spec.
-func loadBatchLimits(spec *openapi3.T) (*batchLimits, error) {
-	sc := spec.Components.Schemas
-	get := func(name string) (*openapi3.Schema, error) {
-		if r := sc[name]; r != nil && r.Value != nil {
-			return r.Value, nil
+// loadBatchRules compiles the rules of BatchRequest from the spec.
+func loadBatchRules(spec *openapi3.T) (*batchRules, error) {
+	ref := spec.Components.Schemas["BatchRequest"]
+	if ref == nil || ref.Value == nil {
+		return nil, errors.New("handlers: the contract has no schema BatchRequest")
+	}
+	body, err := compileObject(ref.Value)
+	if err == nil {
+		err = fitsBatch(body)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("handlers: the batch's rules no longer follow openapi.yaml (update handlers/batch_decode.go): %w", err)
+	}
+	rule := func(o *objectRule, name string) *fieldRule { return &o.fields[o.field(name)] }
+	r := &batchRules{body: body, session: rule(body, "session_id").str, ops: rule(body, "ops").list}
+	r.op = r.ops.items
+	r.kind, r.route = rule(r.op, "op").str, rule(r.op, "route").str
+	r.ttl, r.token = rule(r.op, "ttl_ms").num, rule(r.op, "fencing_token").num
+	for _, k := range r.kind.enum {
+		if !api.BatchOpKind(k).Valid() {
+			return nil, fmt.Errorf("handlers: the batch operation %q is not one decodeBatch knows", k)
 		}
-		return nil, fmt.Errorf("handlers: the contract has no schema %s", name)
 	}
-	req, err := get("BatchRequest")
-	if err != nil {
-		return nil, err
+	if r.kind.enum == nil {
+		return nil, errors.New("handlers: the batch operation kinds are not an enum")
 	}
-	ops := req.Properties["ops"].Value
-	ttl, err := get("LeaseTTL")
-	if err != nil {
-		return nil, err
+	if r.ops.maxItems != core.MaxBatchOps {
+		return nil, fmt.Errorf("handlers: the contract allows %d batch operations, the core %d", r.ops.maxItems, core.MaxBatchOps)
 	}
-	tok, err := get("FencingToken")
-	if err != nil {
-		return nil, err
+	return r, nil
+}
+
+// fitsBatch checks that the rules have exactly the members decodeBatch
+// fills, each of the kind it reads.
+func fitsBatch(body *objectRule) error {
+	if err := hasMembers(body, "ops", "session_id"); err != nil {
+		return err
 	}
-	route, err := get("Route")
-	if err != nil {
-		return nil, err
+	ops := body.fields[body.field("ops")].list
+	if body.fields[body.field("session_id")].str == nil || ops == nil {
+		return errors.New("BatchRequest: session_id must be a string, ops an array")
 	}
-	sess, err := get("SessionId")
-	if err != nil {
-		return nil, err
+	if err := hasMembers(ops.items, "fencing_token", "op", "route", "ttl_ms"); err != nil {
+		return err
 	}
-	if route.Pattern != batchRoutePattern || sess.Pattern != batchSessionPattern || route.MaxLength == nil || sess.MaxLength == nil ||
-		ops.MaxItems == nil || ttl.Min == nil || ttl.Max == nil || tok.Min == nil || req.AdditionalProperties.Has == nil {
-		return nil, errors.New("handlers: the contract's batch schemas changed: update decodeBatch to match")
+	f := func(name string) *fieldRule { return &ops.items.fields[ops.items.field(name)] }
+	if f("op").str == nil || f("route").str == nil || f("ttl_ms").num == nil || f("fencing_token").num == nil {
+		return errors.New("BatchOp: op and route must be strings, ttl_ms and fencing_token integers")
 	}
-	if int(*ops.MaxItems) != core.MaxBatchOps {
-		return nil, fmt.Errorf("handlers: the contract allows %d batch operations, the core %d", int(*ops.MaxItems), core.MaxBatchOps)
+	return nil
+}
+
+// hasMembers checks that the properties of o are exactly names (sorted).
+func hasMembers(o *objectRule, names ...string) error {
+	have := make([]string, len(o.fields))
+	for i := range o.fields {
+		have[i] = o.fields[i].name
 	}
-	return &batchLimits{
-		minOps: int(ops.MinItems), maxOps: int(*ops.MaxItems),
-		minTTL: int64(*ttl.Min), maxTTL: int64(*ttl.Max),
-		minToken: int64(*tok.Min),
-		minRoute: int(route.MinLength), maxRoute: int(*route.MaxLength),
-		sessionLen: int(*sess.MaxLength),
-	}, nil
+	if !slices.Equal(have, names) {
+		return fmt.Errorf("properties %v, decodeBatch fills %v", have, names)
+	}
+	return nil
 }
 
 // batchFieldError is the problem of one body field, worded as the contract
@@ -100,11 +116,11 @@ func invalidField(field string) error { return batchFieldError(field, "is missin
 // UTF-8 without duplicate names: the decoder refuses anything else, and a
 // refusal is worded by checkOneJSONValue when the body breaks its rules, so
 // that the problem is the one any other operation would answer.
-func decodeBatch(data []byte, lim *batchLimits) (batchBody, error) {
+func decodeBatch(data []byte, rules *batchRules) (batchBody, error) {
 	if len(data) == 0 {
 		return batchBody{}, muster.Errorf(muster.CodeInvalidRequest, "a request body is required")
 	}
-	req, err := decodeBatchValue(data, lim)
+	req, err := decodeBatchValue(data, rules)
 	if err != nil {
 		if jerr := checkOneJSONValue(data); jerr != nil {
 			return req, jerr
@@ -131,7 +147,7 @@ type pooledDecoder struct {
 	dec *jsontext.Decoder
 }
 
-func decodeBatchValue(data []byte, lim *batchLimits) (batchBody, error) {
+func decodeBatchValue(data []byte, rules *batchRules) (batchBody, error) {
 	pd := decoders.Get().(*pooledDecoder)
 	defer func() {
 		pd.r.Reset(nil)
@@ -140,54 +156,46 @@ func decodeBatchValue(data []byte, lim *batchLimits) (batchBody, error) {
 	}()
 	pd.r.Reset(data)
 	pd.dec.Reset(&pd.r)
-	return decodeBatchFrom(pd.dec, lim)
+	return decodeBatchFrom(pd.dec, rules)
 }
 
-func decodeBatchFrom(dec *jsontext.Decoder, lim *batchLimits) (batchBody, error) {
+func decodeBatchFrom(dec *jsontext.Decoder, rules *batchRules) (batchBody, error) {
 	var req batchBody
 	if dec.PeekKind() != '{' {
 		return req, muster.Errorf(muster.CodeInvalidRequest, "the request body does not match its schema")
 	}
 	dec.ReadToken()
-	var haveSession, haveOps bool
+	var seen uint64
 	for dec.PeekKind() != '}' {
-		name, err := readName(dec)
+		name, i, err := readMember(dec, rules.body, "")
 		if err != nil {
 			return req, err
 		}
+		seen |= 1 << i
 		switch name {
 		case "session_id":
-			s, err := readString(dec, "", "session_id")
+			s, err := readString(dec, "", name)
 			if err != nil {
 				return req, err
 			}
-			if len(s) != lim.sessionLen || !isLowerHex(s) {
+			if !rules.session.ok(s) {
 				return req, invalidField("/session_id")
 			}
-			req.Session, haveSession = s, true
+			req.Session = s
 		case "ops":
-			if req.Ops, err = decodeOps(dec, lim); err != nil {
+			if req.Ops, err = decodeOps(dec, rules); err != nil {
 				return req, err
 			}
-			haveOps = true
-		default:
-			return req, unknownField("", name)
 		}
 	}
 	dec.ReadToken()
 	if _, err := dec.ReadToken(); err != io.EOF {
 		return req, muster.Errorf(muster.CodeInvalidRequest, "the request body has data after its JSON value")
 	}
-	switch {
-	case !haveSession:
-		return req, muster.Errorf(muster.CodeInvalidRequest, "request body property %q is missing", "session_id")
-	case !haveOps:
-		return req, muster.Errorf(muster.CodeInvalidRequest, "request body property %q is missing", "ops")
-	}
-	return req, nil
+	return req, missingMember(rules.body, seen)
 }
 
-func decodeOps(dec *jsontext.Decoder, lim *batchLimits) ([]wireOp, error) {
+func decodeOps(dec *jsontext.Decoder, rules *batchRules) ([]wireOp, error) {
 	if err := nonNull(dec, "/ops"); err != nil {
 		return nil, err
 	}
@@ -197,17 +205,17 @@ func decodeOps(dec *jsontext.Decoder, lim *batchLimits) ([]wireOp, error) {
 	dec.ReadToken()
 	ops := make([]wireOp, 0, 64)
 	for dec.PeekKind() != ']' {
-		if len(ops) == lim.maxOps {
+		if len(ops) == rules.ops.maxItems {
 			return nil, invalidField("/ops")
 		}
-		op, err := decodeOp(dec, lim, len(ops))
+		op, err := decodeOp(dec, rules, len(ops))
 		if err != nil {
 			return nil, err
 		}
 		ops = append(ops, op)
 	}
 	dec.ReadToken()
-	if len(ops) < lim.minOps {
+	if len(ops) < rules.ops.minItems {
 		return nil, invalidField("/ops")
 	}
 	return ops, nil
@@ -215,7 +223,7 @@ func decodeOps(dec *jsontext.Decoder, lim *batchLimits) ([]wireOp, error) {
 
 // decodeOp decodes operation i; the names of its fields (for problems) are
 // built only when one is at fault.
-func decodeOp(dec *jsontext.Decoder, lim *batchLimits, i int) (wireOp, error) {
+func decodeOp(dec *jsontext.Decoder, rules *batchRules, i int) (wireOp, error) {
 	var op wireOp
 	at := opPath(i)
 	if err := nonNull(dec, at); err != nil {
@@ -225,70 +233,70 @@ func decodeOp(dec *jsontext.Decoder, lim *batchLimits, i int) (wireOp, error) {
 		return op, invalidField(at)
 	}
 	dec.ReadToken()
-	var haveOp, haveRoute bool
+	var seen uint64
 	for dec.PeekKind() != '}' {
-		name, err := readName(dec)
+		name, i, err := readMember(dec, rules.op, at)
 		if err != nil {
 			return op, err
 		}
+		seen |= 1 << i
 		switch name {
 		case "op":
 			s, err := readString(dec, at, "op")
 			if err != nil {
 				return op, err
 			}
-			op.Op = api.BatchOpKind(s)
-			if !op.Op.Valid() {
+			if !rules.kind.ok(s) {
 				return op, invalidField(at + "/op")
 			}
-			haveOp = true
+			op.Op = api.BatchOpKind(s)
 		case "route":
 			s, err := readString(dec, at, "route")
 			if err != nil {
 				return op, err
 			}
-			if !routeText(s, lim) {
+			if !rules.route.ok(s) {
 				return op, invalidField(at + "/route")
 			}
-			op.Route, haveRoute = s, true
+			op.Route = s
 		case "ttl_ms":
-			n, err := readInt(dec, at, "ttl_ms", lim.minTTL, lim.maxTTL)
+			n, err := readInt(dec, at, "ttl_ms", rules.ttl)
 			if err != nil {
 				return op, err
 			}
 			op.TTL, op.HasTTL = n, true
 		case "fencing_token":
-			n, err := readInt(dec, at, "fencing_token", lim.minToken, 1<<63-1)
+			n, err := readInt(dec, at, "fencing_token", rules.token)
 			if err != nil {
 				return op, err
 			}
 			op.Token, op.HasToken = n, true
-		default:
-			return op, unknownField(at, name)
 		}
 	}
 	dec.ReadToken()
-	switch {
-	case !haveOp:
-		return op, muster.Errorf(muster.CodeInvalidRequest, "request body property %q is missing", "op")
-	case !haveRoute:
-		return op, muster.Errorf(muster.CodeInvalidRequest, "request body property %q is missing", "route")
-	}
-	return op, nil
+	return op, missingMember(rules.op, seen)
 }
 
-// routeText is the contract's Route schema: minLength..maxLength
-// characters matching batchRoutePattern. The grammar is ParseRoute's.
-func routeText(s string, lim *batchLimits) bool {
-	if n := utf8.RuneCountInString(s); n < lim.minRoute || n > lim.maxRoute || len(s) <= len(core.LeaseScheme) || s[:len(core.LeaseScheme)] != core.LeaseScheme {
-		return false
+// readMember reads the name of a member of the object at at and its index
+// in o; a member o does not name is refused.
+func readMember(dec *jsontext.Decoder, o *objectRule, at string) (string, int, error) {
+	name, err := readName(dec)
+	if err != nil {
+		return "", 0, err
 	}
-	for _, r := range s[len(core.LeaseScheme):] {
-		if r <= 0x1f || r >= 0x7f && r <= 0x9f {
-			return false
-		}
+	i := o.field(name)
+	if i < 0 {
+		return "", 0, unknownField(at, name)
 	}
-	return true
+	return name, i, nil
+}
+
+// missingMember refuses an object without a required member.
+func missingMember(o *objectRule, seen uint64) error {
+	if name := o.missing(seen); name != "" {
+		return muster.Errorf(muster.CodeInvalidRequest, "request body property %q is missing", name)
+	}
+	return nil
 }
 
 // opPath is the JSON pointer of operation i; the pointers of the first
@@ -307,15 +315,6 @@ var opPaths = func() []string {
 	}
 	return p
 }()
-
-func isLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
 
 // unknownField words an unknown member as validationError does.
 func unknownField(at, name string) error {
@@ -373,9 +372,10 @@ func readString(dec *jsontext.Decoder, at, name string) (string, error) {
 	return tok.String(), nil
 }
 
-// readInt reads an integer in [lo, hi]. A number with a fraction or an
-// exponent is refused, as the generated decoder refuses it for an int64.
-func readInt(dec *jsontext.Decoder, at, name string, lo, hi int64) (int64, error) {
+// readInt reads an integer member that rule allows. A number with a
+// fraction or an exponent is refused, as the generated decoder refuses it
+// for an int64.
+func readInt(dec *jsontext.Decoder, at, name string, rule *intRule) (int64, error) {
 	if dec.PeekKind() != '0' {
 		if err := nonNull(dec, at+"/"+name); err != nil {
 			return 0, err
@@ -388,7 +388,7 @@ func readInt(dec *jsontext.Decoder, at, name string, lo, hi int64) (int64, error
 		return 0, bodyNotJSON(err)
 	}
 	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil || n < lo || n > hi {
+	if err != nil || !rule.ok(n) {
 		return 0, invalidField(at + "/" + name)
 	}
 	return n, nil

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 
@@ -45,7 +46,7 @@ func contractVerdict(t testing.TB, data []byte) (api.BatchRequest, error) {
 var batchRouteOnce struct {
 	sync.Once
 	route *routers.Route
-	lim   *batchLimits
+	rules *batchRules
 }
 
 func batchRoute(t testing.TB) *routers.Route {
@@ -57,7 +58,7 @@ func batchRoute(t testing.TB) *routers.Route {
 		spec.Servers = nil
 		item := spec.Paths.Find("/v1/leases/batch")
 		batchRouteOnce.route = &routers.Route{Spec: spec, Path: "/v1/leases/batch", PathItem: item, Method: "POST", Operation: item.Post}
-		if batchRouteOnce.lim, err = loadBatchLimits(spec); err != nil {
+		if batchRouteOnce.rules, err = loadBatchRules(spec); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -70,7 +71,7 @@ func checkSameVerdict(t *testing.T, data []byte) {
 	t.Helper()
 	wantReq, werr := contractVerdict(t, data)
 	want := batchBody{Session: wantReq.SessionId, Ops: wireOps(wantReq.Ops)}
-	got, gerr := decodeBatch(data, batchRouteOnce.lim)
+	got, gerr := decodeBatch(data, batchRouteOnce.rules)
 	switch {
 	case (werr == nil) != (gerr == nil):
 		t.Fatalf("body %q: decodeBatch says %v, the contract says %v", data, gerr, werr)
@@ -144,4 +145,57 @@ func FuzzDecodeBatch(f *testing.F) {
 		batchRoute(t)
 		checkSameVerdict(t, data)
 	})
+}
+
+// TestBatchRulesFollowTheContract: decodeBatch's rules are compiled from
+// openapi.yaml (rules.go), so a changed bound, pattern or enum is
+// followed, and a schema they cannot follow (a new keyword, member or
+// type, an operation kind the broker does not know) stops the server from
+// starting instead of being skipped.
+func TestBatchRulesFollowTheContract(t *testing.T) {
+	load := func(edit func(sc openapi3.Schemas)) (*batchRules, error) {
+		spec, err := api.GetSpec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(spec.Components.Schemas)
+		return loadBatchRules(spec)
+	}
+	op := func(sc openapi3.Schemas) *openapi3.Schema { return sc["BatchOp"].Value }
+	r, err := load(func(sc openapi3.Schemas) {
+		sc["LeaseTTL"].Value.Max = ptr(12345.0)
+		sc["Route"].Value.Pattern = `^lease://x/`
+		sc["BatchOpKind"].Value.Enum = []any{"acquire", "release"}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ttl.max != 12345 || r.route.ok("lease://a/b/c") || !r.route.ok("lease://x/b/c") || r.kind.ok("extend") || !r.kind.ok("release") {
+		t.Fatalf("the changed contract was not followed: ttl %+v, route, kind %v", r.ttl, r.kind.enum)
+	}
+	refused := map[string]func(openapi3.Schemas){
+		"integer enum":      func(sc openapi3.Schemas) { sc["LeaseTTL"].Value.Enum = []any{100.0} },
+		"nullable":          func(sc openapi3.Schemas) { sc["FencingToken"].Value.Nullable = true },
+		"string format":     func(sc openapi3.Schemas) { sc["Route"].Value.Format = "uri" },
+		"unknown kind":      func(sc openapi3.Schemas) { sc["BatchOpKind"].Value.Enum = []any{"acquire", "nap"} },
+		"kinds not an enum": func(sc openapi3.Schemas) { sc["BatchOpKind"].Value.Enum = nil },
+		"new op member":     func(sc openapi3.Schemas) { op(sc).Properties["wait_ms"] = sc["LeaseTTL"] },
+		"new body member": func(sc openapi3.Schemas) {
+			sc["BatchRequest"].Value.Properties["note"] = openapi3.NewStringSchema().NewRef()
+		},
+		"open op":       func(sc openapi3.Schemas) { op(sc).AdditionalProperties = openapi3.AdditionalProperties{} },
+		"route integer": func(sc openapi3.Schemas) { op(sc).Properties["route"] = sc["LeaseTTL"] },
+		"more ops than the core": func(sc openapi3.Schemas) {
+			sc["BatchRequest"].Value.Properties["ops"].Value.MaxItems = ptr(uint64(1000))
+		},
+		"uniqueItems": func(sc openapi3.Schemas) { sc["BatchRequest"].Value.Properties["ops"].Value.UniqueItems = true },
+		"oneOf":       func(sc openapi3.Schemas) { op(sc).OneOf = openapi3.SchemaRefs{openapi3.NewObjectSchema().NewRef()} },
+	}
+	for what, edit := range refused {
+		_, err := load(edit)
+		if err == nil {
+			t.Errorf("%s: the contract was accepted", what)
+		}
+		t.Logf("%s: %v", what, err)
+	}
 }

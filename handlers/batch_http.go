@@ -29,7 +29,7 @@ func (s *Server) batchHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, muster.CodeInvalidRequest, "the request body could not be read")
 		return
 	}
-	req, err := decodeBatch(data, s.batchLimits)
+	req, err := decodeBatch(data, s.batchRules)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

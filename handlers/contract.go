@@ -64,6 +64,9 @@ type operation struct {
 // test).
 var selfValidating = map[string]bool{"batchLeases": true}
 
+// opKey names an operation by its method and chi route pattern.
+type opKey struct{ method, pattern string }
+
 // contract authenticates, bounds the body and validates the request against
 // openapi.yaml for the generated routes it wraps. It finds the operation by
 // the chi route pattern, so routing happens once.
@@ -71,7 +74,7 @@ type contract struct {
 	log         *slog.Logger
 	bodyTimeout time.Duration
 	auth        *Authenticator
-	ops         map[string]*operation // "METHOD pattern"
+	ops         map[opKey]*operation
 	opts        openapi3filter.Options
 	// generalOnly turns the fast path off (tests compare the two).
 	generalOnly bool
@@ -79,7 +82,7 @@ type contract struct {
 
 func newContract(spec *openapi3.T, auth *Authenticator, log *slog.Logger, bodyTimeout time.Duration) (*contract, error) {
 	spec.Servers = nil
-	c := &contract{log: log, bodyTimeout: bodyTimeout, auth: auth, ops: map[string]*operation{}}
+	c := &contract{log: log, bodyTimeout: bodyTimeout, auth: auth, ops: map[opKey]*operation{}}
 	c.opts = openapi3filter.Options{
 		// Authentication happened before validation; the validator only
 		// needs to know that every security requirement is satisfiable.
@@ -106,7 +109,7 @@ func newContract(spec *openapi3.T, auth *Authenticator, log *slog.Logger, bodyTi
 				}
 				o.hot = h
 			}
-			c.ops[method+" "+path] = o
+			c.ops[opKey{method, path}] = o
 		}
 	}
 	if len(c.ops) == 0 {
@@ -122,7 +125,7 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 		if method == http.MethodHead {
 			method = http.MethodGet // routed to the GET operation (middleware.GetHead)
 		}
-		op := c.ops[method+" "+rctx.RoutePattern()]
+		op := c.ops[opKey{method, rctx.RoutePattern()}]
 		if op == nil {
 			writeProblem(w, muster.CodeNotFound, "no such operation")
 			return
@@ -150,7 +153,7 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 			// members without duplicates: what checkJSONBody passes.
 			if op.hot != nil && !c.generalOnly && hotContentType(r.Header.Get("Content-Type")) {
 				if body := op.hot.accept(rctx.URLParams.Keys, rctx.URLParams.Values, data); body != nil {
-					liftBodyDeadline(w)
+					liftBodyDeadline(w, r)
 					next.ServeHTTP(w, r.WithContext(&hotContext{Context: r.Context(), caller: caller, body: body}))
 					return
 				}
@@ -159,7 +162,7 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 				writeError(c.log, w, r, err)
 				return
 			}
-			liftBodyDeadline(w)
+			liftBodyDeadline(w, r)
 		}
 		if !op.public {
 			r = r.WithContext(withCaller(r.Context(), caller))

@@ -33,7 +33,7 @@ func TestKinOpenAPIErrorShapes(t *testing.T) {
 	}
 	validate := func(pattern, target, contentType, body string, params map[string]string) error {
 		t.Helper()
-		op := c.ops["POST "+pattern]
+		op := c.ops[opKey{"POST", pattern}]
 		if op == nil {
 			t.Fatalf("no operation POST %s", pattern)
 		}

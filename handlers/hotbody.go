@@ -1,12 +1,9 @@
 package handlers
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
 	"net/url"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,8 +16,9 @@ import (
 
 // The hot path. The lease mutations carry a flat JSON object and three
 // path segments; validating them with kin-openapi costs more than the lease
-// itself. For these operations the contract middleware first tries a check
-// compiled from the same openapi.yaml at start-up: it ACCEPTS only requests
+// itself. For these operations the contract middleware first tries the
+// rules compiled from the same openapi.yaml at start-up (rules.go, shared
+// with the batch decoder): it ACCEPTS only requests
 // it can prove kin-openapi accepts too (and then decodes the body once, into
 // the generated type); everything else — any refusal, any body it does not
 // understand — takes the general path (kin-openapi, then the generated
@@ -36,68 +34,13 @@ var hotBodies = map[string]reflect.Type{
 	"releaseLease": reflect.TypeFor[api.ReleaseLeaseJSONRequestBody](),
 }
 
-// exactInt is the largest magnitude a JSON integer may have for the fast
-// path: kin-openapi judges numbers as float64, exact up to 2^53.
-const exactInt = 1 << 53
-
 // maxHotMembers bounds the members of a body the fast path reads.
 const maxHotMembers = 8
 
-// stringRule is a compiled string schema: lengths in characters, as
-// kin-openapi counts them, and the pattern.
-type stringRule struct {
-	minLen, maxLen int // maxLen < 0: none
-	match          func(string) bool
-}
-
-func (s *stringRule) ok(v string) bool {
-	if s.minLen > 0 || s.maxLen >= 0 {
-		n := utf8.RuneCountInString(v)
-		if n < s.minLen || s.maxLen >= 0 && n > s.maxLen {
-			return false
-		}
-	}
-	return s.match == nil || s.match(v)
-}
-
-// knownPatterns are hand-written matchers of the contract's patterns on the
-// hot path, each equal to Go's regexp of the same pattern
-// (TestKnownPatternsAreTheRegexps); any other pattern is matched by regexp.
-var knownPatterns = map[string]func(string) bool{
-	`^[^/*\x00-\x1f\x7f-\x9f]+$`: func(v string) bool { // Segment
-		for _, r := range v { // an invalid byte is U+FFFD, as for regexp
-			if r == '/' || r == '*' || r <= 0x1f || r >= 0x7f && r <= 0x9f {
-				return false
-			}
-		}
-		return v != ""
-	},
-	`^[0-9a-f]{32}$`: func(v string) bool { // SessionId
-		if len(v) != 32 {
-			return false
-		}
-		for i := 0; i < len(v); i++ {
-			if c := v[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-				return false
-			}
-		}
-		return true
-	},
-}
-
-// intRule is a compiled integer schema (format int64 or none).
-type intRule struct {
-	min, max int64 // inclusive, within ±2^53
-}
-
-// hotField is one property of a hot body and the struct field it fills.
+// hotField is where a property of a hot body goes in the generated type.
 type hotField struct {
-	name     string
-	required bool
-	str      *stringRule // exactly one of str and num
-	num      *intRule
-	index    int  // struct field index
-	pointer  bool // the struct field is a pointer (optional member)
+	index   int  // struct field index
+	pointer bool // the struct field is a pointer (optional member)
 }
 
 // hotParam is one path parameter of a hot operation.
@@ -106,10 +49,12 @@ type hotParam struct {
 	rule *stringRule
 }
 
-// hotOp is the compiled fast path of one operation.
+// hotOp is the compiled fast path of one operation: the contract's rules
+// (rules.go) of its parameters and body, and the body's generated type.
 type hotOp struct {
 	params []hotParam
-	fields []hotField // sorted by name
+	rules  *objectRule
+	fields []hotField // by the index of the rule's field
 	body   reflect.Type
 }
 
@@ -139,12 +84,9 @@ func compileHot(item *openapi3.PathItem, op *openapi3.Operation, body reflect.Ty
 	if mt.Schema == nil || len(mt.Encoding) > 0 {
 		return nil, fmt.Errorf("the request body needs a schema and no encoding")
 	}
-	s := mt.Schema.Value
-	if err := onlyKeywords(s, "type", "additionalProperties", "required", "properties", "description", "example"); err != nil {
+	var err error
+	if h.rules, err = compileObject(mt.Schema.Value); err != nil {
 		return nil, err
-	}
-	if !s.Type.Is(openapi3.TypeObject) || s.AdditionalProperties.Has == nil || *s.AdditionalProperties.Has || s.AdditionalProperties.Schema != nil {
-		return nil, fmt.Errorf("the body must be an object with additionalProperties: false")
 	}
 	fieldOf := map[string]reflect.StructField{}
 	for i := range body.NumField() {
@@ -152,121 +94,31 @@ func compileHot(item *openapi3.PathItem, op *openapi3.Operation, body reflect.Ty
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		fieldOf[name] = f
 	}
-	if len(s.Properties) > maxHotMembers {
+	if len(h.rules.fields) > maxHotMembers {
 		return nil, fmt.Errorf("more than %d properties", maxHotMembers)
 	}
-	if len(fieldOf) != len(s.Properties) {
-		return nil, fmt.Errorf("%s has %d fields, the schema %d properties", body, len(fieldOf), len(s.Properties))
+	if len(fieldOf) != len(h.rules.fields) {
+		return nil, fmt.Errorf("%s has %d fields, the schema %d properties", body, len(fieldOf), len(h.rules.fields))
 	}
-	for name, ref := range s.Properties {
-		f, ok := fieldOf[name]
+	for _, fr := range h.rules.fields {
+		f, ok := fieldOf[fr.name]
 		if !ok {
-			return nil, fmt.Errorf("property %q has no field in %s", name, body)
+			return nil, fmt.Errorf("property %q has no field in %s", fr.name, body)
 		}
-		hf := hotField{name: name, required: slices.Contains(s.Required, name), index: f.Index[0]}
+		hf := hotField{index: f.Index[0]}
 		typ := f.Type
 		if typ.Kind() == reflect.Pointer {
 			hf.pointer, typ = true, typ.Elem()
 		}
-		if hf.pointer == hf.required {
-			return nil, fmt.Errorf("property %q: a required property needs a value field, an optional one a pointer", name)
+		if hf.pointer == fr.required {
+			return nil, fmt.Errorf("property %q: a required property needs a value field, an optional one a pointer", fr.name)
 		}
-		ps := ref.Value
-		var err error
-		switch {
-		case ps.Type.Is(openapi3.TypeString) && typ.Kind() == reflect.String:
-			hf.str, err = compileString(ps)
-		case ps.Type.Is(openapi3.TypeInteger) && typ.Kind() == reflect.Int64:
-			hf.num, err = compileInt(ps)
-		default:
-			err = fmt.Errorf("only strings and int64 integers")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("property %q: %w", name, err)
+		if !(fr.str != nil && typ.Kind() == reflect.String || fr.num != nil && typ.Kind() == reflect.Int64) {
+			return nil, fmt.Errorf("property %q: only strings and int64 integers", fr.name)
 		}
 		h.fields = append(h.fields, hf)
 	}
-	for _, name := range s.Required {
-		if s.Properties[name] == nil {
-			return nil, fmt.Errorf("required %q is not a property", name)
-		}
-	}
-	slices.SortFunc(h.fields, func(a, b hotField) int { return strings.Compare(a.name, b.name) })
 	return h, nil
-}
-
-// onlyKeywords fails when s sets a keyword outside allowed.
-func onlyKeywords(s *openapi3.Schema, allowed ...string) error {
-	data, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return err
-	}
-	for k := range m {
-		if !slices.Contains(allowed, k) {
-			return fmt.Errorf("keyword %q is not implemented by the fast path", k)
-		}
-	}
-	return nil
-}
-
-func compileString(s *openapi3.Schema) (*stringRule, error) {
-	if err := onlyKeywords(s, "type", "minLength", "maxLength", "pattern", "description", "example"); err != nil {
-		return nil, err
-	}
-	if !s.Type.Is(openapi3.TypeString) {
-		return nil, fmt.Errorf("only string schemas")
-	}
-	r := &stringRule{minLen: int(s.MinLength), maxLen: -1}
-	if s.MaxLength != nil {
-		r.maxLen = int(*s.MaxLength)
-	}
-	if s.Pattern != "" {
-		// kin-openapi rewrites \uXXXX escapes before compiling; without
-		// them its pattern is exactly this one.
-		if strings.Contains(s.Pattern, `\u`) {
-			return nil, fmt.Errorf("pattern with \\u escapes")
-		}
-		re, err := regexp.Compile(s.Pattern)
-		if err != nil {
-			return nil, err
-		}
-		r.match = re.MatchString
-		if m, ok := knownPatterns[s.Pattern]; ok {
-			r.match = m
-		}
-	}
-	return r, nil
-}
-
-func compileInt(s *openapi3.Schema) (*intRule, error) {
-	if err := onlyKeywords(s, "type", "format", "minimum", "maximum", "default", "description", "example"); err != nil {
-		return nil, err
-	}
-	if s.Format != "" && s.Format != "int64" {
-		return nil, fmt.Errorf("integer format %q", s.Format)
-	}
-	r := &intRule{min: -exactInt, max: exactInt}
-	bound := func(p *float64, def int64) (int64, error) {
-		if p == nil {
-			return def, nil
-		}
-		if *p != math.Trunc(*p) || math.Abs(*p) > exactInt {
-			return 0, fmt.Errorf("bound %v is not an integer within ±2^53", *p)
-		}
-		return int64(*p), nil
-	}
-	var err error
-	if r.min, err = bound(s.Min, r.min); err != nil {
-		return nil, err
-	}
-	if r.max, err = bound(s.Max, r.max); err != nil {
-		return nil, err
-	}
-	return r, nil
 }
 
 // accept checks the path parameters (chi's keys and values, unescaped
@@ -301,7 +153,7 @@ func (h *hotOp) accept(keys, values []string, data []byte) any {
 	elem := out.Elem()
 	var seen uint64
 	for _, m := range ms[:n] {
-		i := h.field(m.name)
+		i := h.rules.field(string(m.name))
 		if i < 0 {
 			return nil // unknown member: the general path names it
 		}
@@ -309,7 +161,7 @@ func (h *hotOp) accept(keys, values []string, data []byte) any {
 			return nil // a duplicate: checkOneJSONValue refuses it
 		}
 		seen |= 1 << i
-		f := &h.fields[i]
+		rule, f := &h.rules.fields[i], h.fields[i]
 		dst := elem.Field(f.index)
 		if f.pointer {
 			p := reflect.New(dst.Type().Elem())
@@ -317,12 +169,12 @@ func (h *hotOp) accept(keys, values []string, data []byte) any {
 			dst = p.Elem()
 		}
 		switch {
-		case f.str != nil:
+		case rule.str != nil:
 			if !m.str {
 				return nil
 			}
 			v := string(m.value)
-			if !utf8.ValidString(v) || !f.str.ok(v) {
+			if !utf8.ValidString(v) || !rule.str.ok(v) {
 				return nil
 			}
 			dst.SetString(v)
@@ -330,26 +182,17 @@ func (h *hotOp) accept(keys, values []string, data []byte) any {
 			if m.str {
 				return nil
 			}
+			// Past 2^53 kin-openapi's float64 is not the number: the
+			// general path judges it.
 			v, err := strconv.ParseInt(string(m.value), 10, 64)
-			if err != nil || v < f.num.min || v > f.num.max {
+			if err != nil || v < -exactInt || v > exactInt || !rule.num.ok(v) {
 				return nil
 			}
 			dst.SetInt(v)
 		}
 	}
-	for i := range h.fields {
-		if h.fields[i].required && seen&(1<<i) == 0 {
-			return nil
-		}
+	if h.rules.missing(seen) != "" {
+		return nil
 	}
 	return out.Interface()
-}
-
-func (h *hotOp) field(name []byte) int {
-	for i := range h.fields {
-		if h.fields[i].name == string(name) {
-			return i
-		}
-	}
-	return -1
 }

@@ -64,10 +64,10 @@ func TestHotPathFollowsTheContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := findOp(c, "acquireLease").hot
-	if f := h.fields[h.field([]byte("wait_ms"))]; f.num.max != 12345 {
+	if f := h.rules.fields[h.rules.field("wait_ms")]; f.num.max != 12345 {
 		t.Fatalf("wait_ms maximum not followed: %+v", f.num)
 	}
-	if f := h.fields[h.field([]byte("session_id"))]; f.str.ok("0123456789abcdef0123456789abcdef") {
+	if f := h.rules.fields[h.rules.field("session_id")]; f.str.ok("0123456789abcdef0123456789abcdef") {
 		t.Fatal("session_id pattern not followed")
 	}
 
@@ -202,12 +202,12 @@ func TestKnownPatternsAreTheRegexps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"Segment", "SessionId"} {
+	for _, name := range []string{"Segment", "SessionId", "Route"} {
 		if _, ok := knownPatterns[spec.Components.Schemas[name].Value.Pattern]; !ok {
 			t.Errorf("the pattern of %s is not matched by hand: the fast path uses regexp for it", name)
 		}
 	}
-	alphabet := []string{"a", "f", "g", "0", "9", "A", "/", "*", "\x00", "\x1f", " ", "~", "\x7f", "\u0080", "\u009f", "\u00a0", "é", "\u2028", "😀", "\xff", "\xc2", "\ufffd", "%"}
+	alphabet := []string{"lease://", "lease:/", "a", "f", "g", "0", "9", "A", "/", "*", "\x00", "\x1f", " ", "~", "\x7f", "\u0080", "\u009f", "\u00a0", "é", "\u2028", "😀", "\xff", "\xc2", "\ufffd", "%"}
 	rng := rand.New(rand.NewPCG(7, 7))
 	for pattern, match := range knownPatterns {
 		re := regexp.MustCompile(pattern)
@@ -224,6 +224,9 @@ func TestKnownPatternsAreTheRegexps(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				n = 32
 			}
+			if rng.IntN(3) == 0 {
+				b.WriteString("lease://")
+			}
 			for range n {
 				if rng.IntN(3) == 0 {
 					b.WriteString(alphabet[rng.IntN(len(alphabet))])
@@ -238,7 +241,7 @@ func TestKnownPatternsAreTheRegexps(t *testing.T) {
 
 // FuzzKnownPatterns is TestKnownPatternsAreTheRegexps on fuzzed strings.
 func FuzzKnownPatterns(f *testing.F) {
-	for _, s := range []string{"", "acme", "a/b", "\x80", "0123456789abcdef0123456789abcdef"} {
+	for _, s := range []string{"", "acme", "a/b", "\x80", "0123456789abcdef0123456789abcdef", "lease://a/b/c", "lease://", "lease://\x85"} {
 		f.Add(s)
 	}
 	res := map[string]*regexp.Regexp{}

@@ -2,9 +2,12 @@ package handlers
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -21,6 +24,10 @@ type Metrics struct {
 	Registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// series are the HTTP instruments by route pattern and method, looked
+	// up once (httpSeriesOf); copy on write, read without a lock.
+	series   atomic.Pointer[map[seriesKey]*httpSeries]
+	seriesMu sync.Mutex
 
 	listPages      prometheus.Counter
 	listItems      prometheus.Counter
@@ -54,6 +61,7 @@ func NewMetrics(broker *core.Broker) *Metrics {
 			Buckets: []float64{.0001, .00025, .0005, .001, .0015, .002, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"route", "method"}),
 	}
+	m.series.Store(&map[seriesKey]*httpSeries{})
 	m.listPages = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_list_pages_total", Help: "LIST pages served."})
 	m.listItems = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_list_items_returned_total", Help: "Items returned by LIST."})
 	m.listExamined = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_list_entries_examined_total", Help: "Inventory entries examined by LIST (seeks included)."})
@@ -102,13 +110,81 @@ func (m *Metrics) middleware(next http.Handler) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
-		route := routePattern(r)
-		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
-		m.duration.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+		hs := m.httpSeriesOf(routePattern(r), r.Method)
+		hs.requests(m, sw.status).Inc()
+		hs.duration.Observe(time.Since(start).Seconds())
 	})
 }
 
-// statusWriter records the status code; Unwrap keeps http.ResponseController
+// seriesKey names the HTTP series of a route pattern and method.
+type seriesKey struct{ route, method string }
+
+// httpSeries are the instruments of one route pattern and method:
+// WithLabelValues hashes and checks its label values on every call, so
+// each series is looked up once and kept. Series are still created on
+// first use only, as WithLabelValues creates them.
+type httpSeries struct {
+	key      seriesKey
+	duration prometheus.Observer
+	codes    [len(cachedCodes)]atomic.Pointer[prometheus.Counter] // by codeSlot
+}
+
+// maxCachedSeries bounds the cache: the method label of an unmatched route
+// is whatever the client sent, so the set of keys is not bounded by the
+// routes. Past the bound a series is looked up on every request, as before.
+const maxCachedSeries = 512
+
+// cachedCodes are the status codes whose request counters are kept per
+// series; any other code is looked up on every request.
+var cachedCodes = [...]int{200, 201, 204, 304, 400, 401, 403, 404, 405, 409, 410, 412, 413, 415, 422, 429, 500, 503}
+
+// codeSlot is 1 + the index of a code in cachedCodes, 0 for the others.
+var codeSlot = func() (t [600]uint8) {
+	for i, c := range cachedCodes {
+		t[c] = uint8(i + 1)
+	}
+	return t
+}()
+
+func (m *Metrics) httpSeriesOf(route, method string) *httpSeries {
+	k := seriesKey{route, method}
+	if hs := (*m.series.Load())[k]; hs != nil {
+		return hs
+	}
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
+	old := *m.series.Load()
+	if hs := old[k]; hs != nil {
+		return hs
+	}
+	hs := &httpSeries{key: k, duration: m.duration.WithLabelValues(route, method)}
+	if len(old) < maxCachedSeries {
+		next := maps.Clone(old)
+		next[k] = hs
+		m.series.Store(&next)
+	}
+	return hs
+}
+
+// requests is the request counter of the series with status code.
+func (hs *httpSeries) requests(m *Metrics, code int) prometheus.Counter {
+	slot := 0
+	if code >= 0 && code < len(codeSlot) {
+		slot = int(codeSlot[code])
+	}
+	if slot == 0 {
+		return m.requests.WithLabelValues(hs.key.route, hs.key.method, strconv.Itoa(code))
+	}
+	if c := hs.codes[slot-1].Load(); c != nil {
+		return *c
+	}
+	c := m.requests.WithLabelValues(hs.key.route, hs.key.method, strconv.Itoa(code))
+	hs.codes[slot-1].Store(&c) // a racing store keeps the same counter
+	return c
+}
+
+// statusWriter records the status code and stamps the Date header
+// (stampDate) when the answer starts; Unwrap keeps http.ResponseController
 // (flush, write deadlines) working through it.
 type statusWriter struct {
 	http.ResponseWriter
@@ -119,12 +195,16 @@ type statusWriter struct {
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.status, w.wrote = code, true
+		stampDate(w.ResponseWriter.Header())
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(p []byte) (int, error) {
-	w.wrote = true
+	if !w.wrote {
+		w.wrote = true
+		stampDate(w.ResponseWriter.Header())
+	}
 	return w.ResponseWriter.Write(p)
 }
 

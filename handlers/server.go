@@ -72,8 +72,8 @@ type Server struct {
 	docs     http.Handler
 	fleet    *fleetstore.Fleet
 	sweeps   *sweepGate
-	// batchLimits are the batch body's bounds, from the contract.
-	batchLimits *batchLimits
+	// batchRules are the batch body's rules, compiled from the contract.
+	batchRules *batchRules
 
 	// directory names the owners of families this broker does not serve
 	// (multi-broker mode); nil in a single broker.
@@ -100,7 +100,7 @@ func New(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("handlers: embedded spec: %w", err)
 	}
-	if s.batchLimits, err = loadBatchLimits(spec); err != nil {
+	if s.batchRules, err = loadBatchRules(spec); err != nil {
 		return nil, err
 	}
 	s.docs = swaggerui.Handler("/openapi.yaml")
