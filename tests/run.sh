@@ -39,5 +39,8 @@ bash clients/dotnet/test.sh
 bash clients/python/test.sh
 # The Rust SDK: fmt, clippy, rustdoc and its tests (conformance included).
 bash clients/rust/test.sh
+# The peers benchmark's driver (its own module): real redis-server and etcd,
+# one short round of every row; the figures are for `make bench`.
+bash tests/peers/smoke.sh
 # The concurrent packages once more under the race detector.
 go test -count=1 -race -timeout 8m ./core ./sse ./handlers/...
