@@ -201,8 +201,7 @@ impl Client {
         if let Some(id) = session {
             rb = rb.header("Muster-Session", id);
         }
-        let resp = rb.send().await?;
-        self.saw_epoch(&resp);
+        let resp = self.execute(rb).await?;
         let status = resp.status().as_u16();
         let ct = content_type(&resp);
         let mt = ct
