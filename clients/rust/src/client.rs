@@ -1,7 +1,7 @@
 //! The [`Client`]: one broker's base URL, an optional bearer token and an
 //! HTTP client, plus the one place that turns answers into values or errors.
 
-use crate::error::{problem_error, Error, Result};
+use crate::error::{media_type, problem_error, Error, Result};
 use reqwest::{Method, RequestBuilder, Url};
 use serde::de::DeserializeOwned;
 use std::sync::{Arc, Mutex};
@@ -250,27 +250,13 @@ fn rebase(u: &mut Url, owner: &Url) {
 /// The owner a 421 answer names, when it is a `wrong_broker` problem with an
 /// http(s) URL with a host; `None` otherwise.
 pub(crate) fn misdirected_to(content_type: &str, body: &[u8]) -> Option<Url> {
-    #[derive(serde::Deserialize)]
-    struct Body {
-        #[serde(default)]
-        code: String,
-        #[serde(default)]
-        owner: String,
-    }
-    let mt = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    if mt != "application/problem+json" {
+    if media_type(content_type) != "application/problem+json" {
         return None;
     }
-    let b: Body = serde_json::from_slice(body).ok()?;
-    if b.code != "wrong_broker" {
+    let Error::WrongBroker(p) = problem_error(421, content_type, body) else {
         return None;
-    }
-    let u = Url::parse(&b.owner).ok()?;
+    };
+    let u = Url::parse(&p.owner).ok()?;
     (matches!(u.scheme(), "http" | "https") && !u.host_str().unwrap_or("").is_empty()).then_some(u)
 }
 

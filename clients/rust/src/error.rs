@@ -334,6 +334,17 @@ impl From<reqwest::Error> for Error {
 /// The SDK's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The media type of a Content-Type header value, lowercase, without
+/// parameters.
+pub(crate) fn media_type(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
 /// The error for a non-success answer: the problem body's code when there is
 /// one; otherwise a code derived from the status, so that a gateway's 502 is
 /// still advised as retryable (as the Go SDK's `problemError`).
@@ -351,12 +362,7 @@ pub(crate) fn problem_error(status: u16, content_type: &str, body: &[u8]) -> Err
         #[serde(default)]
         owner: String,
     }
-    let mt = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
+    let mt = media_type(content_type);
     let title = reqwest::StatusCode::from_u16(status)
         .ok()
         .and_then(|s| s.canonical_reason())
