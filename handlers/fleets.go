@@ -267,7 +267,7 @@ func (s *Server) FleetGap(ctx context.Context, req api.FleetGapRequestObject) (a
 		}
 		after = cur.After
 	} else if sn, err = s.broker.HeldView(ctx, core.Family(fam)); err != nil {
-		return nil, muster.Errorf(muster.CodeInventoryUnavailable, "no inventory snapshot could be taken")
+		return nil, snapshotErr(err)
 	}
 	desired, dmore, err := s.fleet.NamePage(ctx, fam, req.Root, after, limit)
 	if err != nil {

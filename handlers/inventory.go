@@ -54,7 +54,7 @@ func (s *Server) page(ctx context.Context, sel core.Selector, cursor *string, li
 	if cursor == nil {
 		var err error
 		if sn, err = s.broker.OpenSnapshot(ctx, c.Family, snapshotOwner(c)); err != nil {
-			return out, muster.Errorf(muster.CodeInventoryUnavailable, "no inventory snapshot could be taken")
+			return out, snapshotErr(err)
 		}
 	} else {
 		cur, err := s.cursors.Decode(*cursor, c.Family, sel.String())

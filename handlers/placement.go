@@ -53,6 +53,16 @@ func (s *Server) writeMisdirected(w http.ResponseWriter, family string) {
 	})
 }
 
+// snapshotErr is the error of a snapshot that could not be taken: a family
+// this broker does not serve keeps its wrong_broker refusal (answered 421
+// or 503 by writeError); any other failure is inventory_unavailable.
+func snapshotErr(err error) error {
+	if muster.ErrorCode(err) == muster.CodeWrongBroker {
+		return err
+	}
+	return muster.Errorf(muster.CodeInventoryUnavailable, "no inventory snapshot could be taken")
+}
+
 // writeError is the package's writeError, except that a core refusal of a
 // family this broker does not serve becomes the placement answer.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {

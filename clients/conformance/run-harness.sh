@@ -29,4 +29,4 @@ mv -f "$tmp/muster" "$cache/muster"
 mv -f "$tmp/harness" "$cache/harness"
 rm -rf "$tmp"
 trap - EXIT
-exec "$cache/harness" --broker "$cache/muster" "$@"
+exec "$cache/harness" --broker "$cache/muster" --pg-scripts "$root/tests/pg" "$@"

@@ -52,6 +52,12 @@ type obsStep struct {
 	TimeoutMs    *int64   `json:"timeout_ms"`
 	MaxMs        int64    `json:"max_ms"`
 	ExpectError  string   `json:"expect_error"`
+	// worker_acquire
+	Worker     string `json:"worker"`
+	Route      string `json:"route"`
+	TTLMs      int64  `json:"ttl_ms"`
+	MinToken   int64  `json:"min_token"`
+	NewSession bool   `json:"new_session"`
 }
 
 func (s obsStep) timeout() time.Duration {
@@ -61,14 +67,24 @@ func (s obsStep) timeout() time.Duration {
 	return time.Duration(*s.TimeoutMs) * time.Millisecond
 }
 
-// runner runs one scenario's observer ops.
+// runner runs one scenario's observer ops and its workers.
 type runner struct {
 	h         *conformanceHarness
-	extra     []ObserveOption // appended to every Observe (broken variants)
+	broken    brokenMode // of every observer and client (broken variants)
 	observers map[string]*Observer
 	tokens    map[string]string // observer → token name
 	marks     map[string]string // observer → epoch
+	workers   map[string]*worker
+	highest   map[string]int64 // route → the highest fencing token a worker got
 	trs       []*http.Transport
+}
+
+// worker is a scenario's worker run by this runner: one client (built on
+// first use) and its sessions.
+type worker struct {
+	c        *Client
+	session  *Session
+	sessions []*Session
 }
 
 // loadScenarios reads every scenario file, in name order.
@@ -101,21 +117,22 @@ func TestConformance(t *testing.T) {
 	h := sharedHarness(t)
 	for _, sc := range loadScenarios(t) {
 		t.Run(sc.Name, func(t *testing.T) {
-			if err := runScenario(h, sc); err != nil {
+			if err := runScenario(h, sc, 0); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
 }
 
-// runScenario runs sc through the harness; extra options are given to every
-// observer. It returns the first failed step.
-func runScenario(h *conformanceHarness, sc scenarioFile, extra ...ObserveOption) error {
+// runScenario runs sc through the harness; broken (0 for none) builds every
+// observer and client deliberately broken. It returns the first failed step.
+func runScenario(h *conformanceHarness, sc scenarioFile, broken brokenMode) error {
 	ctx := context.Background()
 	if err := h.post(ctx, "/scenario", sc.raw); err != nil {
 		return fmt.Errorf("loading the scenario: %w", err)
 	}
-	r := &runner{h: h, extra: extra, observers: map[string]*Observer{}, tokens: map[string]string{}, marks: map[string]string{}}
+	r := &runner{h: h, broken: broken, observers: map[string]*Observer{}, tokens: map[string]string{},
+		marks: map[string]string{}, workers: map[string]*worker{}, highest: map[string]int64{}}
 	defer r.close()
 	for i, raw := range sc.Steps {
 		var st obsStep
@@ -129,13 +146,20 @@ func runScenario(h *conformanceHarness, sc scenarioFile, extra ...ObserveOption)
 	return nil
 }
 
-// close closes every observer of the scenario, then lets the harness drop
-// whatever is still held at its gates.
+// close closes every observer and worker session of the scenario, then
+// lets the harness drop whatever is still held at its gates.
 func (r *runner) close() {
 	done := make(chan struct{})
 	go func() {
 		for _, o := range r.observers {
 			o.Close()
+		}
+		for _, w := range r.workers {
+			for _, s := range w.sessions {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				_ = s.Close(ctx)
+				cancel()
+			}
 		}
 		close(done)
 	}()
@@ -206,8 +230,82 @@ func (r *runner) step(ctx context.Context, st obsStep, raw json.RawMessage) erro
 		return nil
 	case "close_observer":
 		return r.closeObserver(st)
+	case "worker_acquire":
+		return r.workerAcquire(ctx, st)
 	}
 	return r.h.post(ctx, "/step", raw)
+}
+
+// client is a client of the proxy with token's secret, broken as the
+// scenario's variant asks.
+func (r *runner) client(token string) (*Client, error) {
+	secret, ok := r.h.tokens[token]
+	if !ok {
+		return nil, fmt.Errorf("no token %q", token)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	r.trs = append(r.trs, tr)
+	opts := []Option{WithToken(secret), WithHTTPClient(&http.Client{Transport: tr})}
+	if r.broken&brokenNoFollow != 0 {
+		opts = append(opts, WithoutFollow())
+	}
+	c, err := New(r.h.Proxy, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if r.broken&brokenStickyOwner != 0 {
+		c.follow.sticky = true
+	}
+	return c, nil
+}
+
+// workerAcquire runs worker_acquire: the worker (its client built on first
+// use) creates a session when it has none or new_session asks, and
+// acquires route. An error advised "backoff" (a transport error, a
+// failover in progress) is retried until timeout_ms; the fencing token must
+// be at least min_token and above every token of the route seen before.
+func (r *runner) workerAcquire(ctx context.Context, st obsStep) error {
+	w := r.workers[st.Worker]
+	if w == nil {
+		c, err := r.client(st.Token)
+		if err != nil {
+			return err
+		}
+		w = &worker{c: c}
+		r.workers[st.Worker] = w
+	}
+	if st.NewSession {
+		w.session = nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, st.timeout())
+	defer cancel()
+	for {
+		l, err := w.acquire(ctx, st)
+		if err == nil {
+			tok := l.FencingToken()
+			if tok < st.MinToken || tok <= r.highest[st.Route] {
+				return fmt.Errorf("fencing token %d, want at least %d and above %d", tok, st.MinToken, r.highest[st.Route])
+			}
+			r.highest[st.Route] = tok
+			return nil
+		}
+		if Advice(err) != RetryBackoff || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (w *worker) acquire(ctx context.Context, st obsStep) (*Lease, error) {
+	if w.session == nil {
+		s, err := w.c.NewSession(ctx, st.Worker, 10*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		w.session = s
+		w.sessions = append(w.sessions, s)
+	}
+	return w.session.Acquire(ctx, st.Route, time.Duration(st.TTLMs)*time.Millisecond)
 }
 
 func (r *runner) observe(st obsStep) error {
@@ -224,17 +322,14 @@ func (r *runner) observe(st obsStep) error {
 	if st.ShortestTTLMs > 0 {
 		opts = append(opts, WithShortestTTL(time.Duration(st.ShortestTTLMs)*time.Millisecond))
 	}
-	secret, ok := r.h.tokens[st.Token]
-	if !ok {
-		return fmt.Errorf("no token %q", st.Token)
-	}
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	r.trs = append(r.trs, tr)
-	c, err := New(r.h.Proxy, WithToken(secret), WithHTTPClient(&http.Client{Transport: tr}))
+	c, err := r.client(st.Token)
 	if err != nil {
 		return err
 	}
-	o, err := c.Observe(context.Background(), st.Selector, append(opts, r.extra...)...)
+	if r.broken != 0 {
+		opts = append(opts, withBroken(r.broken))
+	}
+	o, err := c.Observe(context.Background(), st.Selector, opts...)
 	if err != nil {
 		return err
 	}
@@ -308,9 +403,12 @@ func (r *runner) viewProblem(ctx context.Context, st obsStep, o *Observer, v Vie
 		return "still in the marked epoch " + v.Epoch
 	}
 	if st.MatchesList {
-		listed, err := r.h.list(ctx, o.Selector(), r.tokens[st.Observer])
+		listed, epoch, err := r.h.list(ctx, o.Selector(), r.tokens[st.Observer])
 		if err != nil {
 			return "list: " + err.Error()
+		}
+		if v.Epoch != epoch {
+			return fmt.Sprintf("view of epoch %s, LIST answered in epoch %s", v.Epoch, epoch)
 		}
 		viewed := make([]string, 0, len(v.Items))
 		for _, it := range v.Items {
@@ -419,6 +517,8 @@ var brokenVariants = map[string]brokenMode{
 	"superseded-same-session-same-selector": brokenIgnoreLive,
 	"wildcard-registration-limit":           brokenIgnoreLive,
 	"forbidden-selector-stops-observer":     brokenRetryFatal,
+	"follow-owner":                          brokenNoFollow,
+	"failover-follow-owner":                 brokenStickyOwner,
 }
 
 // TestConformanceCatchesBrokenObservers runs each scenario with its broken
@@ -440,7 +540,7 @@ func TestConformanceCatchesBrokenObservers(t *testing.T) {
 		h := <-pool
 		defer func() { pool <- h }()
 		for _, sc := range scenarios {
-			err := runScenario(h, sc, withBroken(brokenNoReconcile))
+			err := runScenario(h, sc, brokenNoReconcile)
 			if want := sc.Name == "periodic-reconciliation"; (err != nil) != want {
 				t.Errorf("%s without reconciliation: err %v, want a failure: %v", sc.Name, err, want)
 			}
@@ -455,7 +555,7 @@ func TestConformanceCatchesBrokenObservers(t *testing.T) {
 			}
 			h := <-pool
 			defer func() { pool <- h }()
-			err := runScenario(h, sc, withBroken(mode|brokenNoReconcile))
+			err := runScenario(h, sc, mode|brokenNoReconcile)
 			if err == nil {
 				t.Fatalf("the scenario passed with a broken observer (%#x)", mode)
 			}

@@ -30,6 +30,8 @@ type follower struct {
 
 	mu    sync.Mutex
 	owner *url.URL // where requests go; nil: the base URL they name
+
+	sticky bool // conformance tests only (brokenStickyOwner): never forget owner
 }
 
 // Owner is the base URL the client was last sent to ("" when none).
@@ -66,7 +68,7 @@ func (f *follower) RoundTrip(req *http.Request) (*http.Response, error) {
 			out.Body = body
 		}
 		resp, err := f.next.RoundTrip(out)
-		if err != nil && owner != nil {
+		if err != nil && owner != nil && !f.sticky {
 			// The owner we were sent to is gone (a failover): the next
 			// request asks the configured broker again.
 			f.mu.Lock()

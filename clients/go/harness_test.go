@@ -173,9 +173,10 @@ func (h *conformanceHarness) holder(ctx context.Context, actor string) (string, 
 }
 
 // list is a fresh LIST of selector as token, every page drained, as
-// route@holder_incarnation.
-func (h *conformanceHarness) list(ctx context.Context, selector, token string) ([]string, error) {
+// route@holder_incarnation, and the epoch of the broker that answered.
+func (h *conformanceHarness) list(ctx context.Context, selector, token string) ([]string, string, error) {
 	var out struct {
+		Epoch string `json:"epoch"`
 		Items []struct {
 			Route             string `json:"route"`
 			HolderIncarnation string `json:"holder_incarnation"`
@@ -183,13 +184,13 @@ func (h *conformanceHarness) list(ctx context.Context, selector, token string) (
 	}
 	q := url.Values{"selector": {selector}, "token": {token}}
 	if err := h.get(ctx, "/list?"+q.Encode(), &out); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	keys := make([]string, 0, len(out.Items))
 	for _, it := range out.Items {
 		keys = append(keys, it.Route+"@"+it.HolderIncarnation)
 	}
-	return keys, nil
+	return keys, out.Epoch, nil
 }
 
 // waitFor polls cond every 10 ms for up to d.

@@ -33,6 +33,12 @@ const (
 	// brokenRetryFatal retries errors no retry fixes (forbidden, …)
 	// instead of stopping.
 	brokenRetryFatal
+	// brokenNoFollow builds the observer's (and the worker's) client with
+	// WithoutFollow: a wrong_broker answer is an error, not a redirect.
+	brokenNoFollow
+	// brokenStickyOwner follows wrong_broker but keeps sending to the owner
+	// it was sent to after that owner stopped answering.
+	brokenStickyOwner
 )
 
 // ignores reports whether the mode drops changes of kind k.

@@ -45,3 +45,27 @@ func TestEveryMutationNamesTheOwner(t *testing.T) {
 		t.Fatalf("the held lease changed: %d %v", a.status, a.body)
 	}
 }
+
+// Every read of the family's inventory sent to a broker that does not serve
+// it names the owner too: an exact LIST, a wildcard LIST (which takes a
+// snapshot: its refusal must not turn into inventory_unavailable) and a gap
+// page.
+func TestEveryInventoryReadNamesTheOwner(t *testing.T) {
+	c := newCluster(t, 2, "acme")
+	o := c.waitSettled("acme", c.brokers, 20*time.Second)
+	other := without(c.brokers, o)[0]
+	for _, path := range []string{
+		"/v1/leases?selector=lease://r/a/x",
+		"/v1/leases?selector=lease://r/a/*",
+		"/v1/leases?selector=lease://**",
+		"/v1/fleets/r/gap?live=lease://r/a/*",
+	} {
+		a, err := call(other.url, "acme", "GET", path, nil)
+		if err != nil {
+			t.Fatalf("%s on the non-owner: %v", path, err)
+		}
+		if a.status != 421 || a.code() != "wrong_broker" || a.body["owner"] != o.url {
+			t.Errorf("%s on the non-owner: %d %v, want 421 wrong_broker with owner %s", path, a.status, a.body, o.url)
+		}
+	}
+}

@@ -37,8 +37,10 @@ var tokens = map[string]tokenSpec{
 // them.
 type broker struct {
 	bin    string
-	dir    string // holds the config and the data dirs
+	dir    string // holds the configs and the data dirs
+	name   string // "b1", "b2", …: names its data dirs and log lines
 	config string
+	store  string // --store (a placed deployment's PostgreSQL), "" for none
 	addr   string
 	logs   io.Writer // the broker's stderr is copied here, when not nil
 	runs   int       // data dirs created so far
@@ -55,7 +57,8 @@ func newBroker(bin string, logs io.Writer) (*broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &broker{bin: bin, dir: dir, config: filepath.Join(dir, "muster.yaml"), logs: logs}
+	b := &broker{bin: bin, dir: dir, name: "b1", logs: logs}
+	b.config = b.plainConfig()
 	if err := os.WriteFile(b.config, []byte(tokenConfig()), 0o600); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -87,14 +90,23 @@ func tokenConfig() string {
 	return sb.String()
 }
 
+// plainConfig is the config file of the single, unplaced broker.
+func (b *broker) plainConfig() string { return filepath.Join(b.dir, "muster.yaml") }
+
 func (b *broker) url() string { return "http://" + b.addr }
 
-func (b *broker) dataDir() string { return filepath.Join(b.dir, fmt.Sprintf("data-%d", b.runs)) }
+func (b *broker) dataDir() string {
+	return filepath.Join(b.dir, fmt.Sprintf("%s-data-%d", b.name, b.runs))
+}
 
 // start runs `muster serve` on addr with the current data dir and waits for
 // its serving line.
 func (b *broker) start(addr string) error {
-	cmd := exec.Command(b.bin, "serve", "--addr", addr, "--data-dir", b.dataDir(), "--config", b.config)
+	args := []string{"serve", "--addr", addr, "--data-dir", b.dataDir(), "--config", b.config}
+	if b.store != "" {
+		args = append(args, "--store", b.store)
+	}
+	cmd := exec.Command(b.bin, args...)
 	cmd.SysProcAttr = childAttr()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -121,7 +133,7 @@ func (b *broker) start(addr string) error {
 			b.tail = append(b.tail[max(0, len(b.tail)-49):], sc.Text())
 			b.mu.Unlock()
 			if b.logs != nil {
-				fmt.Fprintf(b.logs, "broker: %s\n", sc.Bytes())
+				fmt.Fprintf(b.logs, "broker %s: %s\n", b.name, sc.Bytes())
 			}
 		}
 	}()
@@ -177,11 +189,13 @@ func (b *broker) restart() error {
 }
 
 // reset kills the broker and starts a new one on the same address with a
-// new, empty data dir (the previous one is removed).
-func (b *broker) reset() error {
+// new, empty data dir (the previous one is removed), the given config file
+// and store.
+func (b *broker) reset(config, store string) error {
 	b.kill()
 	_ = os.RemoveAll(b.dataDir())
 	b.runs++
+	b.config, b.store = config, store
 	return b.restart()
 }
 

@@ -27,14 +27,16 @@ type harness struct {
 	actorTransport *http.Transport // shared by the actors' clients
 	listTransport  *http.Transport // for GET /list
 	logf           func(format string, args ...any)
+	pg             *pgServer
 
-	mu  sync.RWMutex
-	run *run
+	mu         sync.RWMutex
+	run        *run
+	deployment *deployment // the placed scenario's other brokers, nil for none
 }
 
-func newHarness(b *broker, p *proxy, logf func(string, ...any)) *harness {
+func newHarness(b *broker, p *proxy, pg *pgServer, logf func(string, ...any)) *harness {
 	return &harness{
-		broker: b, brokerURL: b.url(), proxy: p, logf: logf, run: newRun(),
+		broker: b, brokerURL: b.url(), proxy: p, pg: pg, logf: logf, run: newRun(),
 		actorTransport: &http.Transport{MaxIdleConnsPerHost: 64},
 		listTransport:  &http.Transport{MaxIdleConnsPerHost: 8},
 	}
@@ -80,20 +82,25 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 }
 
 // reset ends the loaded scenario and starts from nothing: gates open,
-// counters zero, a new broker with an empty data dir on the same address.
-func (h *harness) reset() error {
+// counters zero, a new broker with an empty data dir on the same address
+// (with placement: a new placed deployment, b1 on that address).
+func (h *harness) reset(ctx context.Context, placement *placementSpec) error {
 	h.run.stop()
 	h.run = newRun()
 	h.proxy.reset()
 	h.actorTransport.CloseIdleConnections()
 	h.listTransport.CloseIdleConnections()
-	return h.broker.reset()
+	h.endDeployment()
+	if placement != nil {
+		return h.startDeployment(ctx, placement)
+	}
+	return h.broker.reset(h.broker.plainConfig(), "")
 }
 
 func (h *harness) postReset(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err := h.reset(); err != nil {
+	if err := h.reset(r.Context(), nil); err != nil {
 		problem(w, http.StatusInternalServerError, "reset_failed", "", err.Error())
 		return
 	}
@@ -116,7 +123,7 @@ func (h *harness) postScenario(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err := h.reset(); err != nil {
+	if err := h.reset(r.Context(), sc.Placement); err != nil {
 		problem(w, http.StatusInternalServerError, "reset_failed", "", err.Error())
 		return
 	}
@@ -255,4 +262,6 @@ func (h *harness) close() {
 	h.proxy.reset()
 	h.actorTransport.CloseIdleConnections()
 	h.listTransport.CloseIdleConnections()
+	h.endDeployment()
+	h.pg.close()
 }

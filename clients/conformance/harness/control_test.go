@@ -46,6 +46,9 @@ func TestControlAPI(t *testing.T) {
 			`{"name": "x", "proves": "p", "actors": [{"name": "a", "token": "nope"}], "steps": []}`,
 			`{"name": "x", "proves": "p", "actors": [], "steps": [{"op": "acquire", "rout": "x"}]}`,
 			`{"name": "x", "proves": "p", "actors": [], "steps": [{"op": "aquire"}]}`,
+			`{"name": "x", "proves": "p", "placement": {"brokers": 1}, "actors": [], "steps": []}`,
+			`{"name": "x", "proves": "p", "placement": {"brokers": 2, "pinned": {"fam-z": "b2"}}, "actors": [], "steps": []}`,
+			`{"name": "x", "proves": "p", "placement": {"brokers": 2, "pinned": {"fam-a": "b3"}}, "actors": [], "steps": []}`,
 		} {
 			if out := p.mustCall(t, http.StatusBadRequest, "POST", "/scenario", body); out["code"] != "invalid_scenario" {
 				t.Errorf("%s: %v", body, out)
@@ -206,6 +209,14 @@ func TestControlAPI(t *testing.T) {
 		get(url.Values{"selector": {"lease://acme/p/*"}, "limit": {"1"}, "cursor": {cursor}}.Encode())
 	})
 
+	t.Run("PlacementOpsNeedPlacement", func(t *testing.T) {
+		for _, body := range []string{`{"op": "kill_broker", "broker": "b2"}`, `{"op": "wait_owner", "token": "a", "broker": "b1", "timeout_ms": 0}`} {
+			if out := p.mustCall(t, http.StatusUnprocessableEntity, "POST", "/step", body); !strings.Contains(fmt.Sprint(out["detail"]), "placement") {
+				t.Errorf("%s: %v", body, out)
+			}
+		}
+	})
+
 	t.Run("RestartKeepsAddress", func(t *testing.T) {
 		before := p.list(t, "lease://acme/**")
 		p.mustCall(t, http.StatusOK, "POST", "/step", `{"op": "restart_broker"}`)
@@ -216,4 +227,49 @@ func TestControlAPI(t *testing.T) {
 		p.mustCall(t, http.StatusOK, "POST", "/step", `{"op": "new_session", "actor": "a"}`)
 		p.mustCall(t, http.StatusOK, "POST", "/step", `{"op": "acquire", "actor": "a", "route": "lease://acme/p/doc-0", "ttl_ms": 60000}`)
 	})
+}
+
+// A placed scenario runs on three brokers of one PostgreSQL: b1 on the
+// harness's broker address sends token a's family to its pinned broker b2;
+// actors and GET /list are served there; wait_owner fails while another
+// broker serves the family and passes once the pinned broker's kill moved
+// it; a following reset returns to the single broker.
+func TestPlacedScenario(t *testing.T) {
+	p := mustStartHarness(t)
+	placed := `{"name": "t", "proves": "harness self-test", "placement": {"brokers": 3, "pinned": {"fam-a": "b2", "fam-b": "b2"}},
+	  "actors": [{"name": "a", "token": "a", "owner_id": "worker-a", "session_ttl_ms": 10000}], "steps": []}`
+	p.mustCall(t, http.StatusNoContent, "POST", "/scenario", placed)
+	q := url.Values{"selector": {"lease://acme/r/*"}, "limit": {"1"}}
+	req, _ := http.NewRequest("GET", p.line.Broker+"/v1/leases?"+q.Encode(), nil)
+	req.Header.Set("Authorization", "Bearer secret-a")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	owner, _ := body["owner"].(string)
+	if resp.StatusCode != http.StatusMisdirectedRequest || body["code"] != "wrong_broker" || owner == "" || owner == p.line.Broker {
+		t.Fatalf("b1 answered %d %v, want 421 wrong_broker naming b2", resp.StatusCode, body)
+	}
+	p.mustCall(t, http.StatusOK, "POST", "/step", `{"op": "acquire", "actor": "a", "route": "lease://acme/r/doc-0", "ttl_ms": 60000}`)
+	if out := p.list(t, "lease://acme/r/*"); len(items(out)) != 1 {
+		t.Fatalf("list through b1: %v", out)
+	}
+	p.mustCall(t, http.StatusOK, "POST", "/step", `{"op": "wait_owner", "token": "a", "broker": "b2", "timeout_ms": 0}`)
+	p.mustCall(t, http.StatusUnprocessableEntity, "POST", "/step", `{"op": "wait_owner", "token": "a", "broker": "b3", "timeout_ms": 0}`)
+	p.mustCall(t, http.StatusUnprocessableEntity, "POST", "/step", `{"op": "kill_broker", "broker": "b4"}`)
+	start := time.Now()
+	p.mustCall(t, http.StatusOK, "POST", "/step", `{"op": "kill_broker", "broker": "b2"}`)
+	p.mustCall(t, http.StatusOK, "POST", "/step", `{"op": "wait_owner", "token": "a", "broker": "b3", "timeout_ms": 10000}`)
+	t.Logf("b3 serves fam-a %v after b2's kill", time.Since(start))
+	if out := p.list(t, "lease://acme/r/*"); len(items(out)) != 0 {
+		t.Fatalf("the lease survived its broker's kill: %v", out)
+	}
+	p.mustCall(t, http.StatusNoContent, "POST", "/scenario", twoActors)
+	p.mustCall(t, http.StatusUnprocessableEntity, "POST", "/step", `{"op": "wait_owner", "token": "a", "broker": "b1", "timeout_ms": 0}`)
+	if out := p.list(t, "lease://acme/**"); len(items(out)) != 0 {
+		t.Fatalf("after the reset: %v", out)
+	}
 }

@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -30,14 +31,15 @@ import (
 func main() {
 	bin := flag.String("broker", "", "path of the muster binary (required)")
 	verbose := flag.Bool("v", false, "copy the broker's log and every control step to stderr")
+	pgScripts := flag.String("pg-scripts", "", "the directory of tests/pg/start.sh and stop.sh, to start a private PostgreSQL for placed scenarios when MUSTER_TEST_PG_URL is not set")
 	flag.Parse()
 	log.SetPrefix("harness: ")
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	if *bin == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: harness --broker PATH [-v]")
+		fmt.Fprintln(os.Stderr, "usage: harness --broker PATH [--pg-scripts DIR] [-v]")
 		os.Exit(2)
 	}
-	if err := serve(*bin, *verbose, os.Stdin, os.Stdout); err != nil {
+	if err := serve(*bin, *pgScripts, *verbose, os.Stdin, os.Stdout); err != nil {
 		log.Print(err)
 		os.Exit(1)
 	}
@@ -51,7 +53,7 @@ type startLine struct {
 }
 
 // serve runs until a signal arrives or stdin closes, then stops everything.
-func serve(bin string, verbose bool, stdin io.Reader, stdout io.Writer) error {
+func serve(bin, pgScripts string, verbose bool, stdin io.Reader, stdout io.Writer) error {
 	// Signals are caught from the start: a runner may stop the harness as
 	// soon as it has read the line.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -79,7 +81,8 @@ func serve(bin string, verbose bool, stdin io.Reader, stdout io.Writer) error {
 	if verbose {
 		logf = log.Printf
 	}
-	h := newHarness(b, p, logf)
+	pg := &pgServer{scripts: pgScripts, state: filepath.Join(b.dir, "pg.state")}
+	h := newHarness(b, p, pg, logf)
 	defer h.close()
 	ctlLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -109,7 +112,7 @@ func serve(bin string, verbose bool, stdin io.Reader, stdout io.Writer) error {
 	case <-eof:
 		log.Print("stdin closed: stopping")
 	}
-	// The deferred closes run in reverse: control server, scenario, proxy,
-	// broker.
+	// The deferred closes run in reverse: control server, scenario (and a
+	// placed deployment, a private PostgreSQL), proxy, broker.
 	return nil
 }

@@ -63,7 +63,7 @@ type proc struct {
 // stopped (stdin closed) at cleanup.
 func mustStartHarness(tb testing.TB) *proc {
 	tb.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "harness"), "--broker", filepath.Join(binDir, "muster"))
+	cmd := exec.Command(filepath.Join(binDir, "harness"), "--broker", filepath.Join(binDir, "muster"), "--pg-scripts", "../../../tests/pg")
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -156,6 +156,8 @@ func (h *harness) step(ctx context.Context, st step) error {
 		return r.actorWatch(st)
 	case "expect_watch_end", "expect_watch_open":
 		return r.expectWatch(ctx, st)
+	case "kill_broker", "wait_owner":
+		return h.placementStep(ctx, st)
 	}
 	return errUnknownOp
 }

@@ -11,10 +11,11 @@ import (
 // scenarioFile is one file of clients/conformance (the README describes the
 // format). Decoding is strict: an unknown field is a typo to report.
 type scenarioFile struct {
-	Name   string      `json:"name"`
-	Proves string      `json:"proves"`
-	Actors []actorSpec `json:"actors"`
-	Steps  []step      `json:"steps"`
+	Name      string         `json:"name"`
+	Proves    string         `json:"proves"`
+	Placement *placementSpec `json:"placement"`
+	Actors    []actorSpec    `json:"actors"`
+	Steps     []step         `json:"steps"`
 }
 
 type actorSpec struct {
@@ -45,8 +46,9 @@ type step struct {
 	OpensAtLeast *int64 `json:"watch_opens_at_least"`
 	OpensAtMost  *int64 `json:"watch_opens_at_most"`
 	SawEvent     string `json:"saw_event"`
-	Name         string `json:"name"`  // actor_watch, expect_watch_end, expect_watch_open
-	Event        string `json:"event"` // expect_watch_end
+	Name         string `json:"name"`   // actor_watch, expect_watch_end, expect_watch_open
+	Event        string `json:"event"`  // expect_watch_end
+	Broker       string `json:"broker"` // kill_broker, wait_owner
 	TimeoutMs    *int64 `json:"timeout_ms"`
 
 	// Observer ops (run by the runner; listed so files decode strictly).
@@ -68,12 +70,17 @@ type step struct {
 	MatchesList  bool     `json:"matches_list"`
 	EpochNotMark bool     `json:"epoch_not_mark"`
 	MaxMs        int64    `json:"max_ms"`
+	Worker       string   `json:"worker"`      // worker_acquire
+	MinToken     int64    `json:"min_token"`   // worker_acquire
+	NewSession   bool     `json:"new_session"` // worker_acquire
 }
 
-// observerOps are run by the runner, never by the harness.
+// observerOps are run by the runner, never by the harness: the observer
+// ops, and worker_acquire (a session and a lease of the SDK under test).
 var observerOps = map[string]bool{
 	"observe": true, "wait_ready": true, "expect_not_ready": true, "expect_view": true,
 	"mark_epoch": true, "expect_same_view": true, "expect_stopped": true, "close_observer": true,
+	"worker_acquire": true,
 }
 
 // harnessOps are the ops POST /step runs (README: "Steps").
@@ -83,6 +90,7 @@ var harnessOps = map[string]bool{
 	"new_session": true, "hold": true, "unhold": true, "wait_held": true, "drop_changes": true,
 	"restart_broker": true, "sleep": true, "expect_proxy": true, "wait_background": true,
 	"actor_watch": true, "expect_watch_end": true, "expect_watch_open": true,
+	"kill_broker": true, "wait_owner": true,
 }
 
 // timeout is how long a waiting step waits: timeout_ms, default 5 s.
@@ -114,6 +122,11 @@ func (sc *scenarioFile) check() error {
 	}
 	if sc.Proves == "" || strings.Contains(sc.Proves, "\n") {
 		return fmt.Errorf("%s: 'proves' must be one line naming the seed requirement", sc.Name)
+	}
+	if sc.Placement != nil {
+		if err := sc.Placement.check(sc.Name); err != nil {
+			return err
+		}
 	}
 	seen := map[string]bool{}
 	for _, a := range sc.Actors {

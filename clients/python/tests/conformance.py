@@ -11,13 +11,14 @@ import contextlib
 import json
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 import muster
+from muster import _observe as ob
 from muster._backoff import DEFAULT_RECONCILE_JITTER
 from muster._observe import Observer
 
@@ -32,6 +33,7 @@ OBSERVER_OPS = {
     "expect_same_view",
     "expect_stopped",
     "close_observer",
+    "worker_acquire",
 }
 
 
@@ -95,6 +97,16 @@ class _Obs:
     token: str
 
 
+@dataclass
+class _Worker:
+    """A worker of the scenario: one client for the whole scenario (it keeps
+    the following state), its current session and every session it made."""
+
+    client: muster.Client
+    session: muster.Session | None = None
+    sessions: list[muster.Session] = field(default_factory=list)
+
+
 class Runner:
     """Runs scenarios through the harness; ``broken`` is given to every
     observer (the test-only flaws of muster._observe)."""
@@ -104,6 +116,8 @@ class Runner:
         self.broken = broken
         self.obs: dict[str, _Obs] = {}
         self.marks: dict[str, str] = {}
+        self.workers: dict[str, _Worker] = {}
+        self.highest: dict[str, int] = {}  # route -> the highest fencing token a worker got
         self.http = httpx.AsyncClient(timeout=None)
 
     async def aclose(self) -> None:
@@ -119,7 +133,7 @@ class Runner:
         r = await self.post("/scenario", raw)
         if r.status_code != 204:
             raise StepFailed(f"loading the scenario: {r.status_code} {r.text}")
-        self.obs, self.marks = {}, {}
+        self.obs, self.marks, self.workers, self.highest = {}, {}, {}, {}
         try:
             for i, st in enumerate(sc["steps"], 1):
                 try:
@@ -137,6 +151,12 @@ class Runner:
             await closing
         for o in self.obs.values():
             await o.client.aclose()
+        for w in self.workers.values():  # a session's broker may be dead: bounded
+            for s in w.sessions:
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(1):
+                        await s.close()
+            await w.client.aclose()
         if not self.broken:  # broken runs share the loop with each other
             left = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("muster")]
             if left:
@@ -161,8 +181,43 @@ class Runner:
             return
         await getattr(self, "op_" + op)(st)
 
+    def client(self, token: str) -> muster.Client:
+        """A client of the proxy with token's secret, broken as the variant asks."""
+        c = muster.Client(self.h.proxy, token=self.h.secrets[token], without_follow=ob.BROKEN_NO_FOLLOW in self.broken)
+        c._sticky_owner = ob.BROKEN_STICKY_OWNER in self.broken
+        return c
+
+    async def op_worker_acquire(self, st: dict[str, Any]) -> None:
+        """The worker (its client built on first use) creates a session when it
+        has none or new_session asks, and acquires route. An error advised
+        backoff (a transport error, a failover in progress) is retried until
+        timeout_ms; the fencing token must be at least min_token and above
+        every token of the route seen before."""
+        name, route = st["worker"], st["route"]
+        w = self.workers.get(name)
+        if w is None:
+            w = self.workers[name] = _Worker(self.client(st["token"]))
+        if st.get("new_session"):
+            w.session = None
+        deadline = time.monotonic() + timeout_of(st)
+        while True:
+            try:
+                if w.session is None:
+                    w.session = await w.client.new_session(name, 10)
+                    w.sessions.append(w.session)
+                lease = await w.session.acquire(route, st["ttl_ms"] / 1000)
+                break
+            except (muster.MusterError, httpx.TransportError) as e:
+                if muster.advice(e) is not muster.Retry.BACKOFF or time.monotonic() >= deadline:
+                    raise StepFailed(f"acquire {route}: {e!r}") from None
+                await asyncio.sleep(0.1)
+        low, high = st.get("min_token", 0), self.highest.get(route, 0)
+        if lease.fencing_token < low or lease.fencing_token <= high:
+            raise StepFailed(f"fencing token {lease.fencing_token}, want at least {low} and above {high}")
+        self.highest[route] = lease.fencing_token
+
     async def op_observe(self, st: dict[str, Any]) -> None:
-        c = muster.Client(self.h.proxy, token=self.h.secrets[st["token"]])
+        c = self.client(st["token"])
         try:
             o = Observer._start(
                 c,
@@ -225,6 +280,8 @@ class Runner:
             )
             if r.status_code != 200:
                 return "list: " + r.text
+            if r.json()["epoch"] != v.epoch:
+                return f"view of epoch {v.epoch}, LIST answered in epoch {r.json()['epoch']}"
             listed = sorted(f"{i['route']}@{i['holder_incarnation']}" for i in r.json()["items"])
             viewed = sorted(f"{i.route}@{i.holder_incarnation}" for i in v.items)
             if listed != viewed:

@@ -39,6 +39,8 @@ BROKEN_VARIANTS: dict[str, frozenset[str]] = {
     "superseded-same-session-same-selector": frozenset({ob.BROKEN_IGNORE_LIVE}),
     "wildcard-registration-limit": frozenset({ob.BROKEN_IGNORE_LIVE}),
     "forbidden-selector-stops-observer": frozenset({ob.BROKEN_RETRY_FATAL}),
+    "follow-owner": frozenset({ob.BROKEN_NO_FOLLOW}),
+    "failover-follow-owner": frozenset({ob.BROKEN_STICKY_OWNER}),
 }
 
 

@@ -294,6 +294,7 @@ fn result_error(r: &BatchOpResult) -> Error {
             title,
             detail: r.detail.clone().unwrap_or_default(),
             scope: String::new(),
+            owner: String::new(),
         },
     )
 }

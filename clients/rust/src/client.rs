@@ -1,7 +1,7 @@
 //! The [`Client`]: one broker's base URL, an optional bearer token and an
 //! HTTP client, plus the one place that turns answers into values or errors.
 
-use crate::error::{problem_error, Error, Result};
+use crate::error::{media_type, problem_error, Error, Result};
 use reqwest::{Method, RequestBuilder, Url};
 use serde::de::DeserializeOwned;
 use std::sync::{Arc, Mutex};
@@ -9,9 +9,21 @@ use std::sync::{Arc, Mutex};
 /// Bounds the bytes read from one non-streaming answer.
 const MAX_BODY: usize = 32 << 20;
 
+/// Bounds the brokers one request is sent to after the first (following
+/// `wrong_broker`; Go: `maxFollows`).
+pub const MAX_FOLLOWS: usize = 2;
+
 /// A client of one broker. Cheap to clone (clones share everything); safe to
-/// use from many tasks. It holds no state besides its configuration and the
-/// last epoch it saw.
+/// use from many tasks. It holds no state besides its configuration, the
+/// last epoch it saw and the broker it was last sent to.
+///
+/// In a multi-broker deployment (docs/placement.md) a broker answers a
+/// request for a family it does not serve with `421 wrong_broker` naming
+/// the owner: the client sends the request there (at most [`MAX_FOLLOWS`]
+/// hops), sends every later request straight to the owner, and goes back to
+/// its base URL when the owner stops answering. A 421 means the broker did
+/// nothing, so resending is safe for every operation.
+/// [`ClientBuilder::without_follow`] turns this off.
 #[derive(Clone, Debug)]
 pub struct Client {
     pub(crate) inner: Arc<Inner>,
@@ -23,6 +35,11 @@ pub(crate) struct Inner {
     token: Option<String>,
     http: reqwest::Client,
     epoch: Mutex<String>,
+    follow: bool,
+    /// Where requests go: the owner a 421 named; `None` for the base URL.
+    owner: Mutex<Option<Url>>,
+    /// Conformance tests only: never forget an owner that stopped answering.
+    sticky_owner: bool,
 }
 
 /// Configures a [`Client`]; see [`Client::builder`].
@@ -31,9 +48,28 @@ pub struct ClientBuilder {
     base: String,
     token: Option<String>,
     http: Option<reqwest::Client>,
+    without_follow: bool,
+    sticky_owner: bool,
 }
 
 impl ClientBuilder {
+    /// Turns off following `wrong_broker` answers (Go: `WithoutFollow`): a
+    /// request for a family that another broker serves then fails with
+    /// [`Error::WrongBroker`], whose problem's `owner` names that broker.
+    pub fn without_follow(mut self) -> Self {
+        self.without_follow = true;
+        self
+    }
+
+    /// Builds a deliberately broken client (`no_follow`, `sticky_owner`),
+    /// for the conformance tests only.
+    #[doc(hidden)]
+    pub fn faults(mut self, f: crate::Faults) -> Self {
+        self.without_follow |= f.no_follow;
+        self.sticky_owner = f.sticky_owner;
+        self
+    }
+
     /// Sends `token` as the bearer token of every request (Go: `WithToken`).
     /// A broker in dev mode accepts requests without one.
     pub fn token(mut self, token: impl Into<String>) -> Self {
@@ -71,6 +107,9 @@ impl ClientBuilder {
                 token: self.token,
                 http,
                 epoch: Mutex::new(String::new()),
+                follow: !self.without_follow,
+                owner: Mutex::new(None),
+                sticky_owner: self.sticky_owner,
             }),
         })
     }
@@ -89,6 +128,8 @@ impl Client {
             base: base_url.to_string(),
             token: None,
             http: None,
+            without_follow: false,
+            sticky_owner: false,
         }
     }
 
@@ -130,11 +171,54 @@ impl Client {
         }
     }
 
+    /// Sends one request and returns the answer, following `wrong_broker`
+    /// (unless built `without_follow`). The answer's epoch is recorded.
+    pub(crate) async fn execute(&self, rb: RequestBuilder) -> Result<reqwest::Response> {
+        let req = rb.build()?;
+        if !self.inner.follow {
+            let resp = self.inner.http.execute(req).await?;
+            self.saw_epoch(&resp);
+            return Ok(resp);
+        }
+        let mut hop = 0;
+        loop {
+            let owner = self.inner.owner.lock().unwrap().clone();
+            let mut out = req.try_clone().ok_or_else(|| {
+                Error::Protocol("cannot resend a streaming request to the family's broker".into())
+            })?;
+            if let Some(o) = &owner {
+                rebase(out.url_mut(), o);
+            }
+            let resp = match self.inner.http.execute(out).await {
+                Ok(r) => r,
+                Err(e) => {
+                    // The owner we were sent to is gone (a failover): the
+                    // next request asks the configured broker again.
+                    let mut g = self.inner.owner.lock().unwrap();
+                    if owner.is_some() && *g == owner && !self.inner.sticky_owner {
+                        *g = None;
+                    }
+                    return Err(e.into());
+                }
+            };
+            self.saw_epoch(&resp);
+            if resp.status().as_u16() != 421 || hop >= MAX_FOLLOWS {
+                return Ok(resp);
+            }
+            let ct = content_type(&resp);
+            let body = read_body(resp).await?;
+            match misdirected_to(&ct, &body) {
+                Some(to) => *self.inner.owner.lock().unwrap() = Some(to),
+                None => return Err(problem_error(421, &ct, &body)),
+            }
+            hop += 1;
+        }
+    }
+
     /// Sends one request/response operation; a status other than `want`
     /// becomes an [`Error`] from its problem body. Returns the body.
     pub(crate) async fn send(&self, rb: RequestBuilder, want: u16) -> Result<bytes::Bytes> {
-        let resp = rb.send().await?;
-        self.saw_epoch(&resp);
+        let resp = self.execute(rb).await?;
         let status = resp.status().as_u16();
         let ct = content_type(&resp);
         let body = read_body(resp).await?;
@@ -154,6 +238,26 @@ impl Client {
         serde_json::from_slice(&body)
             .map_err(|e| Error::Protocol(format!("decoding a {want} answer: {e}")))
     }
+}
+
+/// Gives `u` the scheme, host and port of `owner`.
+fn rebase(u: &mut Url, owner: &Url) {
+    let _ = u.set_scheme(owner.scheme());
+    let _ = u.set_host(owner.host_str());
+    let _ = u.set_port(owner.port());
+}
+
+/// The owner a 421 answer names, when it is a `wrong_broker` problem with an
+/// http(s) URL with a host; `None` otherwise.
+pub(crate) fn misdirected_to(content_type: &str, body: &[u8]) -> Option<Url> {
+    if media_type(content_type) != "application/problem+json" {
+        return None;
+    }
+    let Error::WrongBroker(p) = problem_error(421, content_type, body) else {
+        return None;
+    };
+    let u = Url::parse(&p.owner).ok()?;
+    (matches!(u.scheme(), "http" | "https") && !u.host_str().unwrap_or("").is_empty()).then_some(u)
 }
 
 pub(crate) fn content_type(resp: &reqwest::Response) -> String {
@@ -272,5 +376,179 @@ mod tests {
             c.url(&["v1", "fleets", "a/b", "specs"]).as_str(),
             "http://127.0.0.1:7420/v1/fleets/a%2Fb/specs"
         );
+    }
+
+    /// A fake broker: every request (method, path and body) is recorded and
+    /// answered by `answer` (status line, content type, body), one request
+    /// per connection.
+    async fn fake(
+        answer: impl Fn(&str) -> (u16, &'static str, String) + Send + Sync + 'static,
+    ) -> (String, Arc<Mutex<Vec<String>>>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let ln = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", ln.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (seen2, answer) = (seen.clone(), Arc::new(answer));
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = ln.accept().await {
+                let (seen, answer) = (seen2.clone(), answer.clone());
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    let req = loop {
+                        let n = conn.read(&mut chunk).await.unwrap_or(0);
+                        if n == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        let text = String::from_utf8_lossy(&buf).to_string();
+                        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                            let len = head
+                                .lines()
+                                .find_map(|l| {
+                                    l.to_ascii_lowercase()
+                                        .strip_prefix("content-length: ")
+                                        .map(|v| v.trim().parse::<usize>().unwrap())
+                                })
+                                .unwrap_or(0);
+                            if body.len() >= len {
+                                break text;
+                            }
+                        }
+                    };
+                    let (head, body) = req.split_once("\r\n\r\n").unwrap();
+                    let line = head.lines().next().unwrap().to_string();
+                    let auth = head
+                        .lines()
+                        .any(|l| l.eq_ignore_ascii_case("authorization: Bearer t"));
+                    seen.lock()
+                        .unwrap()
+                        .push(format!("{line} auth={auth} {body}"));
+                    let (status, ct, out) = answer(&line);
+                    let resp = format!(
+                        "HTTP/1.1 {status} X\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{out}",
+                        out.len()
+                    );
+                    let _ = conn.write_all(resp.as_bytes()).await;
+                });
+            }
+        });
+        (url, seen)
+    }
+
+    fn misdirect(owner: &str) -> (u16, &'static str, String) {
+        (
+            421,
+            "application/problem+json",
+            format!(
+                r#"{{"type":"about:blank","title":"Misdirected Request","status":421,"code":"wrong_broker","owner":"{owner}"}}"#
+            ),
+        )
+    }
+
+    #[tokio::test]
+    async fn follows_wrong_broker_with_the_body_and_stays_with_the_owner() {
+        let (owner, at_owner) = fake(|_| {
+            (
+                200,
+                "application/json",
+                r#"{"items":[],"snapshot":{"epoch":"e","revision":1}}"#.into(),
+            )
+        })
+        .await;
+        let o = owner.clone();
+        let (first, at_first) = fake(move |_| misdirect(&o)).await;
+        let c = Client::builder(&first).token("t").build().unwrap();
+        let url = c.url(&["v1", "sessions"]);
+        let body = c
+            .send(
+                c.request(Method::POST, url.clone())
+                    .body("{\"owner_id\":\"w\"}"),
+                200,
+            )
+            .await
+            .unwrap();
+        assert!(!body.is_empty());
+        let seen = at_owner.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            vec!["POST /v1/sessions HTTP/1.1 auth=true {\"owner_id\":\"w\"}".to_string()]
+        );
+        c.send(c.request(Method::GET, url), 200).await.unwrap();
+        assert_eq!(
+            at_first.lock().unwrap().len(),
+            1,
+            "the second request went straight to the owner"
+        );
+        assert_eq!(at_owner.lock().unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_loop_ends_after_max_follows_and_without_follow_does_not_follow() {
+        let (b, at_b) = fake(|_| misdirect("http://127.0.0.1:9")).await;
+        let b2 = b.clone();
+        let (a, at_a) = fake(move |_| misdirect(&b2)).await;
+        // a → b → (b names a dead address): the third request fails to connect.
+        let c = Client::new(&a).unwrap();
+        let e = c
+            .send(c.request(Method::GET, c.url(&["v1"])), 200)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, Error::Transport(_)), "{e:?}");
+        assert_eq!(
+            (at_a.lock().unwrap().len(), at_b.lock().unwrap().len()),
+            (1, 1)
+        );
+        // The dead owner is forgotten: the next request starts at a again.
+        let _ = c.send(c.request(Method::GET, c.url(&["v1"])), 200).await;
+        assert_eq!(at_a.lock().unwrap().len(), 2);
+
+        let c = Client::builder(&a).without_follow().build().unwrap();
+        let e = c
+            .send(c.request(Method::GET, c.url(&["v1"])), 200)
+            .await
+            .unwrap_err();
+        assert!(matches!(&e, Error::WrongBroker(p) if p.owner == b), "{e:?}");
+        assert_eq!(at_a.lock().unwrap().len(), 3);
+
+        let (x, _) = fake(|_| misdirect("http://127.0.0.1:1")).await;
+        let x2 = x.clone();
+        let (y, _) = fake(move |_| misdirect(&x2)).await;
+        let y2 = y.clone();
+        let (z, at_z) = fake(move |_| misdirect(&y2)).await;
+        // z → y → x: MAX_FOLLOWS hops, then x's answer is the error.
+        let c = Client::new(&z).unwrap();
+        let e = c
+            .send(c.request(Method::GET, c.url(&["v1"])), 200)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::WrongBroker(p) if p.owner == "http://127.0.0.1:1"),
+            "{e:?}"
+        );
+        assert_eq!(at_z.lock().unwrap().len(), 1);
+        assert_eq!(MAX_FOLLOWS, 2);
+    }
+
+    #[test]
+    fn misdirected_to_follows_only_an_http_owner_of_wrong_broker() {
+        let pj = "application/problem+json";
+        for (body, ct, ok) in [
+            (
+                r#"{"code":"wrong_broker","owner":"http://10.0.0.2:7420"}"#,
+                pj,
+                true,
+            ),
+            (
+                r#"{"code":"wrong_broker","owner":"javascript:alert(1)"}"#,
+                pj,
+                false,
+            ),
+            (r#"{"code":"wrong_broker"}"#, pj, false),
+            (r#"{"code":"not_owner","owner":"http://x"}"#, pj, false),
+            ("not json", "text/plain", false),
+        ] {
+            assert_eq!(misdirected_to(ct, body.as_bytes()).is_some(), ok, "{body}");
+        }
     }
 }

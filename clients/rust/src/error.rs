@@ -22,6 +22,11 @@ pub struct Problem {
     /// every family), `family` (the caller's family's quota), `session`,
     /// `route` or `root`. Empty otherwise; values may be added.
     pub scope: String,
+    /// On `wrong_broker` (421), the base URL of the broker that serves the
+    /// caller's family. The client follows it by itself (see
+    /// [`crate::ClientBuilder::without_follow`]); it is set on the error only
+    /// when following failed. Empty otherwise.
+    pub owner: String,
 }
 
 impl Problem {
@@ -32,6 +37,7 @@ impl Problem {
             title: String::new(),
             detail: detail.into(),
             scope: String::new(),
+            owner: String::new(),
         }
     }
 }
@@ -77,8 +83,9 @@ macro_rules! codes {
             Other {
                 /// The code as the broker sent it.
                 code: String,
-                /// The rest of the problem body.
-                problem: Problem,
+                /// The rest of the problem body (boxed: it keeps every
+                /// `Result` of the SDK small).
+                problem: Box<Problem>,
             },
             /// The session, lease handle, subscription or observer was closed
             /// by its owner.
@@ -122,7 +129,7 @@ macro_rules! codes {
             pub fn from_code(code: &str, problem: Problem) -> Error {
                 match code {
                     $( $code => Error::$variant(problem), )*
-                    _ => Error::Other { code: code.to_string(), problem },
+                    _ => Error::Other { code: code.to_string(), problem: Box::new(problem) },
                 }
             }
 
@@ -141,7 +148,7 @@ macro_rules! codes {
             pub fn problem(&self) -> Option<&Problem> {
                 match self {
                     $( Error::$variant(p) => Some(p), )*
-                    Error::Other { problem, .. } => Some(problem),
+                    Error::Other { problem, .. } => Some(problem.as_ref()),
                     _ => None,
                 }
             }
@@ -327,6 +334,17 @@ impl From<reqwest::Error> for Error {
 /// The SDK's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The media type of a Content-Type header value, lowercase, without
+/// parameters.
+pub(crate) fn media_type(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
 /// The error for a non-success answer: the problem body's code when there is
 /// one; otherwise a code derived from the status, so that a gateway's 502 is
 /// still advised as retryable (as the Go SDK's `problemError`).
@@ -341,13 +359,10 @@ pub(crate) fn problem_error(status: u16, content_type: &str, body: &[u8]) -> Err
         code: String,
         #[serde(default)]
         scope: String,
+        #[serde(default)]
+        owner: String,
     }
-    let mt = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
+    let mt = media_type(content_type);
     let title = reqwest::StatusCode::from_u16(status)
         .ok()
         .and_then(|s| s.canonical_reason())
@@ -364,6 +379,7 @@ pub(crate) fn problem_error(status: u16, content_type: &str, body: &[u8]) -> Err
                         title,
                         detail: b.detail,
                         scope: b.scope,
+                        owner: b.owner,
                     },
                 );
             }
@@ -385,6 +401,7 @@ pub(crate) fn problem_error(status: u16, content_type: &str, body: &[u8]) -> Err
             title,
             detail: format!("HTTP {status} without a problem body: {}", shown.trim()),
             scope: String::new(),
+            owner: String::new(),
         },
     )
 }

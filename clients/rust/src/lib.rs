@@ -50,7 +50,7 @@ pub mod wire;
 
 pub use backoff::{reconcile_interval, DEFAULT_RECONCILE_JITTER, MAX_RECONCILE, MIN_RECONCILE};
 pub use batch::{Batch, BatchResult, MAX_BATCH_OPS};
-pub use client::{Client, ClientBuilder};
+pub use client::{Client, ClientBuilder, MAX_FOLLOWS};
 pub use error::{Error, Problem, Result, Retry, CODES};
 pub use fleet::{Fleet, Kept, Plan, SweepResult};
 pub use lease::{AcquireOptions, Lease};

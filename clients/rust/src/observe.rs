@@ -80,6 +80,12 @@ pub struct Faults {
     pub uncancellable_pages: bool,
     /// Retries errors no retry fixes (forbidden, …) instead of stopping.
     pub retry_fatal: bool,
+    /// A client built with these faults ([`crate::ClientBuilder::faults`])
+    /// does not follow `wrong_broker`: it is an error, not a redirect.
+    pub no_follow: bool,
+    /// A client built with these faults follows `wrong_broker` but keeps
+    /// sending to an owner that stopped answering.
+    pub sticky_owner: bool,
 }
 
 impl Faults {

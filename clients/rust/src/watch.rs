@@ -201,16 +201,10 @@ impl Client {
         if let Some(id) = session {
             rb = rb.header("Muster-Session", id);
         }
-        let resp = rb.send().await?;
-        self.saw_epoch(&resp);
+        let resp = self.execute(rb).await?;
         let status = resp.status().as_u16();
         let ct = content_type(&resp);
-        let mt = ct
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
+        let mt = crate::error::media_type(&ct);
         if status != 200 || mt != "text/event-stream" {
             let body = read_body(resp).await.unwrap_or_default();
             if status == 200 {

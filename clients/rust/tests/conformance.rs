@@ -6,7 +6,9 @@
 mod common;
 
 use common::{harness, Harness};
-use muster_client::{Client, Error, Faults, ObserveOptions, Observer, View};
+use muster_client::{
+    AcquireOptions, Client, Error, Faults, ObserveOptions, Observer, Session, View,
+};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -23,12 +25,21 @@ const OBSERVER_OPS: &[&str] = &[
     "expect_same_view",
     "expect_stopped",
     "close_observer",
+    "worker_acquire",
 ];
 
 struct Watched {
     o: Observer,
     token: String,
     selector: String,
+}
+
+/// A worker of the scenario: one client for the whole scenario (it keeps the
+/// following state), every session it made and which one is current.
+struct Worker {
+    c: Client,
+    session: Option<usize>,
+    sessions: Vec<Session>,
 }
 
 struct Runner {
@@ -38,6 +49,9 @@ struct Runner {
     faults: Faults,
     observers: HashMap<String, Watched>,
     marks: HashMap<String, String>,
+    workers: HashMap<String, Worker>,
+    /// Per route, the highest fencing token a worker got.
+    highest: HashMap<String, i64>,
 }
 
 fn scenarios() -> Vec<std::path::PathBuf> {
@@ -129,6 +143,7 @@ impl Runner {
         }
         match op {
             "observe" => self.observe(st),
+            "worker_acquire" => self.worker_acquire(st).await,
             "wait_ready" => {
                 let w = self.observer(st)?;
                 match tokio::time::timeout(timeout_of(st), w.o.ready()).await {
@@ -180,12 +195,81 @@ impl Runner {
         }
     }
 
-    fn observe(&mut self, st: &Value) -> Result<(), String> {
-        let token = str_of(st, "token");
+    /// A client of the proxy with the token's secret, broken as the
+    /// scenario's variant asks.
+    fn client(&self, token: &str) -> Result<Client, String> {
         let secret = self
             .tokens
             .get(token)
             .ok_or_else(|| format!("no token {token:?}"))?;
+        Client::builder(&self.h.proxy)
+            .token(secret.as_str())
+            .faults(self.faults)
+            .build()
+            .map_err(|e| e.to_string())
+    }
+
+    /// worker_acquire: the worker (its client built on first use) creates a
+    /// session when it has none or new_session asks, and acquires route. An
+    /// error advised backoff (a transport error, a failover in progress) is
+    /// retried until timeout_ms; the fencing token must be at least
+    /// min_token and above every token of the route seen before.
+    async fn worker_acquire(&mut self, st: &Value) -> Result<(), String> {
+        let name = str_of(st, "worker").to_string();
+        let route = str_of(st, "route");
+        let ttl = Duration::from_millis(st["ttl_ms"].as_u64().unwrap_or(0));
+        if !self.workers.contains_key(&name) {
+            let c = self.client(str_of(st, "token"))?;
+            let w = Worker {
+                c,
+                session: None,
+                sessions: Vec::new(),
+            };
+            self.workers.insert(name.clone(), w);
+        }
+        let w = self.workers.get_mut(&name).unwrap();
+        if st["new_session"].as_bool() == Some(true) {
+            w.session = None;
+        }
+        let deadline = Instant::now() + timeout_of(st);
+        let lease = loop {
+            let got = match w.session {
+                Some(i) => {
+                    w.sessions[i]
+                        .acquire(route, ttl, AcquireOptions::default())
+                        .await
+                }
+                None => match w.c.new_session(&name, Duration::from_secs(10)).await {
+                    Ok(s) => {
+                        w.sessions.push(s);
+                        w.session = Some(w.sessions.len() - 1);
+                        let s = w.sessions.last().unwrap();
+                        s.acquire(route, ttl, AcquireOptions::default()).await
+                    }
+                    Err(e) => Err(e),
+                },
+            };
+            match got {
+                Ok(l) => break l,
+                Err(e) if e.is_retryable() && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(format!("acquire {route}: {e}")),
+            }
+        };
+        let (tok, min) = (lease.fencing_token(), st["min_token"].as_i64().unwrap_or(0));
+        let high = self.highest.get(route).copied().unwrap_or(0);
+        if tok < min || tok <= high {
+            return Err(format!(
+                "fencing token {tok}, want at least {min} and above {high}"
+            ));
+        }
+        self.highest.insert(route.to_string(), tok);
+        Ok(())
+    }
+
+    fn observe(&mut self, st: &Value) -> Result<(), String> {
+        let token = str_of(st, "token");
         let mut opts = ObserveOptions::default().faults(self.faults);
         if let Some(n) = st["page_size"].as_u64() {
             opts = opts.page_size(n as usize);
@@ -199,10 +283,7 @@ impl Runner {
         if let Some(ms) = st["shortest_ttl_ms"].as_u64() {
             opts = opts.shortest_ttl(Duration::from_millis(ms));
         }
-        let client = Client::builder(&self.h.proxy)
-            .token(secret.as_str())
-            .build()
-            .map_err(|e| e.to_string())?;
+        let client = self.client(token)?;
         let selector = str_of(st, "selector");
         let o = client.observe(selector, opts).map_err(|e| e.to_string())?;
         let w = Watched {
@@ -268,6 +349,13 @@ impl Runner {
             let l = self
                 .get_json("/list", &[("selector", &w.selector), ("token", &w.token)])
                 .await?;
+            if str_of(&l, "epoch") != v.epoch {
+                return Ok(Some(format!(
+                    "view of epoch {}, LIST answered in epoch {}",
+                    v.epoch,
+                    str_of(&l, "epoch")
+                )));
+            }
             let listed: BTreeSet<String> = l["items"]
                 .as_array()
                 .into_iter()
@@ -366,6 +454,8 @@ async fn run_scenario(
         faults,
         observers: HashMap::new(),
         marks: HashMap::new(),
+        workers: HashMap::new(),
+        highest: HashMap::new(),
     };
     r.post("/scenario", text.clone())
         .await
@@ -380,6 +470,12 @@ async fn run_scenario(
     for w in r.observers.values() {
         // A broken observer's close may hang: dropping it is all that is left.
         let _ = tokio::time::timeout(Duration::from_secs(1), w.o.close()).await;
+    }
+    for w in r.workers.values() {
+        // A session's broker may be dead: bounded.
+        for s in &w.sessions {
+            let _ = tokio::time::timeout(Duration::from_secs(1), s.close()).await;
+        }
     }
     result
 }
@@ -463,6 +559,14 @@ fn broken_variant(scenario: &str) -> Option<Faults> {
         },
         "family-isolation" | "forbidden-selector-stops-observer" => Faults {
             retry_fatal: true,
+            ..f
+        },
+        "follow-owner" => Faults {
+            no_follow: true,
+            ..f
+        },
+        "failover-follow-owner" => Faults {
+            sticky_owner: true,
             ..f
         },
         _ => return None,

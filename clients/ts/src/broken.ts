@@ -25,6 +25,10 @@ export const Broken = {
   UncancellablePages: 1 << 8,
   /** Retries errors no retry fixes (forbidden, …) instead of stopping. */
   RetryFatal: 1 << 9,
+  /** The runner builds its clients with withoutFollow: wrong_broker is an error, not a redirect. */
+  NoFollow: 1 << 10,
+  /** The runner's clients follow wrong_broker but keep an owner that stopped answering. */
+  StickyOwner: 1 << 11,
 } as const;
 
 /** The hidden ObserveOptions key that selects broken modes. */

@@ -17,7 +17,16 @@ export interface ClientOptions {
   token?: string;
   /** The fetch implementation (default: globalThis.fetch at call time). */
   fetch?: typeof globalThis.fetch;
+  /**
+   * Turns off following wrong_broker answers: a request for a family that
+   * another broker serves then fails with a MusterError wrong_broker whose
+   * `owner` names that broker. Default false: the client follows.
+   */
+  withoutFollow?: boolean;
 }
+
+/** The brokers one request is sent to after the first, at most. */
+export const maxFollows = 2;
 
 /** Options every request accepts. */
 export interface RequestOptions {
@@ -44,6 +53,11 @@ export class MusterClient {
   readonly raw: Client<paths>;
   readonly #token: string;
   readonly #fetch: typeof globalThis.fetch | undefined;
+  readonly #follow: boolean;
+  /** Where requests go (docs/placement.md): the owner a 421 named, undefined for baseUrl. */
+  #owner: URL | undefined;
+  /** @internal conformance tests only: never forget an owner that stopped answering. */
+  stickyOwner = false;
   #epoch = "";
 
   constructor(baseUrl: string, options: ClientOptions = {}) {
@@ -59,6 +73,7 @@ export class MusterClient {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
     this.#token = options.token ?? "";
     this.#fetch = options.fetch;
+    this.#follow = options.withoutFollow !== true;
     this.raw = createClient<paths>({
       baseUrl: this.baseUrl,
       fetch: (req: Request) => this.fetch(req),
@@ -72,12 +87,42 @@ export class MusterClient {
 
   /**
    * @internal fetch with the configured implementation; authorizes a Request
-   * and records the epoch of the answer.
+   * and records the epoch of the answer. In a multi-broker deployment
+   * (docs/placement.md) a 421 wrong_broker answer names the broker that
+   * serves the caller's family: the request is sent there instead (at most
+   * maxFollows times), and every later request goes there directly until
+   * that broker stops answering. A 421 means the broker did nothing, so
+   * resending is safe for every operation.
    */
   async fetch(input: Request | string, init?: RequestInit): Promise<Response> {
     if (input instanceof Request) this.authorize(input.headers);
     const f = this.#fetch ?? globalThis.fetch;
-    const resp = await f(input, init);
+    if (!this.#follow) return this.#record(await f(input, init));
+    // A body is read once, so that every hop can send it again.
+    const body = input instanceof Request && input.body !== null ? await input.arrayBuffer() : undefined;
+    for (let hop = 0; ; hop++) {
+      const owner = this.#owner;
+      const url = input instanceof Request ? input.url : input;
+      const to = owner === undefined ? url : rebase(url, owner);
+      const req =
+        input instanceof Request ? new Request(to, { method: input.method, headers: input.headers, body, signal: input.signal }) : to;
+      let resp: Response;
+      try {
+        resp = this.#record(await f(req, input instanceof Request ? undefined : init));
+      } catch (err) {
+        // The owner we were sent to is gone (a failover): the next request
+        // asks the configured broker again.
+        if (owner !== undefined && this.#owner === owner && !this.stickyOwner) this.#owner = undefined;
+        throw err;
+      }
+      if (resp.status !== 421 || hop >= maxFollows) return resp;
+      const next = await misdirectedTo(resp);
+      if (next === undefined) return resp;
+      this.#owner = next;
+    }
+  }
+
+  #record(resp: Response): Response {
     const e = resp.headers.get("Muster-Epoch");
     if (e) this.#epoch = e;
     return resp;
@@ -151,4 +196,36 @@ export class MusterClient {
   fleet(root: string): Fleet {
     return new Fleet(this, root);
   }
+}
+
+/** url with the scheme and host of owner. */
+function rebase(url: string, owner: URL): string {
+  const u = new URL(url);
+  u.protocol = owner.protocol;
+  u.host = owner.host;
+  return u.toString();
+}
+
+/**
+ * The owner a 421 answer names, when it is a wrong_broker problem with an
+ * http(s) URL; undefined otherwise. The answer's body stays readable.
+ */
+export async function misdirectedTo(resp: Response): Promise<URL | undefined> {
+  const mt = (resp.headers.get("Content-Type") ?? "").split(";")[0]!.trim().toLowerCase();
+  if (mt !== "application/problem+json") return undefined;
+  let p: unknown;
+  try {
+    p = JSON.parse(await resp.clone().text());
+  } catch {
+    return undefined;
+  }
+  const q = p as { code?: unknown; owner?: unknown } | null;
+  if (q === null || typeof q !== "object" || q.code !== "wrong_broker" || typeof q.owner !== "string") return undefined;
+  let u: URL;
+  try {
+    u = new URL(q.owner);
+  } catch {
+    return undefined;
+  }
+  return (u.protocol === "http:" || u.protocol === "https:") && u.host !== "" ? u : undefined;
 }

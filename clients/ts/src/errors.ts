@@ -125,14 +125,22 @@ export class MusterError extends Error {
    * "root"; a newer value is kept as given. Empty otherwise.
    */
   readonly scope: string;
+  /**
+   * On wrong_broker (421), the base URL of the broker that serves the
+   * caller's family. The client follows it by itself (see the
+   * `withoutFollow` client option); it is set on the error only when
+   * following failed. Empty otherwise.
+   */
+  readonly owner: string;
 
-  constructor(code: Code, detail = "", status = 0, title = "", scope = "") {
+  constructor(code: Code, detail = "", status = 0, title = "", scope = "", owner = "") {
     super(detail === "" ? `muster: ${code}` : `muster: ${code}: ${detail}`);
     this.code = code;
     this.status = status;
     this.title = title;
     this.detail = detail;
     this.scope = scope;
+    this.owner = owner;
   }
 
   /** The retry advice for this error: {@link advice}. */
@@ -262,7 +270,7 @@ export function problemError(status: number, statusText: string, contentType: st
     }
   }
   if ((mt === "application/problem+json" || mt === "application/json") && typeof value === "object" && value !== null) {
-    const q = value as { code?: unknown; title?: unknown; detail?: unknown; scope?: unknown };
+    const q = value as { code?: unknown; title?: unknown; detail?: unknown; scope?: unknown; owner?: unknown };
     if (typeof q.code === "string" && q.code !== "") {
       return new MusterError(
         q.code,
@@ -270,6 +278,7 @@ export function problemError(status: number, statusText: string, contentType: st
         status,
         typeof q.title === "string" && q.title !== "" ? q.title : statusText,
         typeof q.scope === "string" ? q.scope : "",
+        typeof q.owner === "string" ? q.owner : "",
       );
     }
   }

@@ -150,7 +150,11 @@ describe("in headless Chromium", { skip: existsSync(chromiumPath) ? false : `no 
   const scenarios = loadScenarios();
   test("the required scenarios exist", () => assert.deepEqual(required.filter((n) => !scenarios.some((sc) => sc.name === n)), []));
   for (const sc of scenarios) {
-    test(sc.name, async () => {
+    // A placed scenario's observer follows wrong_broker to another broker,
+    // another origin than the page's: that needs CORS on the broker, which
+    // it does not answer (the Node runner covers following).
+    const skip = sc.placed ? "placed scenario: following leaves the page's origin" : false;
+    test(sc.name, { skip }, async () => {
       await runScenario(h, sc, 0, pageObservers(p));
       assert.deepEqual(pageErrors, []);
     });

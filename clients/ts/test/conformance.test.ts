@@ -25,6 +25,8 @@ export const brokenVariants: Record<string, number> = {
   "superseded-same-session-same-selector": Broken.IgnoreLive,
   "wildcard-registration-limit": Broken.IgnoreLive,
   "forbidden-selector-stops-observer": Broken.RetryFatal,
+  "follow-owner": Broken.NoFollow,
+  "failover-follow-owner": Broken.StickyOwner,
 };
 
 test("selector matching for expect_same_view", () => {
@@ -53,7 +55,16 @@ describe("conformance", () => {
   // MUSTER_TS_BROKEN=all runs every variant; the default runs the ones the
   // issue requires plus a few cheap ones, to keep make test short.
   const all = process.env["MUSTER_TS_BROKEN"] === "all";
-  const quick = new Set(["bootstrap-changes-during-paging", "overflow-recovery", "broker-restart-fresh-bootstrap", "periodic-reconciliation", "close-while-page-hangs", "forbidden-selector-stops-observer"]);
+  const quick = new Set([
+    "bootstrap-changes-during-paging",
+    "overflow-recovery",
+    "broker-restart-fresh-bootstrap",
+    "periodic-reconciliation",
+    "close-while-page-hangs",
+    "forbidden-selector-stops-observer",
+    "follow-owner",
+    "failover-follow-owner",
+  ]);
   for (const sc of scenarios) {
     if (!all && !quick.has(sc.name)) continue;
     test(`broken observer caught: ${sc.name}`, async (t) => {

@@ -10,8 +10,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { MusterClient, MusterError, ClosedError, type ObserveOptions } from "../src/index.js";
-import { brokenKey } from "../src/broken.js";
+import { MusterClient, MusterError, ClosedError, advice, type ObserveOptions, type Session } from "../src/index.js";
+import { Broken, brokenKey } from "../src/broken.js";
 
 /** The clients/conformance directory (this file runs from clients/ts/.build/test). */
 export const conformanceDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "conformance");
@@ -21,6 +21,8 @@ export interface Scenario {
   file: string;
   raw: string;
   steps: Record<string, unknown>[];
+  /** Whether it runs on a placed deployment (several brokers). */
+  placed: boolean;
 }
 
 /** Every scenario file, in name order. */
@@ -29,8 +31,8 @@ export function loadScenarios(): Scenario[] {
   if (files.length === 0) throw new Error(`no scenarios in ${conformanceDir}`);
   return files.map((f) => {
     const raw = readFileSync(join(conformanceDir, f), "utf8");
-    const sc = JSON.parse(raw) as { name: string; steps: Record<string, unknown>[] };
-    return { name: sc.name, file: f, raw, steps: sc.steps };
+    const sc = JSON.parse(raw) as { name: string; steps: Record<string, unknown>[]; placement?: unknown };
+    return { name: sc.name, file: f, raw, steps: sc.steps, placed: sc.placement !== undefined };
   });
 }
 
@@ -123,9 +125,16 @@ export interface ObserverHandle {
 /** Starts observers: the runner's only dependency on where the SDK runs. */
 export type ObserverFactory = (proxy: string, secret: string, selector: string, opts: ObserveOptions) => Promise<ObserverHandle>;
 
+/** A client of the harness's proxy, broken as the scenario's variant asks. */
+function runnerClient(proxy: string, secret: string, broken: number): MusterClient {
+  const c = new MusterClient(proxy, { token: secret, withoutFollow: (broken & Broken.NoFollow) !== 0 });
+  c.stickyOwner = (broken & Broken.StickyOwner) !== 0;
+  return c;
+}
+
 /** The factory of this process: the SDK's Observer, through the harness's proxy. */
 export const nodeObservers: ObserverFactory = (proxy, secret, selector, opts) => {
-  const o = new MusterClient(proxy, { token: secret }).observe(selector, opts);
+  const o = runnerClient(proxy, secret, opts[brokenKey] ?? 0).observe(selector, opts);
   return Promise.resolve({
     state: () => {
       const v = o.view();
@@ -151,8 +160,60 @@ export const nodeObservers: ObserverFactory = (proxy, secret, selector, opts) =>
   });
 };
 
-/** The eight ops this runner runs itself; every other op goes to the harness. */
-const observerOps = new Set(["observe", "wait_ready", "expect_not_ready", "expect_view", "mark_epoch", "expect_same_view", "expect_stopped", "close_observer"]);
+/** The nine ops this runner runs itself; every other op goes to the harness. */
+const observerOps = new Set(["observe", "wait_ready", "expect_not_ready", "expect_view", "mark_epoch", "expect_same_view", "expect_stopped", "close_observer", "worker_acquire"]);
+
+/** A worker of the scenario: one client for the whole scenario, its sessions. */
+interface Worker {
+  c: MusterClient;
+  session: Session | null;
+  sessions: Session[];
+}
+
+/** A scenario's workers, and per route the highest fencing token they got. */
+interface Workers {
+  byName: Map<string, Worker>;
+  highest: Map<string, number>;
+}
+
+/**
+ * worker_acquire: the worker (its client built on first use) creates a
+ * session when it has none or new_session asks, and acquires route. An error
+ * advised backoff (a transport error, a failover in progress) is retried
+ * until timeout_ms; the fencing token must be at least min_token and above
+ * every token of the route seen before.
+ */
+async function workerAcquire(h: Harness, s: Record<string, unknown>, ws: Workers, broken: number): Promise<void> {
+  const name = s["worker"] as string;
+  const route = s["route"] as string;
+  const ttl = s["ttl_ms"] as number;
+  const timeout = typeof s["timeout_ms"] === "number" ? s["timeout_ms"] : 5_000;
+  let w = ws.byName.get(name);
+  if (w === undefined) {
+    const token = s["token"] as string;
+    w = { c: runnerClient(h.proxy, need(h.tokens[token], `token ${token}`), broken), session: null, sessions: [] };
+    ws.byName.set(name, w);
+  }
+  if (s["new_session"] === true) w.session = null;
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    try {
+      if (w.session === null) {
+        w.session = await w.c.session(name, 10_000);
+        w.sessions.push(w.session);
+      }
+      const l = await w.session.acquire(route, ttl);
+      const min = typeof s["min_token"] === "number" ? s["min_token"] : 0;
+      const high = ws.highest.get(route) ?? 0;
+      if (l.fencingToken < min || l.fencingToken <= high) throw new Error(`fencing token ${l.fencingToken}, want at least ${min} and above ${high}`);
+      ws.highest.set(route, l.fencingToken);
+      return;
+    } catch (e) {
+      if (advice(e) !== "retry-backoff" || Date.now() >= deadline) throw e;
+      await sleep(100);
+    }
+  }
+}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -178,19 +239,26 @@ export async function runScenario(h: Harness, sc: Scenario, broken = 0, factory:
   await h.load(sc.raw);
   const observers = new Map<string, Obs>();
   const marks = new Map<string, string>();
+  const workers: Workers = { byName: new Map(), highest: new Map() };
   try {
     for (const [i, step] of sc.steps.entries()) {
       const op = step["op"] as string;
       try {
-        if (observerOps.has(op)) await runObserverOp(h, step, observers, marks, broken, factory);
+        if (op === "worker_acquire") await workerAcquire(h, step, workers, broken);
+        else if (observerOps.has(op)) await runObserverOp(h, step, observers, marks, broken, factory);
         else await h.step(step);
       } catch (e) {
         throw new Error(`step ${i} (${op}): ${e instanceof Error ? e.message : String(e)}`, { cause: e });
       }
     }
   } finally {
-    // Close every observer; a broken one may hang, so never wait long.
-    await Promise.race([Promise.all([...observers.values()].map((x) => x.o.close())), sleep(2_000)]);
+    // Close every observer and worker session; a broken observer may hang,
+    // a session's broker may be dead, so never wait long.
+    const sessions = [...workers.byName.values()].flatMap((w) => w.sessions);
+    await Promise.race([
+      Promise.all([...observers.values()].map((x) => x.o.close()).concat(sessions.map((ss) => ss.close({ signal: AbortSignal.timeout(1_000) }).catch(() => undefined)))),
+      sleep(2_000),
+    ]);
   }
 }
 
@@ -317,6 +385,7 @@ async function checkView(
   if (s["epoch_not_mark"] === true && v.epoch === mark) return `the epoch is still the marked ${mark}`;
   if (s["matches_list"] === true) {
     const l = await h.list(x.selector, x.token);
+    if (l.epoch !== v.epoch) return `view of epoch ${v.epoch}, LIST answered in epoch ${l.epoch}`;
     const want = l.items.map((it) => `${it.route}@${it.holder_incarnation}`).sort();
     const got = v.items.map((it) => `${it.route}@${it.holderIncarnation}`).sort();
     if (want.join(",") !== got.join(",")) {

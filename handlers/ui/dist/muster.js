@@ -556,13 +556,21 @@ var MusterError = class extends Error {
    * "root"; a newer value is kept as given. Empty otherwise.
    */
   scope;
-  constructor(code, detail = "", status = 0, title = "", scope = "") {
+  /**
+   * On wrong_broker (421), the base URL of the broker that serves the
+   * caller's family. The client follows it by itself (see the
+   * `withoutFollow` client option); it is set on the error only when
+   * following failed. Empty otherwise.
+   */
+  owner;
+  constructor(code, detail = "", status = 0, title = "", scope = "", owner = "") {
     super(detail === "" ? `muster: ${code}` : `muster: ${code}: ${detail}`);
     this.code = code;
     this.status = status;
     this.title = title;
     this.detail = detail;
     this.scope = scope;
+    this.owner = owner;
   }
   /** The retry advice for this error: {@link advice}. */
   get advice() {
@@ -649,7 +657,8 @@ function problemError(status, statusText2, contentType, body) {
         typeof q.detail === "string" ? q.detail : "",
         status,
         typeof q.title === "string" && q.title !== "" ? q.title : statusText2,
-        typeof q.scope === "string" ? q.scope : ""
+        typeof q.scope === "string" ? q.scope : "",
+        typeof q.owner === "string" ? q.owner : ""
       );
     }
   }
@@ -870,7 +879,11 @@ var Broken = {
   /** Pages the snapshot with requests that close does not cancel. */
   UncancellablePages: 1 << 8,
   /** Retries errors no retry fixes (forbidden, …) instead of stopping. */
-  RetryFatal: 1 << 9
+  RetryFatal: 1 << 9,
+  /** The runner builds its clients with withoutFollow: wrong_broker is an error, not a redirect. */
+  NoFollow: 1 << 10,
+  /** The runner's clients follow wrong_broker but keep an owner that stopped answering. */
+  StickyOwner: 1 << 11
 };
 var brokenKey = /* @__PURE__ */ Symbol("muster.broken");
 
@@ -2097,6 +2110,7 @@ var Session = class _Session {
 };
 
 // src/client.ts
+var maxFollows = 2;
 var MusterClient = class {
   /** The broker's base URL without a trailing slash, e.g. "http://127.0.0.1:7420". */
   baseUrl;
@@ -2108,6 +2122,11 @@ var MusterClient = class {
   raw;
   #token;
   #fetch;
+  #follow;
+  /** Where requests go (docs/placement.md): the owner a 421 named, undefined for baseUrl. */
+  #owner;
+  /** @internal conformance tests only: never forget an owner that stopped answering. */
+  stickyOwner = false;
   #epoch = "";
   constructor(baseUrl, options = {}) {
     let u;
@@ -2122,6 +2141,7 @@ var MusterClient = class {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
     this.#token = options.token ?? "";
     this.#fetch = options.fetch;
+    this.#follow = options.withoutFollow !== true;
     this.raw = createClient({
       baseUrl: this.baseUrl,
       fetch: (req) => this.fetch(req)
@@ -2133,12 +2153,37 @@ var MusterClient = class {
   }
   /**
    * @internal fetch with the configured implementation; authorizes a Request
-   * and records the epoch of the answer.
+   * and records the epoch of the answer. In a multi-broker deployment
+   * (docs/placement.md) a 421 wrong_broker answer names the broker that
+   * serves the caller's family: the request is sent there instead (at most
+   * maxFollows times), and every later request goes there directly until
+   * that broker stops answering. A 421 means the broker did nothing, so
+   * resending is safe for every operation.
    */
   async fetch(input, init) {
     if (input instanceof Request) this.authorize(input.headers);
     const f = this.#fetch ?? globalThis.fetch;
-    const resp = await f(input, init);
+    if (!this.#follow) return this.#record(await f(input, init));
+    const body = input instanceof Request && input.body !== null ? await input.arrayBuffer() : void 0;
+    for (let hop = 0; ; hop++) {
+      const owner = this.#owner;
+      const url = input instanceof Request ? input.url : input;
+      const to = owner === void 0 ? url : rebase(url, owner);
+      const req = input instanceof Request ? new Request(to, { method: input.method, headers: input.headers, body, signal: input.signal }) : to;
+      let resp;
+      try {
+        resp = this.#record(await f(req, input instanceof Request ? void 0 : init));
+      } catch (err) {
+        if (owner !== void 0 && this.#owner === owner && !this.stickyOwner) this.#owner = void 0;
+        throw err;
+      }
+      if (resp.status !== 421 || hop >= maxFollows) return resp;
+      const next = await misdirectedTo(resp);
+      if (next === void 0) return resp;
+      this.#owner = next;
+    }
+  }
+  #record(resp) {
     const e = resp.headers.get("Muster-Epoch");
     if (e) this.#epoch = e;
     return resp;
@@ -2203,6 +2248,31 @@ var MusterClient = class {
     return new Fleet(this, root);
   }
 };
+function rebase(url, owner) {
+  const u = new URL(url);
+  u.protocol = owner.protocol;
+  u.host = owner.host;
+  return u.toString();
+}
+async function misdirectedTo(resp) {
+  const mt = (resp.headers.get("Content-Type") ?? "").split(";")[0].trim().toLowerCase();
+  if (mt !== "application/problem+json") return void 0;
+  let p;
+  try {
+    p = JSON.parse(await resp.clone().text());
+  } catch {
+    return void 0;
+  }
+  const q = p;
+  if (q === null || typeof q !== "object" || q.code !== "wrong_broker" || typeof q.owner !== "string") return void 0;
+  let u;
+  try {
+    u = new URL(q.owner);
+  } catch {
+    return void 0;
+  }
+  return (u.protocol === "http:" || u.protocol === "https:") && u.host !== "" ? u : void 0;
+}
 export {
   Batch,
   ClosedError,

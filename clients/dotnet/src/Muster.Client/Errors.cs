@@ -181,6 +181,11 @@ namespace Muster.Client
         /// every family), "family" (the caller's family's quota), "session", "route" or
         /// "root" (values may be added). "" otherwise.</summary>
         public string Scope { get; private set; }
+        /// <summary>On wrong_broker (421), the base URL of the broker that serves the
+        /// caller's family. The client follows it by itself (see
+        /// MusterClientOptions.WithoutFollow); it is set on the error only when following
+        /// failed. "" otherwise.</summary>
+        public string Owner { get; private set; }
 
         public MusterException(string codeName, int status, string title, string detail)
             : this(codeName, status, title, detail, null)
@@ -189,6 +194,12 @@ namespace Muster.Client
 
         /// <summary>A broker error with the problem's scope (null or "" when absent).</summary>
         public MusterException(string codeName, int status, string title, string detail, string scope)
+            : this(codeName, status, title, detail, scope, null)
+        {
+        }
+
+        /// <summary>A broker error with the problem's scope and owner (null or "" when absent).</summary>
+        public MusterException(string codeName, int status, string title, string detail, string scope, string owner)
             : base(Format(codeName, detail))
         {
             CodeName = codeName ?? "";
@@ -197,6 +208,7 @@ namespace Muster.Client
             Title = title ?? "";
             Detail = detail ?? "";
             Scope = scope ?? "";
+            Owner = owner ?? "";
         }
 
         /// <summary>A local refusal with a known code.</summary>

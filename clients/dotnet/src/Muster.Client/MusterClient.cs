@@ -27,12 +27,25 @@ namespace Muster.Client
         /// streams hold a connection each).
         /// </summary>
         public HttpClient HttpClient { get; set; }
+
+        /// <summary>
+        /// Turns off following wrong_broker answers (Go: WithoutFollow): a request for a
+        /// family that another broker serves then fails with a MusterException
+        /// WrongBroker whose Owner names that broker. Default false: the client follows.
+        /// </summary>
+        public bool WithoutFollow { get; set; }
     }
 
     /// <summary>
     /// Talks to one broker. Safe for concurrent use; it holds no state besides its
-    /// configuration, one HttpClient and the last epoch it saw. Dispose releases the
-    /// HttpClient it created.
+    /// configuration, one HttpClient, the last epoch it saw and the broker it was last
+    /// sent to. Dispose releases the HttpClient it created.
+    /// In a multi-broker deployment (docs/placement.md) a broker answers a request for a
+    /// family it does not serve with 421 wrong_broker naming the owner: the client sends
+    /// the request there (at most MaxFollows hops), sends every later request straight
+    /// to the owner, and goes back to its base URL when the owner stops answering. A 421
+    /// means the broker did nothing, so resending is safe for every operation
+    /// (MusterClientOptions.WithoutFollow turns this off).
     /// </summary>
     public sealed partial class MusterClient : IDisposable
     {
@@ -43,7 +56,15 @@ namespace Muster.Client
         private readonly string token;
         private readonly HttpClient http;
         private readonly bool ownsHttp;
+        private readonly bool follow;
         private string epoch = "";
+        private Uri owner; // where requests go (under lock(this)); null: baseUrl
+
+        /// <summary>Bounds the brokers one request is sent to after the first (following wrong_broker).</summary>
+        public const int MaxFollows = 2;
+
+        /// <summary>Conformance tests only: never forget an owner that stopped answering.</summary>
+        internal bool StickyOwner { get; set; }
 
         /// <summary>A client of the broker at baseUrl (e.g. "http://127.0.0.1:7420").
         /// Throws ArgumentException for anything but http(s)://host[:port].</summary>
@@ -58,6 +79,7 @@ namespace Muster.Client
             this.baseUrl = baseUrl.TrimEnd('/');
             options = options ?? new MusterClientOptions();
             token = options.Token;
+            follow = !options.WithoutFollow;
             if (options.HttpClient != null)
             {
                 http = options.HttpClient;
@@ -136,8 +158,73 @@ namespace Muster.Client
             }
         }
 
-        /// <summary>Sends req; cancelling ct aborts the request promptly, even while the server hangs.</summary>
+        /// <summary>Sends req, following wrong_broker unless WithoutFollow; cancelling ct
+        /// aborts the request promptly, even while the server hangs.</summary>
         internal async Task<HttpResponseMessage> SendAsync(HttpRequestMessage req, HttpCompletionOption opt, CancellationToken ct)
+        {
+            if (!follow) return await SendOnceAsync(req, opt, ct).ConfigureAwait(false);
+            byte[] body = req.Content == null ? null : await req.Content.ReadAsByteArrayAsync().ConfigureAwait(false);
+            for (int hop = 0; ; hop++)
+            {
+                Uri o;
+                lock (this) o = owner;
+                var msg = o == null && hop == 0 ? req : Resend(req, body, o);
+                HttpResponseMessage resp;
+                try
+                {
+                    resp = await SendOnceAsync(msg, opt, ct).ConfigureAwait(false);
+                }
+                catch (Exception) when (o != null && !ct.IsCancellationRequested)
+                {
+                    // The owner we were sent to is gone (a failover): the next request
+                    // asks the configured broker again.
+                    lock (this) if (owner == o && !StickyOwner) owner = null;
+                    throw;
+                }
+                if ((int)resp.StatusCode != 421 || hop >= MaxFollows) return resp;
+                string text;
+                using (resp) text = await ReadBodyAsync(resp, ct).ConfigureAwait(false);
+                var ctype = resp.Content != null ? resp.Content.Headers.ContentType : null;
+                var to = MisdirectedTo(ctype != null ? ctype.MediaType : "", text);
+                if (to == null)
+                {
+                    var kept = new HttpResponseMessage(resp.StatusCode) { Content = new StringContent(text) };
+                    kept.Content.Headers.ContentType = ctype;
+                    return kept;
+                }
+                lock (this) owner = to;
+            }
+        }
+
+        /// <summary>A copy of req (its headers, the body read before) sent to owner, or to
+        /// req's own URL when owner is null.</summary>
+        private static HttpRequestMessage Resend(HttpRequestMessage req, byte[] body, Uri owner)
+        {
+            var uri = req.RequestUri;
+            if (owner != null) uri = new UriBuilder(uri) { Scheme = owner.Scheme, Host = owner.Host, Port = owner.Port }.Uri;
+            var msg = new HttpRequestMessage(req.Method, uri);
+            foreach (var h in req.Headers) msg.Headers.TryAddWithoutValidation(h.Key, h.Value);
+            if (body != null)
+            {
+                msg.Content = new ByteArrayContent(body);
+                foreach (var h in req.Content.Headers) msg.Content.Headers.TryAddWithoutValidation(h.Key, h.Value);
+            }
+            return msg;
+        }
+
+        /// <summary>The owner a 421 answer names, when it is a wrong_broker problem with an
+        /// http(s) URL with a host; null otherwise (never throws).</summary>
+        internal static Uri MisdirectedTo(string mediaType, string body)
+        {
+            if ((mediaType ?? "").Split(';')[0].Trim().ToLowerInvariant() != "application/problem+json") return null;
+            if (Member(body, "code") != "wrong_broker") return null;
+            Uri u;
+            if (!Uri.TryCreate(Member(body, "owner") ?? "", UriKind.Absolute, out u)) return null;
+            return (u.Scheme == "http" || u.Scheme == "https") && !string.IsNullOrEmpty(u.Host) ? u : null;
+        }
+
+        /// <summary>Sends req once; cancelling ct aborts the request promptly, even while the server hangs.</summary>
+        private async Task<HttpResponseMessage> SendOnceAsync(HttpRequestMessage req, HttpCompletionOption opt, CancellationToken ct)
         {
             ct.ThrowIfCancellationRequested();
             var send = http.SendAsync(req, opt, ct);
@@ -217,7 +304,7 @@ namespace Muster.Client
                 if (!string.IsNullOrEmpty(code))
                 {
                     var t = Member(body, "title");
-                    return new MusterException(code, status, string.IsNullOrEmpty(t) ? title : t, Member(body, "detail"), Member(body, "scope"));
+                    return new MusterException(code, status, string.IsNullOrEmpty(t) ? title : t, Member(body, "detail"), Member(body, "scope"), Member(body, "owner"));
                 }
             }
             ErrorCode c;

@@ -105,5 +105,9 @@ namespace Muster.Client
         UncancellablePages = 256,
         /// <summary>Retry errors no retry fixes (forbidden, …) instead of stopping.</summary>
         RetryFatal = 512,
+        /// <summary>The runner builds its clients with WithoutFollow: wrong_broker is an error, not a redirect.</summary>
+        NoFollow = 1024,
+        /// <summary>The runner's clients follow wrong_broker but keep an owner that stopped answering.</summary>
+        StickyOwner = 2048,
     }
 }

@@ -12,15 +12,25 @@ namespace Muster.Client.Tests
 {
     /// <summary>
     /// Runs one scenario file of clients/conformance: the eight observer ops with this
-    /// SDK's observer, every other op forwarded verbatim to the harness's POST /step.
+    /// SDK's observer and worker_acquire with its sessions, every other op forwarded
+    /// verbatim to the harness's POST /step.
     /// </summary>
     internal sealed class ConformanceRunner
     {
         private static readonly HashSet<string> ObserverOps = new HashSet<string>
         {
             "observe", "wait_ready", "expect_not_ready", "expect_view", "mark_epoch",
-            "expect_same_view", "expect_stopped", "close_observer",
+            "expect_same_view", "expect_stopped", "close_observer", "worker_acquire",
         };
+
+        /// <summary>A worker of the scenario: one client for the whole scenario (it keeps
+        /// the following state), its current session and every session it made.</summary>
+        private sealed class Worker
+        {
+            internal MusterClient C;
+            internal Session Current;
+            internal readonly List<Session> Sessions = new List<Session>();
+        }
 
         private sealed class Obs
         {
@@ -33,6 +43,8 @@ namespace Muster.Client.Tests
         private readonly ObserverFaults faults;
         private readonly Dictionary<string, Obs> observers = new Dictionary<string, Obs>();
         private readonly Dictionary<string, string> marks = new Dictionary<string, string>();
+        private readonly Dictionary<string, Worker> workers = new Dictionary<string, Worker>();
+        private readonly Dictionary<string, long> highest = new Dictionary<string, long>(); // route → token
 
         internal ConformanceRunner(Harness h, ObserverFaults faults)
         {
@@ -95,6 +107,20 @@ namespace Muster.Client.Tests
                 closing.Wait(TimeSpan.FromSeconds(2));
             }
             observers.Clear();
+            foreach (var w in workers.Values)
+            {
+                foreach (var s in w.Sessions)
+                {
+                    // A session's broker may be dead: bounded.
+                    using (var cts = new CancellationTokenSource(TimeSpan.FromSeconds(1)))
+                    {
+                        try { s.CloseAsync(cts.Token).Wait(TimeSpan.FromSeconds(2)); }
+                        catch (AggregateException) { }
+                    }
+                }
+                w.C.Dispose();
+            }
+            workers.Clear();
         }
 
         /// <summary>The scenario's name.</summary>
@@ -117,10 +143,65 @@ namespace Muster.Client.Tests
             return o;
         }
 
+        /// <summary>A client of the proxy with the token's secret, broken as the variant asks.</summary>
+        private MusterClient Client(string token)
+        {
+            var opts = new MusterClientOptions { Token = h.Tokens[token], WithoutFollow = (faults & ObserverFaults.NoFollow) != 0 };
+            return new MusterClient(h.Proxy, opts) { StickyOwner = (faults & ObserverFaults.StickyOwner) != 0 };
+        }
+
+        /// <summary>worker_acquire: the worker (its client built on first use) creates a
+        /// session when it has none or new_session asks, and acquires route. An error
+        /// advised Backoff (a transport error, a failover in progress) is retried until
+        /// timeout_ms; the fencing token must be at least min_token and above every token
+        /// of the route seen before.</summary>
+        private async Task<string> WorkerAcquireAsync(JObject st)
+        {
+            var name = (string)st["worker"];
+            var route = (string)st["route"];
+            Worker w;
+            if (!workers.TryGetValue(name, out w))
+            {
+                w = new Worker { C = Client((string)st["token"]) };
+                workers[name] = w;
+            }
+            if (st["new_session"] != null && (bool)st["new_session"]) w.Current = null;
+            var sw = Stopwatch.StartNew();
+            Lease lease;
+            while (true)
+            {
+                try
+                {
+                    if (w.Current == null)
+                    {
+                        w.Current = await w.C.CreateSessionAsync(name, TimeSpan.FromSeconds(10)).ConfigureAwait(false);
+                        w.Sessions.Add(w.Current);
+                    }
+                    lease = await w.Current.AcquireAsync(route, TimeSpan.FromMilliseconds((long)st["ttl_ms"])).ConfigureAwait(false);
+                    break;
+                }
+                catch (Exception e)
+                {
+                    if (ErrorCodes.Advice(e) != RetryAdvice.Backoff || sw.Elapsed >= Timeout(st)) return "acquire " + route + ": " + e.Message;
+                }
+                await Task.Delay(100).ConfigureAwait(false);
+            }
+            long min = st["min_token"] != null ? (long)st["min_token"] : 0, high;
+            highest.TryGetValue(route, out high);
+            if (lease.FencingToken < min || lease.FencingToken <= high)
+            {
+                return string.Format("fencing token {0}, want at least {1} and above {2}", lease.FencingToken, min, high);
+            }
+            highest[route] = lease.FencingToken;
+            return null;
+        }
+
         private async Task<string> ObserverStepAsync(string op, JObject st)
         {
             switch (op)
             {
+                case "worker_acquire":
+                    return await WorkerAcquireAsync(st).ConfigureAwait(false);
                 case "observe":
                     {
                         var opts = new ObserveOptions();
@@ -129,7 +210,7 @@ namespace Muster.Client.Tests
                         if (st["jitter"] != null) opts.ReconcileJitter = (double)st["jitter"];
                         if (st["shortest_ttl_ms"] != null) opts.ShortestTtl = TimeSpan.FromMilliseconds((long)st["shortest_ttl_ms"]);
                         var token = (string)st["token"];
-                        var c = new MusterClient(h.Proxy, new MusterClientOptions { Token = h.Tokens[token] });
+                        var c = Client(token);
                         var o = c.Observe((string)st["selector"], opts, faults, CancellationToken.None);
                         observers[(string)st["observer"]] = new Obs { O = o, C = c, Token = token, Selector = (string)st["selector"] };
                         return null;
@@ -244,6 +325,7 @@ namespace Muster.Client.Tests
             if (st["matches_list"] != null && (bool)st["matches_list"])
             {
                 var l = await h.GetAsync("/list?selector=" + Uri.EscapeDataString(o.Selector) + "&token=" + Uri.EscapeDataString(o.Token)).ConfigureAwait(false);
+                if ((string)l["epoch"] != v.Epoch) return string.Format("view of epoch {0}, LIST answered in epoch {1}", v.Epoch, (string)l["epoch"]);
                 var listed = ((JArray)l["items"]).Select(x => (string)x["route"] + "@" + (string)x["holder_incarnation"]).OrderBy(x => x, StringComparer.Ordinal).ToList();
                 var viewed = v.Items.Select(x => x.Route + "@" + x.HolderIncarnation).OrderBy(x => x, StringComparer.Ordinal).ToList();
                 if (!listed.SequenceEqual(viewed)) return string.Format("view ({0} items) differs from LIST ({1} items)", viewed.Count, listed.Count);

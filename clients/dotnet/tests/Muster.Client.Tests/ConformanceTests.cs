@@ -77,6 +77,8 @@ namespace Muster.Client.Tests
             { "superseded-same-session-same-selector", ObserverFaults.IgnoreLive },
             { "wildcard-registration-limit", ObserverFaults.IgnoreLive },
             { "forbidden-selector-stops-observer", ObserverFaults.RetryFatal },
+            { "follow-owner", ObserverFaults.NoFollow },
+            { "failover-follow-owner", ObserverFaults.StickyOwner },
         };
 
         /// <summary>

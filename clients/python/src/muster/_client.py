@@ -27,6 +27,10 @@ T = TypeVar("T")
 #: Bounds the bytes read from one non-streaming response.
 MAX_BODY = 32 << 20
 
+#: Bounds the brokers one request is sent to after the first (following
+#: ``wrong_broker``).
+MAX_FOLLOWS = 2
+
 
 class Client:
     """An asyncio client of the broker at ``base_url`` (e.g.
@@ -37,9 +41,25 @@ class Client:
     timeout, like the Go SDK's default: a long-polling acquire waits up to
     30 s, and streams end by ``aclose`` or cancellation. The client owns only
     the ``httpx.AsyncClient`` it created; ``aclose`` closes that one.
+
+    In a multi-broker deployment (docs/placement.md) a broker answers a
+    request for a family it does not serve with ``421 wrong_broker`` naming
+    the owner: the client sends the request there (at most ``MAX_FOLLOWS``
+    hops), sends every later request straight to the owner, and goes back to
+    ``base_url`` when the owner stops answering. A 421 means the broker did
+    nothing, so resending is safe for every operation. ``without_follow=True``
+    turns this off: the request then fails with ``WrongBrokerError``, whose
+    ``owner`` names the broker.
     """
 
-    def __init__(self, base_url: str, *, token: str = "", http_client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str = "",
+        http_client: httpx.AsyncClient | None = None,
+        without_follow: bool = False,
+    ) -> None:
         u = urlsplit(base_url)
         if u.scheme not in ("http", "https") or not u.netloc:
             raise ValueError(f"muster: base URL {base_url!r}: want http(s)://host[:port]")
@@ -48,6 +68,9 @@ class Client:
         self._own = http_client is None
         self._http = http_client if http_client is not None else httpx.AsyncClient(timeout=None)
         self._epoch = ""
+        self._follow = not without_follow
+        self._owner: str | None = None  # the base URL requests go to; None: base_url
+        self._sticky_owner = False  # conformance tests only: never forget the owner
 
     @property
     def base_url(self) -> str:
@@ -88,6 +111,38 @@ class Client:
         if e:
             self._epoch = e
 
+    async def _send(
+        self, method: str, path: str, *, content: bytes | None = None, params: Any = None, headers: dict[str, str]
+    ) -> httpx.Response:
+        """Sends one request (streaming: the caller reads and closes the
+        answer), following ``wrong_broker`` unless ``without_follow``."""
+        hop = 0
+        while True:
+            owner = self._owner
+            req = self._http.build_request(
+                method, (owner or self._base) + path, content=content, params=params, headers=headers
+            )
+            try:
+                resp = await self._http.send(req, stream=True)
+            except httpx.TransportError:
+                # The owner we were sent to is gone (a failover): the next
+                # request asks the configured broker again.
+                if owner is not None and self._owner == owner and not self._sticky_owner:
+                    self._owner = None
+                raise
+            self._saw_epoch(resp)
+            if not self._follow or resp.status_code != HTTPStatus.MISDIRECTED_REQUEST or hop >= MAX_FOLLOWS:
+                return resp
+            try:
+                body = await _read(resp)
+            finally:
+                await resp.aclose()
+            to = misdirected_to(resp.headers.get("Content-Type", ""), body)
+            if to is None:
+                return httpx.Response(resp.status_code, headers=resp.headers, content=body, request=req)
+            self._owner = to + urlsplit(self._base).path
+            hop += 1
+
     async def _call(
         self,
         method: str,
@@ -104,18 +159,11 @@ class Client:
         if body is not None:
             content = json.dumps(m.encode(body) if not isinstance(body, dict) else body).encode()
             headers["Content-Type"] = "application/json"
-        req = self._http.build_request(method, self._base + path, content=content, params=params, headers=headers)
-        resp = await self._http.send(req, stream=True)
+        resp = await self._send(method, path, content=content, params=params, headers=headers)
         try:
-            self._saw_epoch(resp)
-            data = bytearray()
-            async for chunk in resp.aiter_bytes():
-                data += chunk
-                if len(data) > MAX_BODY:
-                    break
+            raw = await _read(resp)
         finally:
             await resp.aclose()
-        raw = bytes(data[:MAX_BODY])
         if resp.status_code != want:
             raise problem_error(resp, raw)
         if not raw:
@@ -271,6 +319,36 @@ def parse_route(s: str) -> Route:
     if rest == s or len(parts) != 3 or not all(parts):
         raise InvalidRouteError(detail="a route is lease://{realm}/{area}/{resource}")
     return Route(parts[0], parts[1], parts[2])
+
+
+async def _read(resp: httpx.Response) -> bytes:
+    """The body of a streaming answer, at most MAX_BODY bytes."""
+    data = bytearray()
+    async for chunk in resp.aiter_bytes():
+        data += chunk
+        if len(data) > MAX_BODY:
+            break
+    return bytes(data[:MAX_BODY])
+
+
+def misdirected_to(content_type: str, body: bytes) -> str | None:
+    """The owner a 421 answer names (scheme://host[:port]), when it is a
+    ``wrong_broker`` problem with an http(s) URL; None otherwise."""
+    if content_type.split(";")[0].strip().lower() != "application/problem+json":
+        return None
+    try:
+        p = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(p, dict) or p.get("code") != "wrong_broker" or not isinstance(p.get("owner"), str):
+        return None
+    try:
+        u = urlsplit(p["owner"])
+    except ValueError:
+        return None
+    if u.scheme not in ("http", "https") or not u.netloc:
+        return None
+    return f"{u.scheme}://{u.netloc}"
 
 
 def problem_error(resp: httpx.Response, body: bytes) -> MusterError:

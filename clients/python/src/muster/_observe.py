@@ -78,6 +78,10 @@ BROKEN_NO_RECONCILE = "no_reconcile"
 BROKEN_UNCANCELLABLE_PAGES = "uncancellable_pages"
 #: Retries errors no retry fixes (forbidden, ...) instead of stopping.
 BROKEN_RETRY_FATAL = "retry_fatal"
+#: The runner builds its clients with without_follow: wrong_broker is an error, not a redirect.
+BROKEN_NO_FOLLOW = "no_follow"
+#: The runner's clients follow wrong_broker but keep an owner that stopped answering.
+BROKEN_STICKY_OWNER = "sticky_owner"
 
 
 @dataclass

@@ -43,12 +43,8 @@ async def open_watch(c: Client, s: Session | None, selectors: list[str]) -> Subs
     headers = c._headers({"Accept": "text/event-stream"})
     if s is not None:
         headers["Muster-Session"] = s.id
-    req = c.http.build_request(
-        "GET", c.base_url + "/v1/leases/watch", params=[("selector", x) for x in selectors], headers=headers
-    )
-    resp = await c.http.send(req, stream=True)
+    resp = await c._send("GET", "/v1/leases/watch", params=[("selector", x) for x in selectors], headers=headers)
     try:
-        c._saw_epoch(resp)
         mt = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if resp.status_code != 200 or mt != "text/event-stream":
             body = bytearray()

@@ -86,11 +86,11 @@ async def _anext(agen: AsyncIterator[T]) -> T:
 class Client:
     """A blocking client of the broker at ``base_url``; see :class:`muster.Client`."""
 
-    def __init__(self, base_url: str, *, token: str = "") -> None:
+    def __init__(self, base_url: str, *, token: str = "", without_follow: bool = False) -> None:
         self._loop = _Loop()
 
         async def make() -> _client.Client:
-            return _client.Client(base_url, token=token)
+            return _client.Client(base_url, token=token, without_follow=without_follow)
 
         try:
             self._c = self._loop.run(make())
