@@ -116,7 +116,12 @@ impl Runner {
         Ok(body)
     }
 
-    async fn post(&self, path: &str, body: String) -> Result<(), String> {
+    /// POSTs body to the control API: the answer's status and text.
+    async fn post_raw(
+        &self,
+        path: &str,
+        body: String,
+    ) -> Result<(reqwest::StatusCode, String), String> {
         let r = self
             .http
             .post(format!("{}{path}", self.h.control))
@@ -125,32 +130,28 @@ impl Runner {
             .send()
             .await
             .map_err(|e| format!("{path}: {e}"))?;
-        if !r.status().is_success() {
-            let status = r.status();
-            return Err(format!("{status} {}", r.text().await.unwrap_or_default()));
+        let status = r.status();
+        Ok((status, r.text().await.unwrap_or_default()))
+    }
+
+    async fn post(&self, path: &str, body: String) -> Result<(), String> {
+        match self.post_raw(path, body).await? {
+            (status, _) if status.is_success() => Ok(()),
+            (status, text) => Err(format!("{status} {text}")),
         }
-        Ok(())
     }
 
     /// POST /scenario: Some(why) when the harness skips the scenario.
     async fn load(&self, text: String) -> Result<Option<String>, String> {
-        let r = self
-            .http
-            .post(format!("{}/scenario", self.h.control))
-            .header("Content-Type", "application/json")
-            .body(text)
-            .send()
-            .await
-            .map_err(|e| format!("POST /scenario: {e}"))?;
-        let status = r.status();
+        let (status, answer) = self.post_raw("/scenario", text).await?;
         if status.is_success() {
             return Ok(None);
         }
-        let body: Value = r.json().await.unwrap_or_default();
+        let body: Value = serde_json::from_str(&answer).unwrap_or_default();
         if status.as_u16() == 409 && str_of(&body, "code") == "scenario_skipped" {
             return Ok(Some(str_of(&body, "detail").to_string()));
         }
-        Err(format!("POST /scenario: {status} {body}"))
+        Err(format!("POST /scenario: {status} {answer}"))
     }
 
     fn observer(&self, st: &Value) -> Result<&Watched, String> {
