@@ -31,8 +31,9 @@ type Client struct {
 	mu    sync.Mutex
 	epoch string
 
-	noFollow bool
-	follow   *follower
+	noFollow  bool
+	follow    *follower
+	neverLost bool // conformance tests only (brokenNeverLost): a lease's loss is never reported
 }
 
 // Option configures a Client.

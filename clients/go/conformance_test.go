@@ -85,6 +85,7 @@ type worker struct {
 	c        *Client
 	session  *Session
 	sessions []*Session
+	leases   map[string]*Lease // by route: the last lease worker_acquire got
 }
 
 // loadScenarios reads every scenario file, in name order.
@@ -117,11 +118,26 @@ func TestConformance(t *testing.T) {
 	h := sharedHarness(t)
 	for _, sc := range loadScenarios(t) {
 		t.Run(sc.Name, func(t *testing.T) {
-			if err := runScenario(h, sc, 0); err != nil {
+			err := runScenario(h, sc, 0)
+			if why, ok := skipped(err); ok {
+				t.Skip(why)
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
+}
+
+// skipped reports whether err is the harness's refusal to run a scenario it
+// cannot run here (scenario_skipped: a placed scenario with
+// MUSTER_TEST_PG=off), and why.
+func skipped(err error) (string, bool) {
+	var e *harnessError
+	if errors.As(err, &e) && e.Code == "scenario_skipped" {
+		return e.Detail, true
+	}
+	return "", false
 }
 
 // runScenario runs sc through the harness; broken (0 for none) builds every
@@ -232,6 +248,8 @@ func (r *runner) step(ctx context.Context, st obsStep, raw json.RawMessage) erro
 		return r.closeObserver(st)
 	case "worker_acquire":
 		return r.workerAcquire(ctx, st)
+	case "worker_lost":
+		return r.workerLost(st)
 	}
 	return r.h.post(ctx, "/step", raw)
 }
@@ -256,6 +274,7 @@ func (r *runner) client(token string) (*Client, error) {
 	if r.broken&brokenStickyOwner != 0 {
 		c.follow.sticky = true
 	}
+	c.neverLost = r.broken&brokenNeverLost != 0
 	return c, nil
 }
 
@@ -271,7 +290,7 @@ func (r *runner) workerAcquire(ctx context.Context, st obsStep) error {
 		if err != nil {
 			return err
 		}
-		w = &worker{c: c}
+		w = &worker{c: c, leases: map[string]*Lease{}}
 		r.workers[st.Worker] = w
 	}
 	if st.NewSession {
@@ -287,6 +306,7 @@ func (r *runner) workerAcquire(ctx context.Context, st obsStep) error {
 				return fmt.Errorf("fencing token %d, want at least %d and above %d", tok, st.MinToken, r.highest[st.Route])
 			}
 			r.highest[st.Route] = tok
+			w.leases[st.Route] = l
 			return nil
 		}
 		if Advice(err) != RetryBackoff || ctx.Err() != nil {
@@ -294,6 +314,28 @@ func (r *runner) workerAcquire(ctx context.Context, st obsStep) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// workerLost runs worker_lost: the lease of route that the worker's last
+// worker_acquire got reports its loss (Lost closed, Err matching
+// ErrLeaseLost) within timeout_ms.
+func (r *runner) workerLost(st obsStep) error {
+	var l *Lease
+	if w := r.workers[st.Worker]; w != nil {
+		l = w.leases[st.Route]
+	}
+	if l == nil {
+		return fmt.Errorf("worker %q acquired no lease of %s", st.Worker, st.Route)
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(st.timeout()):
+		return fmt.Errorf("the lease of %s reported no loss within %v", st.Route, st.timeout())
+	}
+	if !errors.Is(l.Err(), ErrLeaseLost) {
+		return fmt.Errorf("the lease of %s ended with %v, want a loss (ErrLeaseLost)", st.Route, l.Err())
+	}
+	return nil
 }
 
 func (w *worker) acquire(ctx context.Context, st obsStep) (*Lease, error) {
@@ -521,6 +563,16 @@ var brokenVariants = map[string]brokenMode{
 	"failover-follow-owner":                 brokenStickyOwner,
 }
 
+// moreBrokenVariants are further broken clients a scenario must catch, each
+// at the named step.
+var moreBrokenVariants = []struct {
+	scenario, name string
+	mode           brokenMode
+	step           string
+}{
+	{"failover-follow-owner", "never-lost", brokenNeverLost, "worker_lost"},
+}
+
 // TestConformanceCatchesBrokenObservers runs each scenario with its broken
 // observer and wants it to FAIL. Every broken variant also skips the
 // periodic reconciliation (brokenNoReconcile), which would otherwise repair
@@ -541,6 +593,10 @@ func TestConformanceCatchesBrokenObservers(t *testing.T) {
 		defer func() { pool <- h }()
 		for _, sc := range scenarios {
 			err := runScenario(h, sc, brokenNoReconcile)
+			if why, ok := skipped(err); ok {
+				t.Logf("%s skipped: %s", sc.Name, why)
+				continue
+			}
 			if want := sc.Name == "periodic-reconciliation"; (err != nil) != want {
 				t.Errorf("%s without reconciliation: err %v, want a failure: %v", sc.Name, err, want)
 			}
@@ -556,8 +612,30 @@ func TestConformanceCatchesBrokenObservers(t *testing.T) {
 			h := <-pool
 			defer func() { pool <- h }()
 			err := runScenario(h, sc, mode|brokenNoReconcile)
+			if why, ok := skipped(err); ok {
+				t.Skip(why)
+			}
 			if err == nil {
 				t.Fatalf("the scenario passed with a broken observer (%#x)", mode)
+			}
+			t.Logf("caught: %v", err)
+		})
+	}
+	for _, v := range moreBrokenVariants {
+		i := slices.IndexFunc(scenarios, func(sc scenarioFile) bool { return sc.Name == v.scenario })
+		if i < 0 {
+			t.Fatalf("no scenario %s", v.scenario)
+		}
+		t.Run(v.scenario+"+"+v.name, func(t *testing.T) {
+			t.Parallel()
+			h := <-pool
+			defer func() { pool <- h }()
+			err := runScenario(h, scenarios[i], v.mode|brokenNoReconcile)
+			if why, ok := skipped(err); ok {
+				t.Skip(why)
+			}
+			if err == nil || !strings.Contains(err.Error(), "("+v.step+")") {
+				t.Fatalf("with a broken client (%#x): %v, want a failure at %s", v.mode, err, v.step)
 			}
 			t.Logf("caught: %v", err)
 		})

@@ -214,6 +214,9 @@ func (l *Lease) expired() {
 
 // end records why the lease is not held, once.
 func (l *Lease) end(cause error) {
+	if l.s.c.neverLost && !errors.Is(cause, ErrReleased) {
+		return
+	}
 	l.mu.Lock()
 	if l.err != nil {
 		l.mu.Unlock()

@@ -39,6 +39,9 @@ const (
 	// brokenStickyOwner follows wrong_broker but keeps sending to the owner
 	// it was sent to after that owner stopped answering.
 	brokenStickyOwner
+	// brokenNeverLost builds the worker's client so that a lease's loss is
+	// never reported: Lost is never closed, Err stays nil.
+	brokenNeverLost
 )
 
 // ignores reports whether the mode drops changes of kind k.

@@ -121,6 +121,11 @@ func (h *harness) postScenario(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "invalid_scenario", "", err.Error())
 		return
 	}
+	if why := skipReason(); sc.Placement != nil && why != "" {
+		h.logf("scenario %s skipped: %s", sc.Name, why)
+		problem(w, http.StatusConflict, "scenario_skipped", "", why)
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err := h.reset(r.Context(), sc.Placement); err != nil {

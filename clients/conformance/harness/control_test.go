@@ -66,7 +66,9 @@ func TestControlAPI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.mustCall(t, http.StatusNoContent, "POST", "/scenario", string(data))
+			if got, out := p.call(t, "POST", "/scenario", string(data)); got != http.StatusNoContent && (out["code"] != "scenario_skipped" || os.Getenv("MUSTER_TEST_PG") != "off") {
+				t.Fatalf("%s: %d %v", f, got, out)
+			}
 		}
 	})
 
@@ -229,15 +231,44 @@ func TestControlAPI(t *testing.T) {
 	})
 }
 
+const placed = `{"name": "t", "proves": "harness self-test", "placement": {"brokers": 3, "pinned": {"fam-a": "b2", "fam-b": "b2"}},
+  "actors": [{"name": "a", "token": "a", "owner_id": "worker-a", "session_ttl_ms": 10000}], "steps": []}`
+
+// With MUSTER_TEST_PG=off a placed scenario is refused with 409
+// scenario_skipped, saying why (runners skip it), and nothing is reset: the
+// single broker keeps serving. Without the opt-out a PostgreSQL the harness
+// cannot reach or start is a failure, not a skip.
+func TestPlacedScenarioWithoutPostgreSQL(t *testing.T) {
+	t.Run("off", func(t *testing.T) {
+		p := startHarnessWith(t, map[string]string{"MUSTER_TEST_PG": "off"}, "--pg-scripts", "../../../tests/pg")
+		p.mustCall(t, http.StatusNoContent, "POST", "/scenario", twoActors)
+		p.mustCall(t, http.StatusOK, "POST", "/step", `{"op": "acquire", "actor": "a", "route": "lease://acme/r/doc-0", "ttl_ms": 60000}`)
+		out := p.mustCall(t, http.StatusConflict, "POST", "/scenario", placed)
+		if out["code"] != "scenario_skipped" || !strings.Contains(fmt.Sprint(out["detail"]), "MUSTER_TEST_PG=off") {
+			t.Fatalf("got %v, want scenario_skipped naming MUSTER_TEST_PG=off", out)
+		}
+		if got := p.list(t, "lease://acme/r/*"); len(items(got)) != 1 {
+			t.Fatalf("the refusal reset the single broker: %v", got)
+		}
+	})
+	t.Run("missing", func(t *testing.T) {
+		p := startHarnessWith(t, map[string]string{"MUSTER_TEST_PG": "", "MUSTER_TEST_PG_URL": ""})
+		if out := p.mustCall(t, http.StatusInternalServerError, "POST", "/scenario", placed); out["code"] != "reset_failed" {
+			t.Fatalf("got %v, want reset_failed", out)
+		}
+	})
+}
+
 // A placed scenario runs on three brokers of one PostgreSQL: b1 on the
 // harness's broker address sends token a's family to its pinned broker b2;
 // actors and GET /list are served there; wait_owner fails while another
 // broker serves the family and passes once the pinned broker's kill moved
 // it; a following reset returns to the single broker.
 func TestPlacedScenario(t *testing.T) {
+	if os.Getenv("MUSTER_TEST_PG") == "off" {
+		t.Skip("MUSTER_TEST_PG=off: PostgreSQL tests skipped on request")
+	}
 	p := mustStartHarness(t)
-	placed := `{"name": "t", "proves": "harness self-test", "placement": {"brokers": 3, "pinned": {"fam-a": "b2", "fam-b": "b2"}},
-	  "actors": [{"name": "a", "token": "a", "owner_id": "worker-a", "session_ttl_ms": 10000}], "steps": []}`
 	p.mustCall(t, http.StatusNoContent, "POST", "/scenario", placed)
 	q := url.Values{"selector": {"lease://acme/r/*"}, "limit": {"1"}}
 	req, _ := http.NewRequest("GET", p.line.Broker+"/v1/leases?"+q.Encode(), nil)

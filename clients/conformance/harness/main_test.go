@@ -59,12 +59,29 @@ type proc struct {
 	waited bool // the test waited for the exit itself
 }
 
-// mustStartHarness runs the built harness and reads its one line; it is
-// stopped (stdin closed) at cleanup.
+// mustStartHarness runs the built harness as run-harness.sh does and reads
+// its one line; it is stopped (stdin closed) at cleanup.
 func mustStartHarness(tb testing.TB) *proc {
 	tb.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "harness"), "--broker", filepath.Join(binDir, "muster"), "--pg-scripts", "../../../tests/pg")
+	return startHarnessWith(tb, nil, "--pg-scripts", "../../../tests/pg")
+}
+
+// startHarnessWith runs the built harness with env's variables set (an
+// empty value removes one) and the extra args.
+func startHarnessWith(tb testing.TB, env map[string]string, args ...string) *proc {
+	tb.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "harness"), append([]string{"--broker", filepath.Join(binDir, "muster")}, args...)...)
 	cmd.Stderr = os.Stderr
+	for _, kv := range os.Environ() {
+		if _, ok := env[strings.SplitN(kv, "=", 2)[0]]; !ok {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	for k, v := range env {
+		if v != "" {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		tb.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // pgServer is the PostgreSQL of the placed scenarios: the server of
 // MUSTER_TEST_PG_URL when it is set, otherwise a private one started with
 // tests/pg/start.sh on first use and stopped when the harness stops.
-// MUSTER_TEST_PG=off refuses placed scenarios.
+// MUSTER_TEST_PG=off opts out: placed scenarios are then skipped.
 type pgServer struct {
 	scripts string // the directory of start.sh and stop.sh ("" when unknown)
 	state   string // the private server's state file
@@ -31,8 +31,8 @@ func (p *pgServer) base() (string, error) {
 	if p.url != "" {
 		return p.url, nil
 	}
-	if os.Getenv("MUSTER_TEST_PG") == "off" {
-		return "", errors.New("a placed scenario needs PostgreSQL, and MUSTER_TEST_PG=off")
+	if why := skipReason(); why != "" {
+		return "", errors.New(why)
 	}
 	if u := os.Getenv("MUSTER_TEST_PG_URL"); u != "" {
 		p.url = u
@@ -51,6 +51,16 @@ func (p *pgServer) base() (string, error) {
 	p.private = true
 	p.url = strings.TrimSpace(string(out))
 	return p.url, nil
+}
+
+// skipReason is why placed scenarios cannot run here, "" when they can:
+// MUSTER_TEST_PG=off, the project's opt-out when no PostgreSQL is available
+// (tests/pg/start.sh). Without it a missing PostgreSQL is a failure.
+func skipReason() string {
+	if os.Getenv("MUSTER_TEST_PG") == "off" {
+		return "a placed scenario needs PostgreSQL, and MUSTER_TEST_PG=off opts out of it"
+	}
+	return ""
 }
 
 // env is the harness's environment with the private server's state file.

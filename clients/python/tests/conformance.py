@@ -34,11 +34,18 @@ OBSERVER_OPS = {
     "expect_stopped",
     "close_observer",
     "worker_acquire",
+    "worker_lost",
 }
 
 
 class StepFailed(AssertionError):
     """A step of a scenario failed."""
+
+
+class ScenarioSkipped(Exception):
+    """The harness's refusal to run a scenario it cannot run here (409
+    scenario_skipped: a placed scenario with MUSTER_TEST_PG=off); the test
+    skips it, saying why."""
 
 
 class Harness:
@@ -105,6 +112,7 @@ class _Worker:
     client: muster.Client
     session: muster.Session | None = None
     sessions: list[muster.Session] = field(default_factory=list)
+    leases: dict[str, muster.Lease] = field(default_factory=dict)  # by route: the last worker_acquire's
 
 
 class Runner:
@@ -131,6 +139,8 @@ class Runner:
         raw = path.read_bytes()  # noqa: ASYNC240 - a small local file
         sc = json.loads(raw)
         r = await self.post("/scenario", raw)
+        if r.status_code == 409 and r.json().get("code") == "scenario_skipped":
+            raise ScenarioSkipped(r.json().get("detail", r.text))
         if r.status_code != 204:
             raise StepFailed(f"loading the scenario: {r.status_code} {r.text}")
         self.obs, self.marks, self.workers, self.highest = {}, {}, {}, {}
@@ -185,6 +195,7 @@ class Runner:
         """A client of the proxy with token's secret, broken as the variant asks."""
         c = muster.Client(self.h.proxy, token=self.h.secrets[token], without_follow=ob.BROKEN_NO_FOLLOW in self.broken)
         c._sticky_owner = ob.BROKEN_STICKY_OWNER in self.broken
+        c._never_lost = ob.BROKEN_NEVER_LOST in self.broken
         return c
 
     async def op_worker_acquire(self, st: dict[str, Any]) -> None:
@@ -215,6 +226,23 @@ class Runner:
         if lease.fencing_token < low or lease.fencing_token <= high:
             raise StepFailed(f"fencing token {lease.fencing_token}, want at least {low} and above {high}")
         self.highest[route] = lease.fencing_token
+        w.leases[route] = lease
+
+    async def op_worker_lost(self, st: dict[str, Any]) -> None:
+        """The lease of route that the worker's last worker_acquire got reports
+        its loss (``lost`` set, ``error`` a LeaseLostError) within timeout_ms."""
+        route = st["route"]
+        w = self.workers.get(st["worker"])
+        lease = w.leases.get(route) if w is not None else None
+        if lease is None:
+            raise StepFailed(f"worker {st['worker']!r} acquired no lease of {route}")
+        try:
+            async with asyncio.timeout(timeout_of(st)):
+                await lease.lost.wait()
+        except TimeoutError:
+            raise StepFailed(f"the lease of {route} reported no loss within {timeout_of(st)}s") from None
+        if not isinstance(lease.error, muster.LeaseLostError):
+            raise StepFailed(f"the lease of {route} ended with {lease.error!r}, want a LeaseLostError")
 
     async def op_observe(self, st: dict[str, Any]) -> None:
         c = self.client(st["token"])

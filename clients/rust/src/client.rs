@@ -40,6 +40,8 @@ pub(crate) struct Inner {
     owner: Mutex<Option<Url>>,
     /// Conformance tests only: never forget an owner that stopped answering.
     sticky_owner: bool,
+    /// Conformance tests only: a lease's loss is never reported.
+    pub(crate) never_lost: bool,
 }
 
 /// Configures a [`Client`]; see [`Client::builder`].
@@ -50,6 +52,7 @@ pub struct ClientBuilder {
     http: Option<reqwest::Client>,
     without_follow: bool,
     sticky_owner: bool,
+    never_lost: bool,
 }
 
 impl ClientBuilder {
@@ -61,12 +64,13 @@ impl ClientBuilder {
         self
     }
 
-    /// Builds a deliberately broken client (`no_follow`, `sticky_owner`),
-    /// for the conformance tests only.
+    /// Builds a deliberately broken client (`no_follow`, `sticky_owner`,
+    /// `never_lost`), for the conformance tests only.
     #[doc(hidden)]
     pub fn faults(mut self, f: crate::Faults) -> Self {
         self.without_follow |= f.no_follow;
         self.sticky_owner = f.sticky_owner;
+        self.never_lost = f.never_lost;
         self
     }
 
@@ -110,6 +114,7 @@ impl ClientBuilder {
                 follow: !self.without_follow,
                 owner: Mutex::new(None),
                 sticky_owner: self.sticky_owner,
+                never_lost: self.never_lost,
             }),
         })
     }
@@ -130,6 +135,7 @@ impl Client {
             http: None,
             without_follow: false,
             sticky_owner: false,
+            never_lost: false,
         }
     }
 

@@ -330,6 +330,9 @@ impl Lease {
 
     /// Records why the lease is not held, once.
     pub(crate) fn end(&self, cause: Error) {
+        if self.inner.session.client.inner.never_lost && !matches!(cause, Error::Released) {
+            return;
+        }
         {
             let mut st = self.inner.state.lock().unwrap();
             if st.err.is_some() {

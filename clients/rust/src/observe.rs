@@ -86,6 +86,9 @@ pub struct Faults {
     /// A client built with these faults follows `wrong_broker` but keeps
     /// sending to an owner that stopped answering.
     pub sticky_owner: bool,
+    /// A client built with these faults never reports a lease's loss:
+    /// [`crate::Lease::lost`] is never cancelled.
+    pub never_lost: bool,
 }
 
 impl Faults {

@@ -7,7 +7,7 @@ mod common;
 
 use common::{harness, Harness};
 use muster_client::{
-    AcquireOptions, Client, Error, Faults, ObserveOptions, Observer, Session, View,
+    AcquireOptions, Client, Error, Faults, Lease, ObserveOptions, Observer, Session, View,
 };
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -26,6 +26,7 @@ const OBSERVER_OPS: &[&str] = &[
     "expect_stopped",
     "close_observer",
     "worker_acquire",
+    "worker_lost",
 ];
 
 struct Watched {
@@ -40,6 +41,8 @@ struct Worker {
     c: Client,
     session: Option<usize>,
     sessions: Vec<Session>,
+    /// By route: the lease the last worker_acquire got.
+    leases: HashMap<String, Lease>,
 }
 
 struct Runner {
@@ -113,7 +116,12 @@ impl Runner {
         Ok(body)
     }
 
-    async fn post(&self, path: &str, body: String) -> Result<(), String> {
+    /// POSTs body to the control API: the answer's status and text.
+    async fn post_raw(
+        &self,
+        path: &str,
+        body: String,
+    ) -> Result<(reqwest::StatusCode, String), String> {
         let r = self
             .http
             .post(format!("{}{path}", self.h.control))
@@ -122,11 +130,28 @@ impl Runner {
             .send()
             .await
             .map_err(|e| format!("{path}: {e}"))?;
-        if !r.status().is_success() {
-            let status = r.status();
-            return Err(format!("{status} {}", r.text().await.unwrap_or_default()));
+        let status = r.status();
+        Ok((status, r.text().await.unwrap_or_default()))
+    }
+
+    async fn post(&self, path: &str, body: String) -> Result<(), String> {
+        match self.post_raw(path, body).await? {
+            (status, _) if status.is_success() => Ok(()),
+            (status, text) => Err(format!("{status} {text}")),
         }
-        Ok(())
+    }
+
+    /// POST /scenario: Some(why) when the harness skips the scenario.
+    async fn load(&self, text: String) -> Result<Option<String>, String> {
+        let (status, answer) = self.post_raw("/scenario", text).await?;
+        if status.is_success() {
+            return Ok(None);
+        }
+        let body: Value = serde_json::from_str(&answer).unwrap_or_default();
+        if status.as_u16() == 409 && str_of(&body, "code") == "scenario_skipped" {
+            return Ok(Some(str_of(&body, "detail").to_string()));
+        }
+        Err(format!("POST /scenario: {status} {answer}"))
     }
 
     fn observer(&self, st: &Value) -> Result<&Watched, String> {
@@ -144,6 +169,7 @@ impl Runner {
         match op {
             "observe" => self.observe(st),
             "worker_acquire" => self.worker_acquire(st).await,
+            "worker_lost" => self.worker_lost(st).await,
             "wait_ready" => {
                 let w = self.observer(st)?;
                 match tokio::time::timeout(timeout_of(st), w.o.ready()).await {
@@ -224,6 +250,7 @@ impl Runner {
                 c,
                 session: None,
                 sessions: Vec::new(),
+                leases: HashMap::new(),
             };
             self.workers.insert(name.clone(), w);
         }
@@ -265,7 +292,35 @@ impl Runner {
             ));
         }
         self.highest.insert(route.to_string(), tok);
+        w.leases.insert(route.to_string(), lease);
         Ok(())
+    }
+
+    /// worker_lost: the lease of route that the worker's last worker_acquire
+    /// got reports its loss (`lost()` cancelled, `error()` a `LeaseLost`)
+    /// within timeout_ms.
+    async fn worker_lost(&self, st: &Value) -> Result<(), String> {
+        let (name, route) = (str_of(st, "worker"), str_of(st, "route"));
+        let lease = self
+            .workers
+            .get(name)
+            .and_then(|w| w.leases.get(route))
+            .ok_or_else(|| format!("worker {name:?} acquired no lease of {route}"))?;
+        if tokio::time::timeout(timeout_of(st), lease.lost().cancelled())
+            .await
+            .is_err()
+        {
+            return Err(format!(
+                "the lease of {route} reported no loss within {:?}",
+                timeout_of(st)
+            ));
+        }
+        match lease.error() {
+            Some(Error::LeaseLost(_)) => Ok(()),
+            other => Err(format!(
+                "the lease of {route} ended with {other:?}, want a LeaseLost"
+            )),
+        }
     }
 
     fn observe(&mut self, st: &Value) -> Result<(), String> {
@@ -439,12 +494,28 @@ impl Runner {
     }
 }
 
+/// How a scenario ran when no step failed.
+#[derive(Debug)]
+enum Ran {
+    Passed,
+    /// The harness refused to run it here, saying why (`scenario_skipped`:
+    /// a placed scenario with MUSTER_TEST_PG=off).
+    Skipped(String),
+}
+
+/// Says that a scenario was skipped, and why, on the real stderr (which the
+/// test harness does not capture): a skip must be visible.
+fn report_skip(name: &str, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIP {name}: {why}");
+}
+
 /// Runs one scenario file; Err names the failing step.
 async fn run_scenario(
     h: &'static Harness,
     path: &std::path::Path,
     faults: Faults,
-) -> Result<(), String> {
+) -> Result<Ran, String> {
     let text = std::fs::read_to_string(path).unwrap();
     let sc: Value = serde_json::from_str(&text).unwrap();
     let mut r = Runner {
@@ -457,10 +528,10 @@ async fn run_scenario(
         workers: HashMap::new(),
         highest: HashMap::new(),
     };
-    r.post("/scenario", text.clone())
-        .await
-        .map_err(|e| format!("POST /scenario: {e}"))?;
-    let mut result = Ok(());
+    if let Some(why) = r.load(text.clone()).await? {
+        return Ok(Ran::Skipped(why));
+    }
+    let mut result = Ok(Ran::Passed);
     for (i, st) in sc["steps"].as_array().unwrap().iter().enumerate() {
         if let Err(e) = r.step(st).await {
             result = Err(format!("step {} ({}): {e}", i + 1, str_of(st, "op")));
@@ -488,7 +559,8 @@ async fn every_scenario_passes() {
         let name = f.file_name().unwrap().to_string_lossy().to_string();
         let t0 = Instant::now();
         match run_scenario(harness(), &f, Faults::default()).await {
-            Ok(()) => eprintln!("PASS {name} ({:?})", t0.elapsed()),
+            Ok(Ran::Passed) => eprintln!("PASS {name} ({:?})", t0.elapsed()),
+            Ok(Ran::Skipped(why)) => report_skip(&name, &why),
             Err(e) => {
                 eprintln!("FAIL {name}: {e}");
                 failed.push(format!("{name}: {e}"));
@@ -590,6 +662,10 @@ async fn every_scenario_catches_its_broken_observer() {
     for f in &files {
         let name = name_of(f);
         let r = run_scenario(harness(), f, no_reconcile).await;
+        if let Ok(Ran::Skipped(why)) = &r {
+            report_skip(&name, why);
+            continue;
+        }
         assert_eq!(
             r.is_err(),
             name == "periodic-reconciliation",
@@ -614,7 +690,8 @@ async fn every_scenario_catches_its_broken_observer() {
                 };
                 faults.no_reconcile = true;
                 match run_scenario(h, &f, faults).await {
-                    Ok(()) => passed.push(format!("{name} passed with {faults:?}")),
+                    Ok(Ran::Passed) => passed.push(format!("{name} passed with {faults:?}")),
+                    Ok(Ran::Skipped(why)) => report_skip(&name, &why),
                     Err(e) => eprintln!("{name} caught {faults:?}: {e}"),
                 }
             }
@@ -631,6 +708,37 @@ async fn every_scenario_catches_its_broken_observer() {
         "scenarios that cannot fail:\n{}",
         passed.join("\n")
     );
+}
+
+/// Further broken clients a scenario must catch, each at the named step.
+fn more_broken_variants() -> Vec<(&'static str, Faults, &'static str)> {
+    vec![(
+        "failover-follow-owner",
+        Faults {
+            never_lost: true,
+            ..Faults::default()
+        },
+        "worker_lost",
+    )]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_broken_clients_are_caught() {
+    let _serial = SERIAL.lock().await;
+    for (scenario, mut faults, step) in more_broken_variants() {
+        let f = scenarios()
+            .into_iter()
+            .find(|f| name_of(f) == scenario)
+            .unwrap_or_else(|| panic!("no scenario {scenario}"));
+        faults.no_reconcile = true;
+        match run_scenario(harness(), &f, faults).await {
+            Ok(Ran::Skipped(why)) => report_skip(scenario, &why),
+            Err(e) if e.contains(&format!("({step})")) => {
+                eprintln!("{scenario} caught {faults:?}: {e}")
+            }
+            other => panic!("{scenario} with {faults:?}: {other:?}, want a failure at {step}"),
+        }
+    }
 }
 
 #[test]

@@ -29,6 +29,8 @@ export const Broken = {
   NoFollow: 1 << 10,
   /** The runner's clients follow wrong_broker but keep an owner that stopped answering. */
   StickyOwner: 1 << 11,
+  /** The runner's clients never report a lease's loss (`lost` never aborts). */
+  NeverLost: 1 << 12,
 } as const;
 
 /** The hidden ObserveOptions key that selects broken modes. */

@@ -58,6 +58,8 @@ export class MusterClient {
   #owner: URL | undefined;
   /** @internal conformance tests only: never forget an owner that stopped answering. */
   stickyOwner = false;
+  /** @internal conformance tests only: a lease's loss is never reported (`lost` never aborts). */
+  neverLost = false;
   #epoch = "";
 
   constructor(baseUrl: string, options: ClientOptions = {}) {

@@ -162,7 +162,7 @@ export class Lease {
 
   /** @internal records why the lease is not held, once. */
   end(cause: Error): void {
-    if (this.#lost.signal.aborted) return;
+    if (this.#lost.signal.aborted || (this.#s.client.neverLost && !(cause instanceof ReleasedError))) return;
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#lost.abort(cause);

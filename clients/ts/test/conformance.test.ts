@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Broken } from "../src/broken.js";
-import { Harness, loadScenarios, runScenario, selectorMatches } from "./conformance.js";
+import { Harness, ScenarioSkipped, loadScenarios, runScenario, selectorMatches } from "./conformance.js";
 
 /** Per scenario, the broken observer it must catch (the Go runner's table). */
 export const brokenVariants: Record<string, number> = {
@@ -29,6 +29,9 @@ export const brokenVariants: Record<string, number> = {
   "failover-follow-owner": Broken.StickyOwner,
 };
 
+/** Further broken clients a scenario must catch, each at the named step (the Go runner's moreBrokenVariants). */
+const moreBrokenVariants = [{ scenario: "failover-follow-owner", name: "never-lost", mode: Broken.NeverLost, step: "worker_lost" }];
+
 test("selector matching for expect_same_view", () => {
   assert.ok(selectorMatches("lease://acme/*/*", "lease://acme/r/x"));
   assert.ok(selectorMatches("lease://**", "lease://a/b/c"));
@@ -48,8 +51,13 @@ describe("conformance", () => {
   const scenarios = loadScenarios();
   test("at least 12 scenarios", () => assert.ok(scenarios.length >= 12, `${scenarios.length} scenarios`));
   for (const sc of scenarios) {
-    test(sc.name, async () => {
-      await runScenario(h, sc);
+    test(sc.name, async (t) => {
+      try {
+        await runScenario(h, sc);
+      } catch (e) {
+        if (!(e instanceof ScenarioSkipped)) throw e;
+        t.skip(e.message);
+      }
     });
   }
   // MUSTER_TS_BROKEN=all runs every variant; the default runs the ones the
@@ -74,8 +82,29 @@ describe("conformance", () => {
         () => null,
         (e: unknown) => e,
       );
+      if (err instanceof ScenarioSkipped) {
+        t.skip(err.message);
+        return;
+      }
       assert.ok(err !== null, "the scenario passed with a broken observer");
       t.diagnostic(`caught: ${err instanceof Error ? err.message : "a non-Error"}`);
+    });
+  }
+  // Further broken clients a scenario must catch, each at the named step.
+  for (const v of moreBrokenVariants) {
+    const sc = scenarios.find((x) => x.name === v.scenario);
+    test(`broken client caught: ${v.scenario} + ${v.name}`, async (t) => {
+      assert.ok(sc !== undefined, `no scenario ${v.scenario}`);
+      const err = await runScenario(h, sc, v.mode | Broken.NoReconcile).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      if (err instanceof ScenarioSkipped) {
+        t.skip(err.message);
+        return;
+      }
+      assert.ok(err instanceof Error && err.message.includes(`(${v.step})`), `with a broken client: ${String(err)}, want a failure at ${v.step}`);
+      t.diagnostic(`caught: ${err.message}`);
     });
   }
 });

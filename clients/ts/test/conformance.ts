@@ -10,7 +10,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { MusterClient, MusterError, ClosedError, advice, type ObserveOptions, type Session } from "../src/index.js";
+import { MusterClient, MusterError, ClosedError, LeaseLostError, advice, type Lease, type ObserveOptions, type Session } from "../src/index.js";
 import { Broken, brokenKey } from "../src/broken.js";
 
 /** The clients/conformance directory (this file runs from clients/ts/.build/test). */
@@ -35,6 +35,13 @@ export function loadScenarios(): Scenario[] {
     return { name: sc.name, file: f, raw, steps: sc.steps, placed: sc.placement !== undefined };
   });
 }
+
+/**
+ * The harness's refusal to run a scenario it cannot run here (409
+ * scenario_skipped: a placed scenario with MUSTER_TEST_PG=off): the test
+ * skips it, saying why.
+ */
+export class ScenarioSkipped extends Error {}
 
 /** A running harness. */
 export class Harness {
@@ -80,7 +87,11 @@ export class Harness {
   async #json(method: string, path: string, body?: string): Promise<unknown> {
     const r = await fetch(this.control + path, { method, body, headers: body ? { "Content-Type": "application/json" } : {} });
     const text = await r.text();
-    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${text}`);
+    if (r.status >= 300) {
+      const p = (text.startsWith("{") ? JSON.parse(text) : {}) as { code?: string; detail?: string };
+      if (p.code === "scenario_skipped") throw new ScenarioSkipped(p.detail ?? text);
+      throw new Error(`${method} ${path}: ${r.status} ${text}`);
+    }
     return text === "" ? null : JSON.parse(text);
   }
 
@@ -129,6 +140,7 @@ export type ObserverFactory = (proxy: string, secret: string, selector: string, 
 function runnerClient(proxy: string, secret: string, broken: number): MusterClient {
   const c = new MusterClient(proxy, { token: secret, withoutFollow: (broken & Broken.NoFollow) !== 0 });
   c.stickyOwner = (broken & Broken.StickyOwner) !== 0;
+  c.neverLost = (broken & Broken.NeverLost) !== 0;
   return c;
 }
 
@@ -160,14 +172,15 @@ export const nodeObservers: ObserverFactory = (proxy, secret, selector, opts) =>
   });
 };
 
-/** The nine ops this runner runs itself; every other op goes to the harness. */
-const observerOps = new Set(["observe", "wait_ready", "expect_not_ready", "expect_view", "mark_epoch", "expect_same_view", "expect_stopped", "close_observer", "worker_acquire"]);
+/** The ten ops this runner runs itself; every other op goes to the harness. */
+const observerOps = new Set(["observe", "wait_ready", "expect_not_ready", "expect_view", "mark_epoch", "expect_same_view", "expect_stopped", "close_observer", "worker_acquire", "worker_lost"]);
 
-/** A worker of the scenario: one client for the whole scenario, its sessions. */
+/** A worker of the scenario: one client for the whole scenario, its sessions, and per route the last lease worker_acquire got. */
 interface Worker {
   c: MusterClient;
   session: Session | null;
   sessions: Session[];
+  leases: Map<string, Lease>;
 }
 
 /** A scenario's workers, and per route the highest fencing token they got. */
@@ -191,7 +204,7 @@ async function workerAcquire(h: Harness, s: Record<string, unknown>, ws: Workers
   let w = ws.byName.get(name);
   if (w === undefined) {
     const token = s["token"] as string;
-    w = { c: runnerClient(h.proxy, need(h.tokens[token], `token ${token}`), broken), session: null, sessions: [] };
+    w = { c: runnerClient(h.proxy, need(h.tokens[token], `token ${token}`), broken), session: null, sessions: [], leases: new Map() };
     ws.byName.set(name, w);
   }
   if (s["new_session"] === true) w.session = null;
@@ -207,12 +220,38 @@ async function workerAcquire(h: Harness, s: Record<string, unknown>, ws: Workers
       const high = ws.highest.get(route) ?? 0;
       if (l.fencingToken < min || l.fencingToken <= high) throw new Error(`fencing token ${l.fencingToken}, want at least ${min} and above ${high}`);
       ws.highest.set(route, l.fencingToken);
+      w.leases.set(route, l);
       return;
     } catch (e) {
       if (advice(e) !== "retry-backoff" || Date.now() >= deadline) throw e;
       await sleep(100);
     }
   }
+}
+
+/**
+ * worker_lost: the lease of route that the worker's last worker_acquire got
+ * reports its loss (`lost` aborted, `err` a LeaseLostError) within timeout_ms.
+ */
+async function workerLost(s: Record<string, unknown>, ws: Workers): Promise<void> {
+  const route = s["route"] as string;
+  const timeout = typeof s["timeout_ms"] === "number" ? s["timeout_ms"] : 5_000;
+  const l = need(ws.byName.get(s["worker"] as string)?.leases.get(route), `lease of ${route} acquired by worker ${String(s["worker"])}`);
+  if (!l.lost.aborted) {
+    let t: ReturnType<typeof setTimeout> | undefined;
+    let onLost = (): void => undefined;
+    const lost = await Promise.race([
+      new Promise<boolean>((r) => {
+        onLost = () => r(true);
+        l.lost.addEventListener("abort", onLost, { once: true });
+      }),
+      new Promise<boolean>((r) => (t = setTimeout(() => r(false), timeout))),
+    ]);
+    clearTimeout(t);
+    l.lost.removeEventListener("abort", onLost);
+    if (!lost) throw new Error(`the lease of ${route} reported no loss within ${timeout} ms`);
+  }
+  if (!(l.err instanceof LeaseLostError)) throw new Error(`the lease of ${route} ended with ${String(l.err)}, want a LeaseLostError`);
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -245,6 +284,7 @@ export async function runScenario(h: Harness, sc: Scenario, broken = 0, factory:
       const op = step["op"] as string;
       try {
         if (op === "worker_acquire") await workerAcquire(h, step, workers, broken);
+        else if (op === "worker_lost") await workerLost(step, workers);
         else if (observerOps.has(op)) await runObserverOp(h, step, observers, marks, broken, factory);
         else await h.step(step);
       } catch (e) {

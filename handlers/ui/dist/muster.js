@@ -883,7 +883,9 @@ var Broken = {
   /** The runner builds its clients with withoutFollow: wrong_broker is an error, not a redirect. */
   NoFollow: 1 << 10,
   /** The runner's clients follow wrong_broker but keep an owner that stopped answering. */
-  StickyOwner: 1 << 11
+  StickyOwner: 1 << 11,
+  /** The runner's clients never report a lease's loss (`lost` never aborts). */
+  NeverLost: 1 << 12
 };
 var brokenKey = /* @__PURE__ */ Symbol("muster.broken");
 
@@ -1712,7 +1714,7 @@ var Lease = class {
   }
   /** @internal records why the lease is not held, once. */
   end(cause) {
-    if (this.#lost.signal.aborted) return;
+    if (this.#lost.signal.aborted || this.#s.client.neverLost && !(cause instanceof ReleasedError)) return;
     clearTimeout(this.#timer);
     this.#timer = void 0;
     this.#lost.abort(cause);
@@ -2127,6 +2129,8 @@ var MusterClient = class {
   #owner;
   /** @internal conformance tests only: never forget an owner that stopped answering. */
   stickyOwner = false;
+  /** @internal conformance tests only: a lease's loss is never reported (`lost` never aborts). */
+  neverLost = false;
   #epoch = "";
   constructor(baseUrl, options = {}) {
     let u;

@@ -153,6 +153,7 @@ namespace Muster.Client
         /// <summary>Records why the lease is not held, once.</summary>
         internal void End(Exception cause)
         {
+            if (s.Client.NeverLost && !(cause is LeaseReleasedException)) return;
             lock (mu)
             {
                 if (error != null) return;

@@ -66,6 +66,9 @@ namespace Muster.Client
         /// <summary>Conformance tests only: never forget an owner that stopped answering.</summary>
         internal bool StickyOwner { get; set; }
 
+        /// <summary>Conformance tests only: a lease's loss is never reported (Lost is never cancelled).</summary>
+        internal bool NeverLost { get; set; }
+
         /// <summary>A client of the broker at baseUrl (e.g. "http://127.0.0.1:7420").
         /// Throws ArgumentException for anything but http(s)://host[:port].</summary>
         public MusterClient(string baseUrl, MusterClientOptions options = null)

@@ -109,5 +109,7 @@ namespace Muster.Client
         NoFollow = 1024,
         /// <summary>The runner's clients follow wrong_broker but keep an owner that stopped answering.</summary>
         StickyOwner = 2048,
+        /// <summary>The runner's clients never report a lease's loss (Lost is never cancelled).</summary>
+        NeverLost = 4096,
     }
 }

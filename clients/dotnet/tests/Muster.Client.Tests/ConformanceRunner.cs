@@ -20,7 +20,7 @@ namespace Muster.Client.Tests
         private static readonly HashSet<string> ObserverOps = new HashSet<string>
         {
             "observe", "wait_ready", "expect_not_ready", "expect_view", "mark_epoch",
-            "expect_same_view", "expect_stopped", "close_observer", "worker_acquire",
+            "expect_same_view", "expect_stopped", "close_observer", "worker_acquire", "worker_lost",
         };
 
         /// <summary>A worker of the scenario: one client for the whole scenario (it keeps
@@ -30,6 +30,7 @@ namespace Muster.Client.Tests
             internal MusterClient C;
             internal Session Current;
             internal readonly List<Session> Sessions = new List<Session>();
+            internal readonly Dictionary<string, Lease> Leases = new Dictionary<string, Lease>(); // by route: the last worker_acquire's
         }
 
         private sealed class Obs
@@ -52,7 +53,8 @@ namespace Muster.Client.Tests
             this.faults = faults;
         }
 
-        /// <summary>Runs the scenario; null when it passed, else what failed.</summary>
+        /// <summary>Runs the scenario; null when it passed, else what failed. Throws
+        /// ScenarioSkippedException when the harness skips it.</summary>
         internal static string Run(Harness h, string file, ObserverFaults faults = ObserverFaults.None)
         {
             var r = new ConformanceRunner(h, faults);
@@ -69,7 +71,7 @@ namespace Muster.Client.Tests
         private async Task<string> RunAsync(string text)
         {
             var sc = JObject.Parse(text);
-            var fail = await h.PostAsync("/scenario", text, 204).ConfigureAwait(false);
+            var fail = await h.LoadAsync(text).ConfigureAwait(false);
             if (fail != null) return fail;
             int i = 0;
             foreach (JObject st in (JArray)sc["steps"])
@@ -147,7 +149,11 @@ namespace Muster.Client.Tests
         private MusterClient Client(string token)
         {
             var opts = new MusterClientOptions { Token = h.Tokens[token], WithoutFollow = (faults & ObserverFaults.NoFollow) != 0 };
-            return new MusterClient(h.Proxy, opts) { StickyOwner = (faults & ObserverFaults.StickyOwner) != 0 };
+            return new MusterClient(h.Proxy, opts)
+            {
+                StickyOwner = (faults & ObserverFaults.StickyOwner) != 0,
+                NeverLost = (faults & ObserverFaults.NeverLost) != 0,
+            };
         }
 
         /// <summary>worker_acquire: the worker (its client built on first use) creates a
@@ -193,6 +199,30 @@ namespace Muster.Client.Tests
                 return string.Format("fencing token {0}, want at least {1} and above {2}", lease.FencingToken, min, high);
             }
             highest[route] = lease.FencingToken;
+            w.Leases[route] = lease;
+            return null;
+        }
+
+        /// <summary>worker_lost: the lease of route that the worker's last worker_acquire
+        /// got reports its loss (Lost cancelled, Error a LeaseLostException) within
+        /// timeout_ms.</summary>
+        private async Task<string> WorkerLostAsync(JObject st)
+        {
+            var name = (string)st["worker"];
+            var route = (string)st["route"];
+            Worker w;
+            Lease lease = null;
+            if (workers.TryGetValue(name ?? "", out w)) w.Leases.TryGetValue(route ?? "", out lease);
+            if (lease == null) return string.Format("worker {0} acquired no lease of {1}", name, route);
+            var lost = new TaskCompletionSource<bool>();
+            using (lease.Lost.Register(() => lost.TrySetResult(true)))
+            {
+                if (await Task.WhenAny(lost.Task, Task.Delay(Timeout(st))).ConfigureAwait(false) != lost.Task)
+                {
+                    return string.Format("the lease of {0} reported no loss within {1}", route, Timeout(st));
+                }
+            }
+            if (!(lease.Error is LeaseLostException)) return string.Format("the lease of {0} ended with {1}, want a LeaseLostException", route, lease.Error);
             return null;
         }
 
@@ -202,6 +232,8 @@ namespace Muster.Client.Tests
             {
                 case "worker_acquire":
                     return await WorkerAcquireAsync(st).ConfigureAwait(false);
+                case "worker_lost":
+                    return await WorkerLostAsync(st).ConfigureAwait(false);
                 case "observe":
                     {
                         var opts = new ObserveOptions();

@@ -10,6 +10,14 @@ using Newtonsoft.Json.Linq;
 
 namespace Muster.Client.Tests
 {
+    /// <summary>The harness's refusal to run a scenario it cannot run here (409
+    /// scenario_skipped: a placed scenario with MUSTER_TEST_PG=off): the test skips it,
+    /// saying why.</summary>
+    internal sealed class ScenarioSkippedException : Exception
+    {
+        internal ScenarioSkippedException(string why) : base(why) { }
+    }
+
     /// <summary>
     /// The shared conformance harness (clients/conformance/run-harness.sh): the real
     /// broker, the gating proxy and the actors. Started as a child with a stdin pipe;
@@ -76,6 +84,23 @@ namespace Muster.Client.Tests
                 var text = await resp.Content.ReadAsStringAsync().ConfigureAwait(false);
                 if ((int)resp.StatusCode == want) return null;
                 return string.Format("{0} {1}: {2}", path, (int)resp.StatusCode, Detail(text));
+            }
+        }
+
+        /// <summary>POST /scenario: null when loaded, else a description of the answer.
+        /// Throws ScenarioSkippedException when the harness skips the scenario.</summary>
+        internal async Task<string> LoadAsync(string scenario)
+        {
+            using (var resp = await http.PostAsync(Control + "/scenario", new StringContent(scenario, Encoding.UTF8, "application/json")).ConfigureAwait(false))
+            {
+                var text = await resp.Content.ReadAsStringAsync().ConfigureAwait(false);
+                if ((int)resp.StatusCode == 204) return null;
+                if ((int)resp.StatusCode == 409)
+                {
+                    var o = JObject.Parse(text);
+                    if ((string)o["code"] == "scenario_skipped") throw new ScenarioSkippedException((string)o["detail"]);
+                }
+                return string.Format("/scenario {0}: {1}", (int)resp.StatusCode, Detail(text));
             }
         }
 

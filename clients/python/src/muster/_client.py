@@ -71,6 +71,7 @@ class Client:
         self._follow = not without_follow
         self._owner: str | None = None  # the base URL requests go to; None: base_url
         self._sticky_owner = False  # conformance tests only: never forget the owner
+        self._never_lost = False  # conformance tests only: a lease's loss is never reported
 
     @property
     def base_url(self) -> str:

@@ -82,6 +82,8 @@ BROKEN_RETRY_FATAL = "retry_fatal"
 BROKEN_NO_FOLLOW = "no_follow"
 #: The runner's clients follow wrong_broker but keep an owner that stopped answering.
 BROKEN_STICKY_OWNER = "sticky_owner"
+#: The runner's clients never report a lease's loss (``lost`` is never set).
+BROKEN_NEVER_LOST = "never_lost"
 
 
 @dataclass

@@ -341,7 +341,7 @@ class Lease:
 
     def _end(self, cause: MusterException) -> None:
         """Records why the lease is not held, once."""
-        if self._error is not None:
+        if self._error is not None or (self._s._c._never_lost and not isinstance(cause, ReleasedError)):
             return
         self._error = cause
         if self._timer is not None:
