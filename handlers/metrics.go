@@ -110,10 +110,23 @@ func (m *Metrics) middleware(next http.Handler) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
-		hs := m.httpSeriesOf(routePattern(r), r.Method)
+		hs := m.httpSeriesOf(routePattern(r), methodLabel(r.Method))
 		hs.requests(m, sw.status).Inc()
 		hs.duration.Observe(time.Since(start).Seconds())
 	})
+}
+
+// methodLabel is the method label of a request: the method when it is one
+// of HTTP's registered ones, "other" for anything else. net/http accepts any
+// token as a method, so labelling by the raw method would let a client mint
+// a new series per request and grow the registry without bound.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return "other"
 }
 
 // seriesKey names the HTTP series of a route pattern and method.
@@ -129,9 +142,9 @@ type httpSeries struct {
 	codes    [len(cachedCodes)]atomic.Pointer[prometheus.Counter] // by codeSlot
 }
 
-// maxCachedSeries bounds the cache: the method label of an unmatched route
-// is whatever the client sent, so the set of keys is not bounded by the
-// routes. Past the bound a series is looked up on every request, as before.
+// maxCachedSeries bounds the cache as a second guard: the keys are route
+// patterns (plus "unmatched") times methodLabel's ten values. Past the
+// bound a series is looked up on every request.
 const maxCachedSeries = 512
 
 // cachedCodes are the status codes whose request counters are kept per

@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 
@@ -52,4 +54,36 @@ func count(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestMethodLabelIsBounded: a client can send any token as the method; the
+// series it creates must not grow with the number of distinct tokens.
+func TestMethodLabelIsBounded(t *testing.T) {
+	broker := core.NewBroker(core.Config{Epoch: "e", IncarnationKey: []byte("0123456789abcdef0123456789abcdef")}, nil, nil)
+	defer broker.Close()
+	m := NewMetrics(broker)
+	h := m.middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	}))
+	for i := range 200 {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("X"+strconv.Itoa(i), "/v1/x", nil))
+	}
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/v1/x", nil))
+	if n := seriesCount(m.requests); n != 2 {
+		t.Errorf("%d request series after 200 distinct unknown methods and one GET, want 2 (other, GET)", n)
+	}
+	if got := count(t, m.requests.WithLabelValues("unmatched", "other", "405")); got != 200 {
+		t.Errorf("method other counted %v requests, want 200", got)
+	}
+}
+
+// seriesCount is the number of series a collector holds.
+func seriesCount(c prometheus.Collector) int {
+	ch := make(chan prometheus.Metric)
+	go func() { c.Collect(ch); close(ch) }()
+	n := 0
+	for range ch {
+		n++
+	}
+	return n
 }
