@@ -93,9 +93,9 @@ func rowEqual(a, b Row) bool { return a.Name == b.Name && bytes.Equal(a.Spec, b.
 // withListPage lowers the page size Fleet uses internally, so that a few rows
 // span several pages.
 func withListPage(t *testing.T, n int) {
-	old := listPage
-	listPage = n
-	t.Cleanup(func() { listPage = old })
+	oldList, oldSweep := listPage, sweepPage
+	listPage, sweepPage = n, n
+	t.Cleanup(func() { listPage, sweepPage = oldList, oldSweep })
 }
 
 func testSweepManyPages(t *testing.T, st storage) {
@@ -264,4 +264,42 @@ func testSweepRacesRegister(t *testing.T, st storage) {
 		}
 	}
 	t.Logf("%d specs: %d judged, %d registered during the sweep", len(specOf), judged, len(specOf)-preexisting)
+}
+
+// A spec stored before register's shape limits existed (written here
+// through the Store, under the Fleet's checks) is never shown to the
+// schema: the sweep lists it as invalid with the limit it breaks, keeps it
+// stored, and judges the others as usual. Register refuses the same spec.
+func testSweepInvalidStored(t *testing.T, st storage) {
+	store := st.open()
+	f := New(store)
+	deep := strings.Repeat("[", MaxSpecDepth+1) + strings.Repeat("]", MaxSpecDepth+1)
+	for _, spec := range []string{deep, `{"n":[1e1000000]}`} {
+		_, err := f.Register(ctx, fam, root, "old", []byte(spec))
+		wantCode(t, err, muster.CodeInvalidRequest)
+	}
+	deepName, err := store.Register(ctx, fam, root, "old", []byte(deep), 0)
+	must(t, err)
+	bigName, err := store.Register(ctx, fam, root, "old", []byte(`{"n":[1e1000000]}`), 0)
+	must(t, err)
+	kept := mustRegister(t, f, fam, root, "new", `{"topic":"a"}`)
+	dropped := mustRegister(t, f, fam, root, "new", `{}`)
+
+	res, err := f.Sweep(ctx, fam, root, []byte(`{"required":["topic"]}`))
+	must(t, err)
+	if len(res.Kept) != 1 || res.Kept[0].Name != kept || len(res.Dropped) != 1 || res.Dropped[0] != dropped {
+		t.Fatalf("kept %v dropped %v", res.Kept, res.Dropped)
+	}
+	want := map[string]string{deepName: "(limit: spec depth)", bigName: "(limit: spec number)"}
+	if len(res.Invalid) != len(want) {
+		t.Fatalf("invalid = %+v, want %v", res.Invalid, want)
+	}
+	for _, iv := range res.Invalid {
+		if !strings.Contains(iv.Reason, want[iv.Name]) {
+			t.Errorf("%s: reason %q, want it to name %s", iv.Name, iv.Reason, want[iv.Name])
+		}
+	}
+	if n := len(listAll(t, f, fam, root, 0)); n != 3 {
+		t.Fatalf("%d rows stored after the sweep, want 3 (the invalid two and the kept one)", n)
+	}
 }

@@ -41,6 +41,7 @@ func testConformance(t *testing.T, newStorage func(testing.TB) storage) {
 		{"RefusedRequestsWriteNothing", testRefused},
 		{"Sweep", testSweep},
 		{"SweepManyPages", testSweepManyPages},
+		{"SweepInvalidStored", testSweepInvalidStored},
 		{"SweepSkipsUnjudged", testSweepSkipsUnjudged},
 		{"SweepRacesRegister", testSweepRacesRegister},
 		{"Drop", testDrop},

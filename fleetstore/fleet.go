@@ -2,7 +2,6 @@ package fleetstore
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/musterhq/muster"
 )
@@ -101,7 +100,7 @@ func (f *Fleet) Desired(ctx context.Context, family, root, after string, limit i
 // It pages through the store, so it is not a snapshot either.
 func (f *Fleet) Names(ctx context.Context, family, root string) ([]string, error) {
 	names := []string{}
-	err := f.each(ctx, family, root, func(rows []Row) error {
+	err := f.each(ctx, family, root, listPage, func(rows []Row) error {
 		for _, r := range rows {
 			names = append(names, r.Name)
 		}
@@ -133,18 +132,21 @@ func (f *Fleet) NamePage(ctx context.Context, family, root, after string, limit 
 	return names, more, err
 }
 
-// listPage is the page size of the Fleet's own walks (Names, Sweep). Tests
-// lower it to cross page boundaries with a few rows.
-var listPage = MaxPageSize
+// listPage and sweepPage are the page sizes of the Fleet's own walks: Names,
+// and Sweep, which holds a page of specs while it judges them (64 of at most
+// MaxSpecBytes: 4 MiB). Tests lower them to cross page boundaries with a
+// few rows.
+var listPage, sweepPage = MaxPageSize, 64
 
-// each calls fn with successive pages of root, in name order.
-func (f *Fleet) each(ctx context.Context, family, root string, fn func([]Row) error) error {
+// each calls fn with successive pages of up to page rows of root, in name
+// order.
+func (f *Fleet) each(ctx context.Context, family, root string, page int, fn func([]Row) error) error {
 	if err := checkScope(family, root); err != nil {
 		return err
 	}
 	after := ""
 	for {
-		rows, more, err := f.store.Desired(ctx, family, root, after, listPage)
+		rows, more, err := f.store.Desired(ctx, family, root, after, page)
 		if err != nil {
 			return err
 		}
@@ -166,14 +168,4 @@ func checkScope(family, root string) error {
 	}
 	_, err := muster.ParseFleetRoot(root)
 	return err
-}
-
-func checkSpec(spec []byte) error {
-	if len(spec) > MaxSpecBytes {
-		return muster.Errorf(muster.CodePayloadTooLarge, "spec is larger than %d bytes", MaxSpecBytes)
-	}
-	if !json.Valid(spec) {
-		return muster.Errorf(muster.CodeInvalidRequest, "spec is not one valid JSON value")
-	}
-	return nil
 }

@@ -2,6 +2,7 @@ package fleetstore
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 
 	"github.com/musterhq/muster"
@@ -100,7 +101,8 @@ func countVocab(m *meter) *jsonschema.Vocabulary {
 }
 
 // checkDocument applies the limits that must hold before the compiler sees
-// the document: nesting depth and pattern length.
+// the document: nesting depth, pattern length, and the size of numbers (the
+// bound of a spec's: see MaxSpecNumberBytes).
 func checkDocument(doc any) error {
 	type item struct {
 		v     any
@@ -131,6 +133,10 @@ func checkDocument(doc any) error {
 					}
 				}
 				stack = append(stack, item{c, it.depth + 1})
+			}
+		case json.Number:
+			if numberTooBig(v) {
+				return errSchemaNumber
 			}
 		case []any:
 			if it.depth > MaxSchemaDepth {
@@ -283,6 +289,9 @@ var (
 		"schema expands to more than %d subschemas once its $refs are followed (limit: $ref expansion)", MaxSchemaExpansion)
 	errNesting = muster.Errorf(muster.CodeInvalidRequest,
 		"schema nests subschemas deeper than %d once its $refs are followed (limit: subschema nesting)", MaxSchemaNesting)
+	errSchemaNumber = muster.Errorf(muster.CodeInvalidRequest,
+		"schema holds a number longer than %d characters or with more than %d exponent digits (limit: schema number)",
+		MaxSpecNumberBytes, MaxSpecExponentDigits)
 	errFanOut = muster.Errorf(muster.CodeInvalidRequest,
 		"schema lists more than %d subschemas in one allOf, anyOf, oneOf or prefixItems (limit: combinator fan-out)", MaxSchemaFanOut)
 )

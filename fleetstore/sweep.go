@@ -3,17 +3,29 @@ package fleetstore
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/musterhq/muster"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// SweepResult is what a sweep kept and dropped, each in name order. Both are
-// non-nil, so they encode as JSON arrays.
+// SweepResult is what a sweep kept, dropped and could not judge, each in
+// name order. All three are non-nil, so they encode as JSON arrays.
 type SweepResult struct {
 	Kept    []Row    `json:"kept"`
 	Dropped []string `json:"dropped"`
+	// Invalid lists the stored specs beyond a limit of register's (stored
+	// before the limit existed: see MaxSpecDepth): never shown to the
+	// schema, neither kept nor dropped, left in the store for their owner
+	// to forget.
+	Invalid []InvalidRow `json:"invalid"`
+}
+
+// InvalidRow is a stored spec a sweep did not judge, and why.
+type InvalidRow struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
 }
 
 // Schema is a compiled JSON Schema with its work meter. It is not safe for
@@ -176,7 +188,11 @@ func (f *Fleet) SweepSchema(ctx context.Context, family, root string, s *Schema)
 // with exactly the bytes valid judged. valid must be a pure judgement: it
 // runs with no transaction open.
 //
-// Every spec present when the sweep starts is judged once. Only judged rows
+// A spec that parses but breaks one of register's shape limits
+// (checkSpecShape) is never handed to valid: it is listed in Invalid and
+// left stored (a spec that no longer parses is judged, and dropped, as the
+// seed says). Every other spec present
+// when the sweep starts is judged once. Only judged rows
 // are deleted, and only with the bytes judged: a spec registered while the
 // sweep runs is either judged like the others or left alone, never dropped
 // unjudged; a read that handed valid other bytes than those stored
@@ -191,10 +207,17 @@ func (f *Fleet) SweepSchema(ctx context.Context, family, root string, s *Schema)
 // CodeUnavailable; ErrSpecChanged: CodeInternal). The pages already swept
 // stay swept.
 func (f *Fleet) SweepFunc(ctx context.Context, family, root string, valid func(Row) (bool, error)) (SweepResult, error) {
-	res := SweepResult{Kept: []Row{}, Dropped: []string{}}
-	err := f.each(ctx, family, root, func(rows []Row) error {
+	res := SweepResult{Kept: []Row{}, Dropped: []string{}, Invalid: []InvalidRow{}}
+	err := f.each(ctx, family, root, sweepPage, func(rows []Row) error {
 		var failed []Row
 		for _, r := range rows {
+			// A spec that no longer parses goes to valid: the seed's drop.
+			if json.Valid(r.Spec) {
+				if err := checkSpecShape(r.Spec); err != nil {
+					res.Invalid = append(res.Invalid, InvalidRow{Name: r.Name, Reason: err.(*muster.Error).Message})
+					continue
+				}
+			}
 			ok, err := valid(r)
 			if err != nil {
 				return backendErr("sweep", err, false)

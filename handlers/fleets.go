@@ -11,6 +11,7 @@ import (
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 	"github.com/musterhq/muster/fleetstore"
+	"github.com/musterhq/muster/fleetstore/judge"
 )
 
 // The fleet operations: the desired set of the caller's family under one
@@ -193,17 +194,50 @@ func (s *Server) SweepSpecs(ctx context.Context, req api.SweepSpecsRequestObject
 		}
 		b = appendJSONString(b, name)
 	}
+	b = append(b, `],"invalid":[`...)
+	for i, iv := range res.Invalid {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":`...)
+		b = appendJSONString(b, iv.Name)
+		b = append(b, `,"reason":`...)
+		b = appendJSONString(b, iv.Reason)
+		b = append(b, '}')
+	}
 	b = append(b, "]}"...)
 	return rawJSON{status: http.StatusOK, body: b}, nil
 }
 
-// sweep compiles the schema and sweeps with it.
+// sweep compiles the schema and judges the specs in a worker process of
+// their own, bounded in CPU, memory and time (package judge), and drops what
+// the worker judges invalid.
 func (s *Server) sweep(ctx context.Context, fam, root string, raw []byte) (fleetstore.SweepResult, error) {
-	schema, err := fleetstore.CompileSchema(raw)
+	w, err := judge.Start(ctx, s.sweepWorker, raw, s.sweepLimits)
 	if err != nil {
-		return fleetstore.SweepResult{}, err
+		return fleetstore.SweepResult{}, s.workerErr(ctx, err)
 	}
-	return s.fleet.SweepSchema(ctx, fam, root, schema)
+	res, err := s.fleet.SweepFunc(ctx, fam, root, func(r fleetstore.Row) (bool, error) { return w.Judge(r.Spec) })
+	u := w.Close()
+	s.metrics.sweepCPU.Observe(u.CPU.Seconds())
+	s.metrics.sweepMemory.Observe(float64(u.MaxRSS))
+	return res, s.workerErr(ctx, err)
+}
+
+// workerErr logs a worker that failed without an answer, and turns one that
+// could not start into CodeInternal.
+func (s *Server) workerErr(ctx context.Context, err error) error {
+	var f *judge.Failure
+	var me *muster.Error
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case errors.As(err, &f):
+		s.log.Error("sweep worker failed", "err", f.Cause, "stderr", f.Stderr)
+	case !errors.As(err, &me):
+		s.log.Error("sweep worker failed", "err", err)
+		return muster.Errorf(muster.CodeInternal, "the sweep worker failed")
+	}
+	return err
 }
 
 // sweepOutcome is the muster_fleet_sweeps_total label of a sweep's end.

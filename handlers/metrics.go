@@ -42,6 +42,8 @@ type Metrics struct {
 
 	sweepsRunning prometheus.Gauge
 	sweepsWaiting prometheus.Gauge
+	sweepCPU      prometheus.Histogram
+	sweepMemory   prometheus.Histogram
 	sweeps        *prometheus.CounterVec
 }
 
@@ -75,7 +77,11 @@ func NewMetrics(broker *core.Broker) *Metrics {
 	m.sweepsRunning = prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_fleet_sweeps_running", Help: "Sweeps validating specs now."})
 	m.sweeps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "muster_fleet_sweeps_total", Help: "Sweeps by outcome: ok, refused (a limit or budget), abandoned (the client left), failed (the store)."}, []string{"outcome"})
 	m.sweepsWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_fleet_sweeps_waiting", Help: "Sweeps waiting for their family's or a broker slot."})
-	reg.MustRegister(m.sweepsRunning, m.sweepsWaiting, m.sweeps)
+	m.sweepCPU = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "muster_fleet_sweep_worker_cpu_seconds", Help: "CPU time of each sweep's worker process.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5, 10}})
+	m.sweepMemory = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "muster_fleet_sweep_worker_peak_bytes", Help: "Peak resident memory of each sweep's worker process.",
+		Buckets: prometheus.ExponentialBuckets(8<<20, 2, 8)})
+	reg.MustRegister(m.sweepsRunning, m.sweepsWaiting, m.sweeps, m.sweepCPU, m.sweepMemory)
 	reg.MustRegister(m.listPages, m.listItems, m.listExamined, m.listExhausted, m.cursorResumes, m.cursorRejected)
 	reg.MustRegister(m.requests, m.duration,
 		collectors.NewGoCollector(),

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 	"github.com/musterhq/muster/fleetstore"
+	"github.com/musterhq/muster/fleetstore/judge"
 	"github.com/musterhq/muster/handlers/swaggerui"
 	"github.com/musterhq/muster/handlers/ui"
 	"github.com/musterhq/muster/sse"
@@ -48,6 +50,11 @@ type Options struct {
 	// SweepsRunning bounds the sweeps that validate at once (one per
 	// family in any case); zero is DefaultSweepsRunning.
 	SweepsRunning int
+	// SweepWorker is the executable a sweep validates in (package judge:
+	// the program calls judge.Main first thing); empty is this process's
+	// own executable. SweepLimits bound each sweep's worker.
+	SweepWorker string
+	SweepLimits judge.Limits
 	// CORSAllowedOrigins are the exact origins (scheme://host[:port]) whose
 	// pages may call the API from a browser; empty turns CORS off. See cors.
 	CORSAllowedOrigins []string
@@ -72,6 +79,9 @@ type Server struct {
 	docs     http.Handler
 	fleet    *fleetstore.Fleet
 	sweeps   *sweepGate
+	// sweepWorker and sweepLimits start each sweep's worker process.
+	sweepWorker string
+	sweepLimits judge.Limits
 	// batchRules are the batch body's rules, compiled from the contract.
 	batchRules *batchRules
 
@@ -95,7 +105,14 @@ func New(opt Options) (*Server, error) {
 	}
 	s := &Server{broker: opt.Broker, auth: opt.Auth, metrics: opt.Metrics, log: opt.Logger, ready: opt.Ready, clock: opt.Clock,
 		cursors: core.NewCursorCodec(opt.CursorMaster, opt.Broker.Epoch()), fleet: opt.Fleet,
-		sweeps: newSweepGate(opt.SweepsRunning), directory: opt.Directory}
+		sweeps: newSweepGate(opt.SweepsRunning), sweepWorker: opt.SweepWorker, sweepLimits: opt.SweepLimits, directory: opt.Directory}
+	if s.sweepWorker == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("handlers: the sweep worker's executable: %w", err)
+		}
+		s.sweepWorker = exe
+	}
 	spec, err := api.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("handlers: embedded spec: %w", err)

@@ -15,6 +15,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/musterhq/muster/fleetstore/judge"
 )
 
 // command is one verb of the binary.
@@ -54,7 +56,10 @@ Run 'muster COMMAND --help' for the flags of a command.
 	return b.String()
 }
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	judge.Main() // a sweep's worker process serves here and exits
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 // run dispatches args (without the program name) and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {

@@ -431,7 +431,7 @@ func TestFleetSweep(t *testing.T) {
 			t.Fatalf("second sweep kept %v dropped %v", namesOf(kept), dropped)
 		}
 		resp = b.Do(t, Request{Method: "POST", Path: fleetPath("empty", "/sweep"), Body: `{"schema":{}}`})
-		if string(resp.Body) != `{"kept":[],"dropped":[]}`+"\n" {
+		if string(resp.Body) != `{"kept":[],"dropped":[],"invalid":[]}`+"\n" {
 			t.Fatalf("empty sweep: %s", resp.Body)
 		}
 	})
