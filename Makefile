@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: run build generate check-generated vet staticcheck test test-go bench fuzz clean
+.PHONY: run build generate check-generated vet staticcheck test test-go bench fuzz hostile-long clean
 
 run:
 	$(GO) run ./cmd/muster serve
@@ -37,6 +37,10 @@ test: check-generated vet staticcheck
 
 bench:
 	@bash tests/bench.sh
+
+# The hostile corpus with its long entries (the short corpus runs in `make test`).
+hostile-long:
+	MUSTER_HOSTILE_LONG=1 $(GO) test -count=1 -v ./tests/hostile
 
 fuzz:
 	$(GO) test ./core -run='^$$' -fuzz=FuzzParseSelector -fuzztime=60s

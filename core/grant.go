@@ -170,6 +170,18 @@ func (g Grants) AllowsFleet(root string, a Access) bool {
 	return false
 }
 
+// AllowsSomeFleet reports whether one fleet grant has every permission in
+// a, whatever root it matches: what an operation that names no root (plan)
+// can ask of a token.
+func (g Grants) AllowsSomeFleet(a Access) bool {
+	for i := range g {
+		if a != 0 && g[i].scheme == schemeFleet && g[i].access&a == a {
+			return true
+		}
+	}
+	return false
+}
+
 // Contains reports whether every route matching t also matches s. With an
 // unbounded alphabet a form of t is inside a union of forms exactly when one
 // of them has, at every position, "*" or the same literal; so s contains t

@@ -57,9 +57,9 @@ type meter struct {
 type abort struct{ err error }
 
 var errSpecBudget = muster.Errorf(muster.CodeInvalidRequest,
-	"the schema exceeds the sweep work budget of %d subschema evaluations per spec", SweepSpecBudget)
+	"the schema exceeds the sweep work budget of %d subschema evaluations per spec (limit: sweep work per spec)", SweepSpecBudget)
 var errRequestBudget = muster.Errorf(muster.CodeInvalidRequest,
-	"the schema exceeds the sweep work budget of %d subschema evaluations per request", SweepRequestBudget)
+	"the schema exceeds the sweep work budget of %d subschema evaluations per request (limit: sweep work per request)", SweepRequestBudget)
 
 func (m *meter) step() {
 	if m.ctx == nil {

@@ -34,7 +34,9 @@ const (
 	DefaultBodyLimit = 16 << 10
 	FleetBodyLimit   = 80 << 10
 	SweepBodyLimit   = 260 << 10 // a 256 KiB schema plus its {"schema": …} wrapper
-	PlanBodyLimit    = 4 << 20
+	// PlanBodyLimit fits two lists of the contract's 10,000 names each, of
+	// about 100 bytes (the longest name register mints is 84).
+	PlanBodyLimit = 2 << 20
 )
 
 var bodyLimits = map[string]int64{
@@ -42,6 +44,18 @@ var bodyLimits = map[string]int64{
 	"sweepSpecs":   SweepBodyLimit,
 	"planFleet":    PlanBodyLimit,
 	"batchLeases":  BatchBodyLimit,
+}
+
+// admissionBounds are the operations bounded in number before their
+// bodies are read (see admission); each contract (each Server) counts its
+// own.
+var admissionBounds = map[string]struct {
+	what           string
+	access         core.Access
+	perFamily, all int
+}{
+	"planFleet":  {"plans", core.Read, PlansPerFamily, PlansRunning},
+	"sweepSpecs": {"sweeps", core.Write, SweepsPerFamily, SweepsAdmitted},
 }
 
 // operation is what the contract middleware knows of one generated route.
@@ -52,6 +66,10 @@ type operation struct {
 	public     bool  // security: [] — no token needed
 	queryToken bool  // accepts access_token (watch only)
 	bodyLimit  int64 // 0: the operation takes no body
+	// admit, when set, bounds the operation's requests in the broker per
+	// family and in all, before the body is read, once the caller passed
+	// its grant check.
+	admit *admission
 	noInput    bool  // no parameters and no body: nothing to validate
 	// selfValidated: the operation's handler validates its body against
 	// the contract while decoding it (one pass; see batch_decode.go), and
@@ -101,6 +119,9 @@ func newContract(spec *openapi3.T, auth *Authenticator, log *slog.Logger, bodyTi
 				if l, ok := bodyLimits[op.OperationID]; ok {
 					o.bodyLimit = l
 				}
+				if b, ok := admissionBounds[op.OperationID]; ok {
+					o.admit = newAdmission(b.what, b.access, b.perFamily, b.all)
+				}
 			}
 			if body, ok := hotBodies[op.OperationID]; ok {
 				h, err := compileHot(item, op, body)
@@ -142,6 +163,18 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 				writeProblem(w, muster.CodeUnauthenticated, "a valid bearer token is required")
 				return
 			}
+		}
+		if op.admit != nil {
+			if !caller.Grants.AllowsSomeFleet(op.admit.access) {
+				writeError(c.log, w, r, errForbidden)
+				return
+			}
+			leave, err := op.admit.enter(string(caller.Family))
+			if err != nil {
+				writeError(c.log, w, r, err)
+				return
+			}
+			defer leave()
 		}
 		if op.bodyLimit > 0 {
 			data, err := readRequestBody(r, op.bodyLimit, c.bodyTimeout)

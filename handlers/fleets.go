@@ -255,8 +255,10 @@ func sweepOutcome(ctx context.Context, err error) string {
 	}
 }
 
-// PlanFleet is the pure difference of two name lists; it reads and changes
-// nothing, so it needs a token but no grant.
+// PlanFleet is the pure difference of two name lists. It reads and changes
+// nothing and names no root, so no root's grant can be asked of it: the
+// contract asks read on some fleet root of the caller (a lease-only token
+// is refused) and bounds the plans in the broker at once (admission).
 func (s *Server) PlanFleet(_ context.Context, req api.PlanFleetRequestObject) (api.PlanFleetResponseObject, error) {
 	missing, orphans := fleetstore.Plan(req.Body.Desired, req.Body.Live)
 	return api.PlanFleet200JSONResponse{Missing: missing, Orphans: orphans}, nil

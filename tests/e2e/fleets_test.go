@@ -439,6 +439,10 @@ func TestFleetSweep(t *testing.T) {
 
 func TestFleetPlan(t *testing.T) {
 	b := MustStartBroker(t, writerTok, TokenSpec{Secret: "no-grants", Family: "acme", Grants: []string{"lease://acme/x/y#read"}})
+	// A token without any fleet grant (a lease worker's) is refused: the
+	// abuse report's 120 parallel 4 MiB plans came from a read-only one.
+	resp := b.Do(t, Request{Method: "POST", Path: "/v1/fleets/plan", Token: "no-grants", Body: map[string]any{"desired": []string{"a"}, "live": []string{}}})
+	wantProblem(t, resp, 403, "forbidden")
 	cases := []struct {
 		name                   string
 		desired, live          []string
@@ -451,8 +455,9 @@ func TestFleetPlan(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			// Plan is pure: any token will do, no grant is needed.
-			resp := b.Do(t, Request{Method: "POST", Path: "/v1/fleets/plan", Token: "no-grants", Body: map[string]any{"desired": tc.desired, "live": tc.live}})
+			// Plan is pure and names no root: a token with read on some
+			// fleet root will do.
+			resp := b.Do(t, Request{Method: "POST", Path: "/v1/fleets/plan", Token: writerTok.Secret, Body: map[string]any{"desired": tc.desired, "live": tc.live}})
 			var p struct{ Missing, Orphans []string }
 			resp.JSON(t, &p)
 			if resp.Status != 200 || !slices.Equal(p.Missing, tc.wantMissing) || !slices.Equal(p.Orphans, tc.wantOrphs) {
