@@ -18,7 +18,7 @@ import (
 type admission struct {
 	what          string      // "plans", "sweeps": named in the refusal
 	access        core.Access // asked of some fleet grant of the caller
-	perFamily, in int    // the bounds
+	perFamily, in int         // the bounds
 	mu            sync.Mutex
 	all           int
 	fam           map[string]int

@@ -69,8 +69,8 @@ type operation struct {
 	// admit, when set, bounds the operation's requests in the broker per
 	// family and in all, before the body is read, once the caller passed
 	// its grant check.
-	admit *admission
-	noInput    bool  // no parameters and no body: nothing to validate
+	admit   *admission
+	noInput bool // no parameters and no body: nothing to validate
 	// selfValidated: the operation's handler validates its body against
 	// the contract while decoding it (one pass; see batch_decode.go), and
 	// it takes no parameters.
