@@ -2,6 +2,8 @@ package fleetstore
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -301,5 +303,31 @@ func testSweepInvalidStored(t *testing.T, st storage) {
 	}
 	if n := len(listAll(t, f, fam, root, 0)); n != 3 {
 		t.Fatalf("%d rows stored after the sweep, want 3 (the invalid two and the kept one)", n)
+	}
+}
+
+// KeptRows reads back exactly the kept names still stored, in order, a page
+// at a time: a name forgotten since it was judged is skipped, and the walk
+// stops after the last kept name.
+func testKeptRows(t *testing.T, st storage) {
+	withListPage(t, 2)
+	f := New(st.open())
+	var names []string
+	for i := range 7 {
+		names = append(names, mustRegister(t, f, fam, root, "k", fmt.Sprintf(`{"i":%d}`, i)))
+	}
+	must(t, f.Forget(ctx, fam, root, names[3]))
+	kept := []string{names[1], names[3], names[4], names[5]}
+	var got []string
+	must(t, f.KeptRows(ctx, fam, root, kept, func(r Row) error {
+		got = append(got, r.Name)
+		return nil
+	}))
+	if want := []string{names[1], names[4], names[5]}; !slices.Equal(got, want) {
+		t.Fatalf("KeptRows = %v, want %v", got, want)
+	}
+	stop := errors.New("stop")
+	if err := f.KeptRows(ctx, fam, root, kept, func(Row) error { return stop }); err != stop {
+		t.Fatalf("fn's error: %v", err)
 	}
 }

@@ -42,6 +42,7 @@ func testConformance(t *testing.T, newStorage func(testing.TB) storage) {
 		{"Sweep", testSweep},
 		{"SweepManyPages", testSweepManyPages},
 		{"SweepInvalidStored", testSweepInvalidStored},
+		{"KeptRows", testKeptRows},
 		{"SweepSkipsUnjudged", testSweepSkipsUnjudged},
 		{"SweepRacesRegister", testSweepRacesRegister},
 		{"Drop", testDrop},

@@ -207,7 +207,33 @@ func (f *Fleet) SweepSchema(ctx context.Context, family, root string, s *Schema)
 // CodeUnavailable; ErrSpecChanged: CodeInternal). The pages already swept
 // stay swept.
 func (f *Fleet) SweepFunc(ctx context.Context, family, root string, valid func(Row) (bool, error)) (SweepResult, error) {
-	res := SweepResult{Kept: []Row{}, Dropped: []string{}, Invalid: []InvalidRow{}}
+	judged, err := f.SweepNames(ctx, family, root, valid)
+	if err != nil {
+		return SweepResult{}, err
+	}
+	res := SweepResult{Kept: []Row{}, Dropped: judged.Dropped, Invalid: judged.Invalid}
+	err = f.KeptRows(ctx, family, root, judged.Kept, func(r Row) error {
+		res.Kept = append(res.Kept, r)
+		return nil
+	})
+	if err != nil {
+		return SweepResult{}, err
+	}
+	return res, nil
+}
+
+// SweepNamesResult is a sweep's result with the names of the kept specs
+// only: what a sweep holds while it runs, whatever the size of the specs.
+type SweepNamesResult struct {
+	Kept, Dropped []string
+	Invalid       []InvalidRow
+}
+
+// SweepNames is the judging pass of SweepFunc, with its guarantees; it
+// keeps the names of the kept specs, not their bytes, and holds one page of
+// sweepPage specs at a time. KeptRows reads the kept specs back.
+func (f *Fleet) SweepNames(ctx context.Context, family, root string, valid func(Row) (bool, error)) (SweepNamesResult, error) {
+	res := SweepNamesResult{Kept: []string{}, Dropped: []string{}, Invalid: []InvalidRow{}}
 	err := f.each(ctx, family, root, sweepPage, func(rows []Row) error {
 		var failed []Row
 		for _, r := range rows {
@@ -223,7 +249,7 @@ func (f *Fleet) SweepFunc(ctx context.Context, family, root string, valid func(R
 				return backendErr("sweep", err, false)
 			}
 			if ok {
-				res.Kept = append(res.Kept, r)
+				res.Kept = append(res.Kept, r.Name)
 			} else {
 				failed = append(failed, r)
 			}
@@ -239,7 +265,45 @@ func (f *Fleet) SweepFunc(ctx context.Context, family, root string, valid func(R
 		return nil
 	})
 	if err != nil {
-		return SweepResult{}, err
+		return SweepNamesResult{}, err
 	}
 	return res, nil
 }
+
+// KeptRows reads back the rows of kept (names in name order, as SweepNames
+// returns them), one page at a time, and calls fn on each, in order. A
+// name is stored with the bytes it was judged with, or not at all: names
+// are never reused and specs never change, and a spec forgotten since is
+// skipped. fn's error, or the store's, stops the walk and is returned.
+func (f *Fleet) KeptRows(ctx context.Context, family, root string, kept []string, fn func(Row) error) error {
+	if len(kept) == 0 {
+		return nil
+	}
+	err := f.each(ctx, family, root, sweepPage, func(rows []Row) error {
+		for _, r := range rows {
+			for len(kept) > 0 && kept[0] < r.Name {
+				kept = kept[1:] // forgotten since it was judged
+			}
+			if len(kept) == 0 {
+				return errWalkDone
+			}
+			if kept[0] == r.Name {
+				kept = kept[1:]
+				if err := fn(r); err != nil {
+					return err
+				}
+			}
+		}
+		if len(kept) == 0 {
+			return errWalkDone
+		}
+		return nil
+	})
+	if errors.Is(err, errWalkDone) {
+		return nil
+	}
+	return err
+}
+
+// errWalkDone ends a walk of each early, without an error.
+var errWalkDone = errors.New("walk done")

@@ -172,6 +172,12 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 			leave, err := op.admit.enter(string(caller.Family))
 			if err != nil {
 				writeError(c.log, w, r, err)
+				// The body is read and thrown away, within its limit and
+				// under the body deadline, so that the client reads the 429
+				// rather than a connection reset in the middle of its
+				// upload (net/http would close the connection after 256
+				// KiB). Nothing of it is kept.
+				_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, op.bodyLimit))
 				return
 			}
 			defer leave()

@@ -180,22 +180,56 @@ func (s *Server) SweepSpecs(ctx context.Context, req api.SweepSpecsRequestObject
 	if err != nil {
 		return nil, s.fleetErr(ctx, "sweep", err)
 	}
-	b := append(make([]byte, 0, 256), `{"kept":[`...)
-	for i, r := range res.Kept {
-		if i > 0 {
+	return sweepAnswer{s: s, ctx: ctx, fam: fam, root: req.Root, res: res}, nil
+}
+
+// sweepAnswer writes a sweep's result as it reads the kept specs back, a
+// page at a time (Fleet.KeptRows): the broker never holds more than a page
+// of specs, whatever the root holds. The status is sent before the first
+// spec is read, so a store that fails then can only cut the answer: the
+// connection is closed mid-body, and the client sees an incomplete JSON
+// document, never a complete one that lies.
+type sweepAnswer struct {
+	s    *Server
+	ctx  context.Context
+	fam  string
+	root string
+	res  fleetstore.SweepNamesResult
+}
+
+func (a sweepAnswer) VisitSweepSpecsResponse(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	b := append(make([]byte, 0, 64<<10), `{"kept":[`...)
+	first := true
+	err := a.s.fleet.KeptRows(a.ctx, a.fam, a.root, a.res.Kept, func(r fleetstore.Row) error {
+		if !first {
 			b = append(b, ',')
 		}
-		b = s.appendRow(b, r)
+		first = false
+		b = a.s.appendRow(b, r)
+		if len(b) < 32<<10 {
+			return nil
+		}
+		_, err := w.Write(b)
+		b = b[:0]
+		return err
+	})
+	if err != nil {
+		if a.ctx.Err() == nil {
+			a.s.log.Error("sweep answer cut: reading the kept specs back failed", "err", err)
+		}
+		panic(http.ErrAbortHandler)
 	}
 	b = append(b, `],"dropped":[`...)
-	for i, name := range res.Dropped {
+	for i, name := range a.res.Dropped {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = appendJSONString(b, name)
 	}
 	b = append(b, `],"invalid":[`...)
-	for i, iv := range res.Invalid {
+	for i, iv := range a.res.Invalid {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -205,19 +239,20 @@ func (s *Server) SweepSpecs(ctx context.Context, req api.SweepSpecsRequestObject
 		b = appendJSONString(b, iv.Reason)
 		b = append(b, '}')
 	}
-	b = append(b, "]}"...)
-	return rawJSON{status: http.StatusOK, body: b}, nil
+	b = append(b, "]}\n"...)
+	_, err = w.Write(b)
+	return err
 }
 
 // sweep compiles the schema and judges the specs in a worker process of
 // their own, bounded in CPU, memory and time (package judge), and drops what
 // the worker judges invalid.
-func (s *Server) sweep(ctx context.Context, fam, root string, raw []byte) (fleetstore.SweepResult, error) {
+func (s *Server) sweep(ctx context.Context, fam, root string, raw []byte) (fleetstore.SweepNamesResult, error) {
 	w, err := judge.Start(ctx, s.sweepWorker, raw, s.sweepLimits)
 	if err != nil {
-		return fleetstore.SweepResult{}, s.workerErr(ctx, err)
+		return fleetstore.SweepNamesResult{}, s.workerErr(ctx, err)
 	}
-	res, err := s.fleet.SweepFunc(ctx, fam, root, func(r fleetstore.Row) (bool, error) { return w.Judge(r.Spec) })
+	res, err := s.fleet.SweepNames(ctx, fam, root, func(r fleetstore.Row) (bool, error) { return w.Judge(r.Spec) })
 	u := w.Close()
 	s.metrics.sweepCPU.Observe(u.CPU.Seconds())
 	s.metrics.sweepMemory.Observe(float64(u.MaxRSS))
@@ -380,4 +415,3 @@ func (r rawJSON) write(w http.ResponseWriter) error {
 func (r rawJSON) VisitRegisterSpecResponse(w http.ResponseWriter) error { return r.write(w) }
 func (r rawJSON) VisitGetSpecResponse(w http.ResponseWriter) error      { return r.write(w) }
 func (r rawJSON) VisitListSpecsResponse(w http.ResponseWriter) error    { return r.write(w) }
-func (r rawJSON) VisitSweepSpecsResponse(w http.ResponseWriter) error   { return r.write(w) }

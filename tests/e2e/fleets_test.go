@@ -466,7 +466,7 @@ func TestFleetPlan(t *testing.T) {
 		})
 	}
 	wantProblem(t, b.Do(t, Request{Method: "POST", Path: "/v1/fleets/plan", Body: map[string]any{"desired": []string{}, "live": []string{}}}), 401, "unauthenticated")
-	wantProblem(t, b.Do(t, Request{Method: "POST", Path: "/v1/fleets/plan", Token: "no-grants", Body: map[string]any{"desired": []string{}}}), 400, "invalid_request")
+	wantProblem(t, b.Do(t, Request{Method: "POST", Path: "/v1/fleets/plan", Token: writerTok.Secret, Body: map[string]any{"desired": []string{}}}), 400, "invalid_request")
 }
 
 func TestFleetGap(t *testing.T) {

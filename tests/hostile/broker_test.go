@@ -156,11 +156,32 @@ func (b *broker) status(field string) int64 {
 	return -1
 }
 
-// resetPeak starts a new peak-RSS measurement (VmHWM) and returns the RSS
-// now, the baseline of the measurement.
-func (b *broker) resetPeak() int64 {
-	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", b.cmd.Process.Pid), []byte("5"), 0)
-	return b.status("VmRSS")
+// peak samples the broker's anonymous resident memory (RssAnon: its heap
+// and stacks; the pages of the bbolt file it maps are the kernel's to
+// reclaim and are not counted) every millisecond until stop is called,
+// which returns the peak above the first sample.
+func (b *broker) peak() (stop func() int64) {
+	base := b.status("RssAnon")
+	done := make(chan struct{})
+	out := make(chan int64, 1)
+	go func() {
+		top := base
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				out <- max(top, b.status("RssAnon")) - base
+				return
+			case <-tick.C:
+				top = max(top, b.status("RssAnon"))
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		return <-out
+	}
 }
 
 // children lists the broker's child processes (its sweep workers).

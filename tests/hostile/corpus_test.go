@@ -100,6 +100,9 @@ var (
 		"old-deep-array":  {nested(5000, true)},
 		"old-deep-object": {nested(9999, false)},
 		"old-big-number":  {`{"n":[1e1000000]}`, `{"n":[-1E+100000]}`, `{"n":[0.` + strings.Repeat("0", 100) + `1]}`},
+		// 72 MB of specs, every one kept: the answer is larger than the
+		// memory bound, so it must be written as it is read.
+		"big-root": slices.Repeat([]string{`{"s":"` + strings.Repeat("a", 60_000) + `"}`}, 1200),
 	}
 	registered = func() map[string][]string {
 		burnSchema, burnSpec := enumBurn()
@@ -142,6 +145,7 @@ func corpus() []entry {
 		sweep("stored-big-numbers", "old-big-number", `{"properties":{"n":{"items":{"enum":[0,1,2]}}}}`, 200, "", "(limit: spec number)", 2*time.Second),
 		sweep("enum-burn", "enum-burn", burn, 400, "invalid_request", "(limit: sweep CPU)", 4*time.Second),
 		sweep("patterns-60k", "patterns", pat, 400, "invalid_request", "(limit: sweep CPU)", 4*time.Second),
+		sweep("keep-72-MB", "big-root", `{"required":["s"]}`, 200, "", `"dropped":[],"invalid":[]}`, 10*time.Second),
 		sweep("legit", "legit", `{"required":["topic"],"properties":{"topic":{"type":"string"}}}`, 200, "", `"dropped":[`, time.Second),
 		register("register-array-65", nested(65, true), "(limit: spec depth)"),
 		register("register-object-65", nested(65, false), "(limit: spec depth)"),
@@ -196,13 +200,13 @@ func TestCorpus(t *testing.T) {
 		}
 		t.Run(e.class+"/"+e.name, func(t *testing.T) {
 			quiet := p.measure(probeSamples)
-			base := b.resetPeak()
+			peak := b.peak()
 			workerSum := b.metric("muster_fleet_sweep_worker_peak_bytes_sum")
 			p.reset()
 			start := time.Now()
 			st, _, body, err := b.do(ctx, e.tok, e.method, e.path, e.body)
 			took := time.Since(start)
-			growth := b.status("VmHWM") - base
+			growth := peak()
 			worker := int64(b.metric("muster_fleet_sweep_worker_peak_bytes_sum") - workerSum)
 			// The probe's p99 "meanwhile" is over as many samples as the
 			// quiet one: the case is sent again, one at a time, paced like
