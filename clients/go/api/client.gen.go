@@ -283,6 +283,14 @@ type Health struct {
 // Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 type HolderIncarnation = string
 
+// InvalidSpec defines model for InvalidSpec.
+type InvalidSpec struct {
+	Name string `json:"name"`
+
+	// Reason The limit the spec breaks, as `… (limit: spec depth)` or `… (limit: spec number)`.
+	Reason string `json:"reason"`
+}
+
 // Keepalive defines model for Keepalive.
 type Keepalive struct {
 	ExpiresAt time.Time `json:"expires_at"`
@@ -427,7 +435,7 @@ type RegisterRequest struct {
 	// Kind One legal segment (lowercase letters, digits, `-`, `_`).
 	Kind string `json:"kind"`
 
-	// Spec Any JSON value but `null` (refused with `invalid_request`), up to 64 KiB, stored exactly as given.
+	// Spec Any JSON value but `null` (refused with `invalid_request`), up to 64 KiB, stored exactly as given, nesting arrays and objects at most 64 deep, with numbers of at most 64 characters and exponents of at most 3 digits (beyond these: 400 `invalid_request` naming the limit, `spec depth` or `spec number`).
 	Spec json.RawMessage `json:"spec"`
 }
 
@@ -547,8 +555,11 @@ type SweepRequest struct {
 
 // SweepResult defines model for SweepResult.
 type SweepResult struct {
-	Dropped []string  `json:"dropped"`
-	Kept    []SpecRow `json:"kept"`
+	Dropped []string `json:"dropped"`
+
+	// Invalid Stored specs beyond register's shape limits, neither validated nor dropped; the broker always sends it.
+	Invalid *[]InvalidSpec `json:"invalid,omitempty"`
+	Kept    []SpecRow      `json:"kept"`
 }
 
 // WatchEvent The data of any watch stream event.
@@ -973,10 +984,18 @@ type ClientInterface interface {
 	// `fleet://<root>`.
 	//
 	// The schema's shape and the work of validating are bounded (nesting,
-	// pattern size, combinator fan-out, `$ref` expansion; evaluations per
-	// spec and per request): beyond a bound the answer is 400
-	// `invalid_request` whose detail names the limit, and a schema refused
-	// for its shape deletes nothing.
+	// pattern size, number size, combinator fan-out, `$ref` expansion;
+	// evaluations per spec and per request; and the validating process's
+	// CPU time, 2 s, memory, 64 MiB, and life, 30 s, per request by
+	// default): beyond a bound the answer is 400 `invalid_request` whose
+	// detail names the limit (`(limit: …)`), and a schema refused for its
+	// shape deletes nothing. The client leaving stops the validation at
+	// once.
+	//
+	// A stored spec beyond register's shape limits (stored before they
+	// existed: nesting deeper than 64, a number longer than 64 characters
+	// or with an exponent of more than 3 digits) is never validated: it is
+	// listed in `invalid` with the limit it breaks and left stored.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -992,10 +1011,18 @@ type ClientInterface interface {
 	// `fleet://<root>`.
 	//
 	// The schema's shape and the work of validating are bounded (nesting,
-	// pattern size, combinator fan-out, `$ref` expansion; evaluations per
-	// spec and per request): beyond a bound the answer is 400
-	// `invalid_request` whose detail names the limit, and a schema refused
-	// for its shape deletes nothing.
+	// pattern size, number size, combinator fan-out, `$ref` expansion;
+	// evaluations per spec and per request; and the validating process's
+	// CPU time, 2 s, memory, 64 MiB, and life, 30 s, per request by
+	// default): beyond a bound the answer is 400 `invalid_request` whose
+	// detail names the limit (`(limit: …)`), and a schema refused for its
+	// shape deletes nothing. The client leaving stops the validation at
+	// once.
+	//
+	// A stored spec beyond register's shape limits (stored before they
+	// existed: nesting deeper than 64, a number longer than 64 characters
+	// or with an exponent of more than 3 digits) is never validated: it is
+	// listed in `invalid` with the limit it breaks and left stored.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1486,10 +1513,18 @@ func (c *Client) GetSpec(ctx context.Context, root Root, name SpecName, reqEdito
 // `fleet://<root>`.
 //
 // The schema's shape and the work of validating are bounded (nesting,
-// pattern size, combinator fan-out, `$ref` expansion; evaluations per
-// spec and per request): beyond a bound the answer is 400
-// `invalid_request` whose detail names the limit, and a schema refused
-// for its shape deletes nothing.
+// pattern size, number size, combinator fan-out, `$ref` expansion;
+// evaluations per spec and per request; and the validating process's
+// CPU time, 2 s, memory, 64 MiB, and life, 30 s, per request by
+// default): beyond a bound the answer is 400 `invalid_request` whose
+// detail names the limit (`(limit: …)`), and a schema refused for its
+// shape deletes nothing. The client leaving stops the validation at
+// once.
+//
+// A stored spec beyond register's shape limits (stored before they
+// existed: nesting deeper than 64, a number longer than 64 characters
+// or with an exponent of more than 3 digits) is never validated: it is
+// listed in `invalid` with the limit it breaks and left stored.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1515,10 +1550,18 @@ func (c *Client) SweepSpecsWithBody(ctx context.Context, root Root, contentType 
 // `fleet://<root>`.
 //
 // The schema's shape and the work of validating are bounded (nesting,
-// pattern size, combinator fan-out, `$ref` expansion; evaluations per
-// spec and per request): beyond a bound the answer is 400
-// `invalid_request` whose detail names the limit, and a schema refused
-// for its shape deletes nothing.
+// pattern size, number size, combinator fan-out, `$ref` expansion;
+// evaluations per spec and per request; and the validating process's
+// CPU time, 2 s, memory, 64 MiB, and life, 30 s, per request by
+// default): beyond a bound the answer is 400 `invalid_request` whose
+// detail names the limit (`(limit: …)`), and a schema refused for its
+// shape deletes nothing. The client leaving stops the validation at
+// once.
+//
+// A stored spec beyond register's shape limits (stored before they
+// existed: nesting deeper than 64, a number longer than 64 characters
+// or with an exponent of more than 3 digits) is never validated: it is
+// listed in `invalid` with the limit it breaks and left stored.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3206,10 +3249,18 @@ type ClientWithResponsesInterface interface {
 	// `fleet://<root>`.
 	//
 	// The schema's shape and the work of validating are bounded (nesting,
-	// pattern size, combinator fan-out, `$ref` expansion; evaluations per
-	// spec and per request): beyond a bound the answer is 400
-	// `invalid_request` whose detail names the limit, and a schema refused
-	// for its shape deletes nothing.
+	// pattern size, number size, combinator fan-out, `$ref` expansion;
+	// evaluations per spec and per request; and the validating process's
+	// CPU time, 2 s, memory, 64 MiB, and life, 30 s, per request by
+	// default): beyond a bound the answer is 400 `invalid_request` whose
+	// detail names the limit (`(limit: …)`), and a schema refused for its
+	// shape deletes nothing. The client leaving stops the validation at
+	// once.
+	//
+	// A stored spec beyond register's shape limits (stored before they
+	// existed: nesting deeper than 64, a number longer than 64 characters
+	// or with an exponent of more than 3 digits) is never validated: it is
+	// listed in `invalid` with the limit it breaks and left stored.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3225,10 +3276,18 @@ type ClientWithResponsesInterface interface {
 	// `fleet://<root>`.
 	//
 	// The schema's shape and the work of validating are bounded (nesting,
-	// pattern size, combinator fan-out, `$ref` expansion; evaluations per
-	// spec and per request): beyond a bound the answer is 400
-	// `invalid_request` whose detail names the limit, and a schema refused
-	// for its shape deletes nothing.
+	// pattern size, number size, combinator fan-out, `$ref` expansion;
+	// evaluations per spec and per request; and the validating process's
+	// CPU time, 2 s, memory, 64 MiB, and life, 30 s, per request by
+	// default): beyond a bound the answer is 400 `invalid_request` whose
+	// detail names the limit (`(limit: …)`), and a schema refused for its
+	// shape deletes nothing. The client leaving stops the validation at
+	// once.
+	//
+	// A stored spec beyond register's shape limits (stored before they
+	// existed: nesting deeper than 64, a number longer than 64 characters
+	// or with an exponent of more than 3 digits) is never validated: it is
+	// listed in `invalid` with the limit it breaks and left stored.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5270,10 +5329,18 @@ func (c *ClientWithResponses) GetSpecWithResponse(ctx context.Context, root Root
 // `fleet://<root>`.
 //
 // The schema's shape and the work of validating are bounded (nesting,
-// pattern size, combinator fan-out, `$ref` expansion; evaluations per
-// spec and per request): beyond a bound the answer is 400
-// `invalid_request` whose detail names the limit, and a schema refused
-// for its shape deletes nothing.
+// pattern size, number size, combinator fan-out, `$ref` expansion;
+// evaluations per spec and per request; and the validating process's
+// CPU time, 2 s, memory, 64 MiB, and life, 30 s, per request by
+// default): beyond a bound the answer is 400 `invalid_request` whose
+// detail names the limit (`(limit: …)`), and a schema refused for its
+// shape deletes nothing. The client leaving stops the validation at
+// once.
+//
+// A stored spec beyond register's shape limits (stored before they
+// existed: nesting deeper than 64, a number longer than 64 characters
+// or with an exponent of more than 3 digits) is never validated: it is
+// listed in `invalid` with the limit it breaks and left stored.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5295,10 +5362,18 @@ func (c *ClientWithResponses) SweepSpecsWithBodyWithResponse(ctx context.Context
 // `fleet://<root>`.
 //
 // The schema's shape and the work of validating are bounded (nesting,
-// pattern size, combinator fan-out, `$ref` expansion; evaluations per
-// spec and per request): beyond a bound the answer is 400
-// `invalid_request` whose detail names the limit, and a schema refused
-// for its shape deletes nothing.
+// pattern size, number size, combinator fan-out, `$ref` expansion;
+// evaluations per spec and per request; and the validating process's
+// CPU time, 2 s, memory, 64 MiB, and life, 30 s, per request by
+// default): beyond a bound the answer is 400 `invalid_request` whose
+// detail names the limit (`(limit: …)`), and a schema refused for its
+// shape deletes nothing. The client leaving stops the validation at
+// once.
+//
+// A stored spec beyond register's shape limits (stored before they
+// existed: nesting deeper than 64, a number longer than 64 characters
+// or with an exponent of more than 3 digits) is never validated: it is
+// listed in `invalid` with the limit it breaks and left stored.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -364,10 +364,18 @@ export interface paths {
          *     `fleet://<root>`.
          *
          *     The schema's shape and the work of validating are bounded (nesting,
-         *     pattern size, combinator fan-out, `$ref` expansion; evaluations per
-         *     spec and per request): beyond a bound the answer is 400
-         *     `invalid_request` whose detail names the limit, and a schema refused
-         *     for its shape deletes nothing.
+         *     pattern size, number size, combinator fan-out, `$ref` expansion;
+         *     evaluations per spec and per request; and the validating process's
+         *     CPU time, 2 s, memory, 64 MiB, and life, 30 s, per request by
+         *     default): beyond a bound the answer is 400 `invalid_request` whose
+         *     detail names the limit (`(limit: …)`), and a schema refused for its
+         *     shape deletes nothing. The client leaving stops the validation at
+         *     once.
+         *
+         *     A stored spec beyond register's shape limits (stored before they
+         *     existed: nesting deeper than 64, a number longer than 64 characters
+         *     or with an exponent of more than 3 digits) is never validated: it is
+         *     listed in `invalid` with the limit it breaks and left stored.
          */
         post: operations["sweepSpecs"];
         delete?: never;
@@ -790,7 +798,7 @@ export interface components {
         RegisterRequest: {
             /** @description One legal segment (lowercase letters, digits, `-`, `_`). */
             kind: string;
-            /** @description Any JSON value but `null` (refused with `invalid_request`), up to 64 KiB, stored exactly as given. */
+            /** @description Any JSON value but `null` (refused with `invalid_request`), up to 64 KiB, stored exactly as given, nesting arrays and objects at most 64 deep, with numbers of at most 64 characters and exponents of at most 3 digits (beyond these: 400 `invalid_request` naming the limit, `spec depth` or `spec number`). */
             spec: unknown;
         };
         SpecRow: {
@@ -810,6 +818,13 @@ export interface components {
         SweepResult: {
             kept: components["schemas"]["SpecRow"][];
             dropped: string[];
+            /** @description Stored specs beyond register's shape limits, neither validated nor dropped; the broker always sends it. */
+            invalid?: components["schemas"]["InvalidSpec"][];
+        };
+        InvalidSpec: {
+            name: string;
+            /** @description The limit the spec breaks, as `… (limit: spec depth)` or `… (limit: spec number)`. */
+            reason: string;
         };
         PlanRequest: {
             desired: string[];
