@@ -900,6 +900,11 @@ type ClientInterface interface {
 	//
 	// `missing` = desired and not live; `orphans` = live and not desired; both sorted. Changes nothing.
 	//
+	// Needs `read` on some fleet root (the plan names none; a token without any fleet grant is
+	// refused with 403). The body is at most 2 MiB (413 `payload_too_large`), 10,000 names a side.
+	// At most 2 plans of one family and 4 in all run at once; beyond that the answer is 429
+	// `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body is read.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/fleets/plan (the `PlanFleet` operationId).
@@ -908,6 +913,11 @@ type ClientInterface interface {
 	// PlanFleet The pure difference between desired and live names
 	//
 	// `missing` = desired and not live; `orphans` = live and not desired; both sorted. Changes nothing.
+	//
+	// Needs `read` on some fleet root (the plan names none; a token without any fleet grant is
+	// refused with 403). The body is at most 2 MiB (413 `payload_too_large`), 10,000 names a side.
+	// At most 2 plans of one family and 4 in all run at once; beyond that the answer is 429
+	// `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body is read.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -997,6 +1007,12 @@ type ClientInterface interface {
 	// or with an exponent of more than 3 digits) is never validated: it is
 	// listed in `invalid` with the limit it breaks and left stored.
 	//
+	// One sweep per family validates at a time (and 2 in all by default); at most 4 sweeps of
+	// one family and 32 in all are in the broker, validating or waiting: beyond that the answer
+	// is 429 `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body
+	// is read. The answer is written as the kept specs are read back: a store failure after the
+	// status was sent cuts the body short.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/fleets/{root}/sweep (the `SweepSpecs` operationId).
@@ -1023,6 +1039,12 @@ type ClientInterface interface {
 	// existed: nesting deeper than 64, a number longer than 64 characters
 	// or with an exponent of more than 3 digits) is never validated: it is
 	// listed in `invalid` with the limit it breaks and left stored.
+	//
+	// One sweep per family validates at a time (and 2 in all by default); at most 4 sweeps of
+	// one family and 32 in all are in the broker, validating or waiting: beyond that the answer
+	// is 429 `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body
+	// is read. The answer is written as the kept specs are read back: a store failure after the
+	// status was sent cuts the body short.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1349,6 +1371,11 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 //
 // `missing` = desired and not live; `orphans` = live and not desired; both sorted. Changes nothing.
 //
+// Needs `read` on some fleet root (the plan names none; a token without any fleet grant is
+// refused with 403). The body is at most 2 MiB (413 `payload_too_large`), 10,000 names a side.
+// At most 2 plans of one family and 4 in all run at once; beyond that the answer is 429
+// `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body is read.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/fleets/plan (the `PlanFleet` operationId).
@@ -1367,6 +1394,11 @@ func (c *Client) PlanFleetWithBody(ctx context.Context, contentType string, body
 // PlanFleet The pure difference between desired and live names
 //
 // `missing` = desired and not live; `orphans` = live and not desired; both sorted. Changes nothing.
+//
+// Needs `read` on some fleet root (the plan names none; a token without any fleet grant is
+// refused with 403). The body is at most 2 MiB (413 `payload_too_large`), 10,000 names a side.
+// At most 2 plans of one family and 4 in all run at once; beyond that the answer is 429
+// `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body is read.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1526,6 +1558,12 @@ func (c *Client) GetSpec(ctx context.Context, root Root, name SpecName, reqEdito
 // or with an exponent of more than 3 digits) is never validated: it is
 // listed in `invalid` with the limit it breaks and left stored.
 //
+// One sweep per family validates at a time (and 2 in all by default); at most 4 sweeps of
+// one family and 32 in all are in the broker, validating or waiting: beyond that the answer
+// is 429 `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body
+// is read. The answer is written as the kept specs are read back: a store failure after the
+// status was sent cuts the body short.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/fleets/{root}/sweep (the `SweepSpecs` operationId).
@@ -1562,6 +1600,12 @@ func (c *Client) SweepSpecsWithBody(ctx context.Context, root Root, contentType 
 // existed: nesting deeper than 64, a number longer than 64 characters
 // or with an exponent of more than 3 digits) is never validated: it is
 // listed in `invalid` with the limit it breaks and left stored.
+//
+// One sweep per family validates at a time (and 2 in all by default); at most 4 sweeps of
+// one family and 32 in all are in the broker, validating or waiting: beyond that the answer
+// is 429 `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body
+// is read. The answer is written as the kept specs are read back: a store failure after the
+// status was sent cuts the body short.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3157,6 +3201,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// `missing` = desired and not live; `orphans` = live and not desired; both sorted. Changes nothing.
 	//
+	// Needs `read` on some fleet root (the plan names none; a token without any fleet grant is
+	// refused with 403). The body is at most 2 MiB (413 `payload_too_large`), 10,000 names a side.
+	// At most 2 plans of one family and 4 in all run at once; beyond that the answer is 429
+	// `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body is read.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/fleets/plan (the `PlanFleet` operationId).
@@ -3165,6 +3214,11 @@ type ClientWithResponsesInterface interface {
 	// PlanFleetWithResponse The pure difference between desired and live names
 	//
 	// `missing` = desired and not live; `orphans` = live and not desired; both sorted. Changes nothing.
+	//
+	// Needs `read` on some fleet root (the plan names none; a token without any fleet grant is
+	// refused with 403). The body is at most 2 MiB (413 `payload_too_large`), 10,000 names a side.
+	// At most 2 plans of one family and 4 in all run at once; beyond that the answer is 429
+	// `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body is read.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3262,6 +3316,12 @@ type ClientWithResponsesInterface interface {
 	// or with an exponent of more than 3 digits) is never validated: it is
 	// listed in `invalid` with the limit it breaks and left stored.
 	//
+	// One sweep per family validates at a time (and 2 in all by default); at most 4 sweeps of
+	// one family and 32 in all are in the broker, validating or waiting: beyond that the answer
+	// is 429 `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body
+	// is read. The answer is written as the kept specs are read back: a store failure after the
+	// status was sent cuts the body short.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/fleets/{root}/sweep (the `SweepSpecs` operationId).
@@ -3288,6 +3348,12 @@ type ClientWithResponsesInterface interface {
 	// existed: nesting deeper than 64, a number longer than 64 characters
 	// or with an exponent of more than 3 digits) is never validated: it is
 	// listed in `invalid` with the limit it breaks and left stored.
+	//
+	// One sweep per family validates at a time (and 2 in all by default); at most 4 sweeps of
+	// one family and 32 in all are in the broker, validating or waiting: beyond that the answer
+	// is 429 `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body
+	// is read. The answer is written as the kept specs are read back: a store failure after the
+	// status was sent cuts the body short.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3750,8 +3816,12 @@ type PlanFleetResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
 }
@@ -3771,9 +3841,19 @@ func (r PlanFleetResponse) GetApplicationproblemJSON401() *Unauthenticated {
 	return r.ApplicationproblemJSON401
 }
 
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PlanFleetResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r PlanFleetResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PlanFleetResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -4196,6 +4276,8 @@ type SweepSpecsResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
 }
@@ -4223,6 +4305,11 @@ func (r SweepSpecsResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r SweepSpecsResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SweepSpecsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -5189,6 +5276,11 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 //
 // `missing` = desired and not live; `orphans` = live and not desired; both sorted. Changes nothing.
 //
+// Needs `read` on some fleet root (the plan names none; a token without any fleet grant is
+// refused with 403). The body is at most 2 MiB (413 `payload_too_large`), 10,000 names a side.
+// At most 2 plans of one family and 4 in all run at once; beyond that the answer is 429
+// `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body is read.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/fleets/plan (the `PlanFleet` operationId).
@@ -5203,6 +5295,11 @@ func (c *ClientWithResponses) PlanFleetWithBodyWithResponse(ctx context.Context,
 // PlanFleetWithResponse The pure difference between desired and live names
 //
 // `missing` = desired and not live; `orphans` = live and not desired; both sorted. Changes nothing.
+//
+// Needs `read` on some fleet root (the plan names none; a token without any fleet grant is
+// refused with 403). The body is at most 2 MiB (413 `payload_too_large`), 10,000 names a side.
+// At most 2 plans of one family and 4 in all run at once; beyond that the answer is 429
+// `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body is read.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5342,6 +5439,12 @@ func (c *ClientWithResponses) GetSpecWithResponse(ctx context.Context, root Root
 // or with an exponent of more than 3 digits) is never validated: it is
 // listed in `invalid` with the limit it breaks and left stored.
 //
+// One sweep per family validates at a time (and 2 in all by default); at most 4 sweeps of
+// one family and 32 in all are in the broker, validating or waiting: beyond that the answer
+// is 429 `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body
+// is read. The answer is written as the kept specs are read back: a store failure after the
+// status was sent cuts the body short.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/fleets/{root}/sweep (the `SweepSpecs` operationId).
@@ -5374,6 +5477,12 @@ func (c *ClientWithResponses) SweepSpecsWithBodyWithResponse(ctx context.Context
 // existed: nesting deeper than 64, a number longer than 64 characters
 // or with an exponent of more than 3 digits) is never validated: it is
 // listed in `invalid` with the limit it breaks and left stored.
+//
+// One sweep per family validates at a time (and 2 in all by default); at most 4 sweeps of
+// one family and 32 in all are in the broker, validating or waiting: beyond that the answer
+// is 429 `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body
+// is read. The answer is written as the kept specs are read back: a store failure after the
+// status was sent cuts the body short.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5882,12 +5991,26 @@ func ParsePlanFleetResponse(rsp *http.Response) (*PlanFleetResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error
@@ -6250,6 +6373,13 @@ func ParseSweepSpecsResponse(rsp *http.Response) (*SweepSpecsResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error

@@ -376,6 +376,12 @@ export interface paths {
          *     existed: nesting deeper than 64, a number longer than 64 characters
          *     or with an exponent of more than 3 digits) is never validated: it is
          *     listed in `invalid` with the limit it breaks and left stored.
+         *
+         *     One sweep per family validates at a time (and 2 in all by default); at most 4 sweeps of
+         *     one family and 32 in all are in the broker, validating or waiting: beyond that the answer
+         *     is 429 `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body
+         *     is read. The answer is written as the kept specs are read back: a store failure after the
+         *     status was sent cuts the body short.
          */
         post: operations["sweepSpecs"];
         delete?: never;
@@ -396,6 +402,11 @@ export interface paths {
         /**
          * The pure difference between desired and live names
          * @description `missing` = desired and not live; `orphans` = live and not desired; both sorted. Changes nothing.
+         *
+         *     Needs `read` on some fleet root (the plan names none; a token without any fleet grant is
+         *     refused with 403). The body is at most 2 MiB (413 `payload_too_large`), 10,000 names a side.
+         *     At most 2 plans of one family and 4 in all run at once; beyond that the answer is 429
+         *     `queue_full` with `scope` `family` or `broker` and a `Retry-After`, before the body is read.
          */
         post: operations["planFleet"];
         delete?: never;
@@ -1676,6 +1687,7 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };
@@ -1715,7 +1727,9 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };
