@@ -1963,11 +1963,25 @@ type NotFoundApplicationProblemPlusJSONResponse Problem
 
 type PayloadTooLargeApplicationProblemPlusJSONResponse Problem
 
-type TooManyRequestsApplicationProblemPlusJSONResponse Problem
+type TooManyRequestsResponseHeaders struct {
+	RetryAfter int
+}
+type TooManyRequestsApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers TooManyRequestsResponseHeaders
+}
 
 type UnauthenticatedApplicationProblemPlusJSONResponse Problem
 
-type UnavailableApplicationProblemPlusJSONResponse Problem
+type UnavailableResponseHeaders struct {
+	RetryAfter int
+}
+type UnavailableApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableResponseHeaders
+}
 
 type DocsRequestObject struct {
 }
@@ -2090,10 +2104,11 @@ type Readyz503ApplicationProblemPlusJSONResponse struct {
 func (response Readyz503ApplicationProblemPlusJSONResponse) VisitReadyzResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2264,10 +2279,11 @@ type FleetGap503ApplicationProblemPlusJSONResponse struct {
 func (response FleetGap503ApplicationProblemPlusJSONResponse) VisitFleetGapResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2488,10 +2504,11 @@ type RegisterSpec429ApplicationProblemPlusJSONResponse struct {
 func (response RegisterSpec429ApplicationProblemPlusJSONResponse) VisitRegisterSpecResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2897,10 +2914,11 @@ type ListLeases503ApplicationProblemPlusJSONResponse struct {
 func (response ListLeases503ApplicationProblemPlusJSONResponse) VisitListLeasesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3148,10 +3166,11 @@ type WatchLeases429ApplicationProblemPlusJSONResponse struct {
 func (response WatchLeases429ApplicationProblemPlusJSONResponse) VisitWatchLeasesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3164,10 +3183,11 @@ type WatchLeases503ApplicationProblemPlusJSONResponse struct {
 func (response WatchLeases503ApplicationProblemPlusJSONResponse) VisitWatchLeasesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3407,10 +3427,11 @@ type AcquireLease429ApplicationProblemPlusJSONResponse struct {
 func (response AcquireLease429ApplicationProblemPlusJSONResponse) VisitAcquireLeaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3780,10 +3801,11 @@ type CreateSession429ApplicationProblemPlusJSONResponse struct {
 func (response CreateSession429ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4840,182 +4862,185 @@ func (sh *strictHandler) Unsubscribe(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39cts22ih+Kxi9+5tIKS1LjtMm8uzMz8063bxNk76Juz2zYdaESEjChgJYALSiZjxz/nov4L2Ic2F7",
-	"JWfwPAAJipQl20ma9uy0M7H4AQIPnu8vfOilcllIwYTRvcmHXkEVXTLDFPw6VYzaf9l7uixy1pv0FBMZ",
-	"U/Z21OOiN+kV1Cx6UU/Qpb1N7QtRT7FfSq5Y1psYVbKop9MFW8JIf1Js1pv0/uOw/uwh3tWHr9l8yYTp",
-	"XV1FvSel0lLZNzKmU8ULw6X93PmCkUSw9+YihScSImfELBgpFLvkstSkoHMWkVKkCyrmLCN9WdBfSrhU",
-	"0CxjGZlSzb4+LlUeEWrIUmpDxqOjY5IuqKKpXftg6Jf3S8nUul4ffrQXrmhJ3z9nYm4WvYkdJeotuagu",
-	"RBY+hik71D/enB78nR78Ojp4fHHw9qs/9aKeWRd2VG0UF3NY9ytG82V72U+50oYoWRpGNILJL4zQosh5",
-	"Su2TxE5TFzRlgyFJ7ieEa6LYrNQsIytuFiTh4pLmPLuAoRK7zHpvabpk3duqYFYfY19fMS1LlbImVmUy",
-	"Le0jB+OjB9tm4N77KJOQ0rRhfEpmOWMWytJMyJgYSR55YGuLZnBpfPSI5HLFVEo1Izmzu6sjkvE5Nzoi",
-	"yUFCqMhIcpFE5J+SC4tva5IcJjWyHT18SKZrwzThgtA8PyGUCKYNy+DbdtO03WDcscOEMJ3SgmWEapL8",
-	"f0dPkyE5FWuz4GJOWK5Za5ePR6Ngp9kvJdNmY6+XUnAjt5Gxnca1kA6Q/ujhw+twvkL4D+NofPToqn/Y",
-	"ujT4MIq+ueqmh9dMay7Fs6yJMKPx0YPjh19/8+gxnaYZm23+7l6WxsEueHYHNPLzgdkVLH0BY7eRSRcs",
-	"BXqcEClqqpWzvdHH48ujY4cufUrecZHVj1GSylIYpgYnhG6iRIUBdhIb269YIQ/G3VCCf/bc/EfHe+19",
-	"J7O7st/QhRSagbD5lmavEFftr1QKY+l18qEXMLjDQslpzpZf/VNbMAcoYd/I7PgbeN+LehkzlOe9Sc/K",
-	"CXeZTGW2tlAS0hB4gfzn65cvLGc31JS6NzkejaKe4Qbg9S3NyKtqQLcSOpWlmUxzKt71rvZFoB9xAbj+",
-	"Js48w5kTLorSTNoUHG2y7+CCZjlLjVThNSchoxYmWPkqxSzn6d1AnTOq2cWC5dkmlOGOBa+9aRkgFdIs",
-	"mCKOBBtwflzDuZrWJwNyUk/aQobmitFsffFLyUoGV1aUmwvDl0yWAHIhzYVcCQaAnDGR4mM4DHtfWBpB",
-	"mJ4phSrLngC981pOxZogWJn9NOkn3DIDQXM/cW53zPIdnPSSmYXMLuwdmls2ZK/+63//n8GQPBOEkmWZ",
-	"G34wVfIdUyRjRS7XqGpkMtWHRU5TGGy4zAaEXTK1xo2O/LZGhItLJoxU64isqEkXwKbmtCCyYAp1lCW1",
-	"6KBXTJHjozFJVkqK+QV+NHFCzwPc4pKbjllQQzRTl0zD5Rld8nwdEanIw9EDkuDvi1LQS8pzOs1ZQvo4",
-	"2itm1PrgdGaYSgZkteA5I0L6gTPJNOzfU6mmPMuYuBNRzKpRApoQkswVFYak8pIpuwCQ2Z6h1LTwoKaF",
-	"p8FAn4gYXkiiuZjnzM3O6dIpzXOm6rnWXLOfVMtLBgC076Rgd4IXcilPSZuMRAta6IU0ZMoWXGQIOHzF",
-	"spe5/XoAv3HAs7/De5+KjzTnbamLFTJdXDi7I5kQbagyhM4pF2Sm5BLRFjR5a6QA+F5I81SWIrsTCL1e",
-	"Y+l6BqNtQhEfAFQHicfec20s6SyoJtakyxpYeFxD8YU05Kkb81OBsjV/C02rPzWv1D8AdD/SdS5pdi7l",
-	"c6rmd0PCAse6MFJe5DDaDrXBSEn8gzX2BdTrtAVyJgw3a3IuJXnunv9EYLSmsZ8eTA14pgCsq7kv8H1N",
-	"+klryY6gz6X8gYq1m7++E1hBql7MyjzfhKeVsgRuI9Oxc/Y6g3u+AutRoCBYONrpkWp+nw4t69kDPpbT",
-	"6u5FzpcctAOPuvUFi7b464QkOpUFS4ima23lTrogU4vAAOifBC3Ngglj4cnuxgHKjbECaFMyZVRZZJDv",
-	"mCBO7jheW5P8uIYxTkwq/ivLPqnsgRmBBKdudoG8r3jVOyFXpJ9sLNFh60+1uL8rAKtxNlDVzcda5YvS",
-	"GGtiZXIVqrAPQ7H9mqlLnjLyU2PET4Wjlb7VUHwikoQ/J0RZDQh1qylN38nZbAgGrPsE+PpSwIrABKNZ",
-	"xu13aP6jsgzEcGuozWiuWdQrgksfQst6fwM66hmTXyz1rleeW8Zwfv7cvgHaOb6SsRktc9ObjDah8le5",
-	"IrkUc2IkMhqOmPX02dOXjumsFg7bdlkq1m6eSbWkBmxL8/VxL7IWMF+Wy97kwWhkzcQlF/h7VO201cTn",
-	"TPXQzPWm9JumD8Kt/231lpz+k6XGLvRbqz2/LHbuQ3PlL0XA64ckobipCTH0HdMkwQ8mpM8NEVaDB/jo",
-	"wQlJ2HvDRJbEwj1qTR0u5hdAmM4r4V4/IYliALhq4ObTw1ickiVbTkEGMfBa1ARtXwl9Vv2WpTsYxpa+",
-	"mjjW+MQunHmKD5/Ds1dRTxa73nAA/54LQE2wsHe98woeugUibyCFLHr+i9fgAkzNci9hUe1Nz20uOHbs",
-	"3oHTBrYlGMW7W9wotyNvWei2iwvcoUcPv64RTkfojGaZpTipMqbAkW7Ybth4fL8C6nqGrxw9/BqIy/0c",
-	"13xUKboGDnobxnMdSdqlbt2DV85fBZGSBoQU02VuOqBkKbJgqgZS5LkRwMdqP4ksdHIzQL2CzwHmbQBE",
-	"sUsOHha7w3n+ctabvNmBxP6Nq7edKiWKPz8uodaMRkFtZzJsgdODIpjLdQAFFt4V5pGlSeUS9EPZZGsv",
-	"BdFlmjKtSSLfQZTDqJIhj3J8ietY2EkuZJ5ZkY3TpiLgiegd4MaOgt9KBqCMiIAb9ukUnPHu/ZrzDWAe",
-	"M8rzUrFqHkg+OBOrWiRRLBLUE+wHF9Q09fF7msiVsCZYIbkwZCXLPHPukYEdJhYJaiOgRZLVYt3FG1GL",
-	"uX6fwT31xD54VWs4oVN9T8ddi7Egy9mH9wEnfmcfdYNMpcwZvSOHrlcAM5kcHtJ0yQ6rUOXhRniptQCv",
-	"xwVDoVfyelEecG1YVheWPwFvwNmlU0qbWP4XaigwAGbvTwi6DpITQJHXr89IwjPEbrBAkZiGrc23bGMv",
-	"8Fs2aif1zgmS617AiVewDrjKfrzko+5PaHohp29HihocfeOFeptg6Ts4U7D0trQNpGwGkte7rbwUSXOJ",
-	"t5TMc5ZdWH27Ux4/UYwa5sTSLeXySjC1h+x7aZ/bVLmbuOjmQc7Pn1sBteR5zjVLpcg06Y+JJsMhGY/I",
-	"kovBCaHkHWMFzfklI8tSG0KVsn9bhsoF4eZ6rfnr0YbaPIafu8jNL/ZavfmskOmivbxXVGRySXhWuRuc",
-	"XCuUBEGS8xkzfMmacbK/v3swff7ol6P/ev/d5Uj/PO3CzpqvtoFqrP3lvPOWRyNpa7pkBG9lFm5I4ODb",
-	"ViA6gP7/8r0ekvMFi4VmEBSWBRMTGEYTqphT4BUTdMkyK7gUW8pLlkVkWlr1fmXlpgZ/+5TFApIfIqIl",
-	"oSTNuRVquHdpygoDscSMEW42LW8INKaGSFBbYvHX8/MfCbLMAUzQTck+LYiRGV3D9HIOIW0uSPL+AOSp",
-	"5tOcHViCAsEqsghNUrNgXLkhYf1ortLMGtKgL0H8ASd9UKubw2U2OIkFB+hkLOdTe4fla5g9iHH7rci5",
-	"XuZMwP3MLV87acvETKqUoVzdYFY+utXc9ajXWpHF0EZ0DoKrzeBccKn2/bddN2EEocu125hYM4DVcxay",
-	"i1/1oqYLropl2a9AKKsarmZkzfBhL2p76BuO7t4GfwbfFw7T9kwEw7swc9PNa2VbhyvWh7XcEvyj7XCW",
-	"eyAIeyGEg+83PHZ+Av5HGIuyMGrFlHpvLcWDcng7ln0nK/YzuVmus4+a87+WFTdm36ni10aFcTRa66Ar",
-	"qjEqxbITYukuNfmacJEqRrXV6K1VBZQWWdZhmSlNldTackS2ormOyJJRAfEtraub9g1tuSVgse6WVJVg",
-	"akulqPcdLdoG4JJrOyuvj+kOJaVtrAWJbB0ii+lyaVl9ZXDlVBtIKUEJVtA5wyCdBZGzU6SoH8UoU9QT",
-	"Ze48pJjK0ZqXVMWCCn2zyd9cJ9zAKw+y+vs7FLO/MpqbRRv2Gbu8WDoB3DYsmNcIrjWO4KFuW8Dq9tEu",
-	"jRNf81/rnL3MM6aeiZQqQY0D3IazADP6UEuxRi9oWI7+At1hZq3UPAfbFahFRyDvEVWUVdsESw3qBBCG",
-	"bKo16dHffk2P8sspHxfT5YtFuny4yL7LL6fzLgXne6/rtSGPMkFfUGCDFR1l1LADK4O6hqu5UYvudmiA",
-	"wdeuZTzPvUHanKzX4G8029us8G6eSnRFdGnoQN1uFUSKfA272rZPvE4AKkKX6eE5ZOcmXOfM/nhW3abT",
-	"yKlMm+Il3LOoiQDVIraiwDNnGLc9cuDdcLkrFlYHAE3yAjRqStwsfIBKuMs+jM6zthH+2ZBrAWzkgjf5",
-	"yHUY1mY8Fs1ubjoqtqTcytNt5LsDc75YpAssyw7o7kDCACb74OSPdN7Bmiqpu5cLuOHMuZFOceqUBEWs",
-	"TnA7ZcGn5OxUQf1zm2DHNQYDbQXW60oY/1bEZjlop1bxBZPhDUnvGnJrwcMal642ZIes9rTlzFT/4tat",
-	"toZHC13hzhaX1GhElqFXakhOMbMaUyxOCOz32rk/SE4NI9M1aFWGp+9I/6EdYHBzT1UXxPz2dFo5QSbC",
-	"PU1yOecpzQnsvNXzarnSHw+HD8dHLttbzlxi8k/nTw8enRBnOOPPIH4aVY4gSNDMBk1dbyXVO6Yg2TtI",
-	"3H44PtrM3G5t9o85FR/J0LmFgbHTWOhCJTvl29nlGdP4qWCGjSqHrzsgVEcqx6PQhVmt22vNH23IDaj4",
-	"WbsvdYLEZY+07cunT8jj44ffEJcdQzAmpNEnR71RjWGs4acLOe3MyG+bq+DCai3oZ0j2baYT94+PxoOJ",
-	"C1dqRn569dxnubbzijFiiNmv97TLMCbgBN2SGa2jWLRzo4fkNXNeXL84s2CKDclpZaQHedt60/O4MKaY",
-	"HB6OR0P739Hkm+OjUWdcJJUF61JwCSXg0bLLfzyIwtQz8KssuJmQpIIRJSktiF5QBdVKscDcblz/IPK5",
-	"1Qnpd8Dnnia/lNLQE1xSLOAydz7qUtDZjKWGZYM6Wy6JSIIVDFYTSZSUJglgE4sGcMjfaF5WfmwCbuxN",
-	"iOFU9o7tdfJwl8AVomdn2ccmwwpfCPO7dmmfcNd/Nqo9CEBYXZT8is25NkzdjsH5oF/bGMrZnOZ1WeH1",
-	"5UkRSS4SEDEBK/v69mVA6IDt0FTFGujfsoKSQUQjsappQvpbKhp97lBEyoIYSb4+Jt/zbyOijbR4zd5T",
-	"8CBSTeb8kkEc9f3BXB64Cf1TSzF8RVc/MK2tjr65XS5yCLPt3h0wSX4vXuH9fbzdi619fztTRiLy1diy",
-	"POQqqVwuuTEsg4APc0Hv692wnfT6ymupm4iDW+2qZRNvKH6AItarww9UMXplf2JF6VVixYNiVYmejkVp",
-	"zUng34mrG02IKnNws0my4nmWUpWRPpTabRRlDU4INbGAyr0Hj6vSveYnoJz06NGgM+a006oNKO/B4w3S",
-	"e9CgPT/em3/E8fvR6CCO349ncfz+m5n98/FsC0n6YtlOdtGoQp7UVbGV1ooKaj+ppplgmaKORV1ifRLG",
-	"PPE2jjAAupaW3g+TqP5xP8F0GH8hlcIomQdV26T/01dWZxoO7b/jpxGx/37zFH8/fuqgHRZsHz26jnH9",
-	"4/D+DcHm4nwtuO2BhWRlVQRCxbpixU7i2aX3pYBAMNyALKXkvr38K1PS/lpKVWPXYEjOahJAQexjkFbZ",
-	"eJYxrEpwqSVS8TkXVgbAUuwTBqtXnDJYTT8hfSsZDjQTmht+yQYnJLeWXS1ANJnJPJcrVKY26GdITl1R",
-	"a2Xn7EkC93fYL6OPg/fac7UNP/eNYgi/L7fenYOKN3XjN2RNp8Otneqx4XbbHmVpFIy3arIrBy7pj48e",
-	"HUy5Vf1TxUwUVGUv2PtNBedBE9vsz5BRjA4e04PZ2w8Pjq668Spwmd0Fse4ccsPP7Qiz+dnumbXm3XhJ",
-	"RGi+omsd1LnBI87JYRSjy7Yd+akh0ExP2N/J+jM16eJ18OpOF0ULuJuf7gR2wdKP4RO247ySqz08wjsc",
-	"vJ3O2m0zt19sTVy4jggd7Qb2VP6tEgn9EwKlXTnrh2U31dyDTJPuhQBmnolsB8JbtDZMLUFUAmZrkshL",
-	"pma5XGGJWMGUZhmWg5bC7f4UfzcTBOHKojSZXAmX8YkUQuC+D/tjKt1mrjnVuymgWtUrfPyz5IaHaRzu",
-	"JlSXhuvr3wxOgzC1oQY3plhXEOxKQ4dlX7vhrypI+iiqHx9o188ScojqSXYle/qJdIZbX68YK25ZWFVV",
-	"iG3KMjCOX8Nt0s8UnRlyNDoaHYyPSCkg4yX5E77t6g/BqbLimvna/XesMEhmmhquZ5xBNkwTXDcjNTfd",
-	"TqAjEHy+/4b3Vcmi2PC+7nQq2/nfnT9umvl20KiaUNdKQDJs4RWWKjLHL6wqj00QHOYDz7AgloLtQXxN",
-	"OXwV7ZOwvd+zGxzv6q1fVUPetSXSlgBHKOUIz04Qs6DEjpKsxOgHFD0IUlGVbugErc3+XBFRK3t9gr02",
-	"VXawN5fu6boFgVkoWc6tNcS1gS9i2c7uiGlgF16vX7vnWkIYeU6dRbpFKMO30lJxswbO4KOlKdP6mjQ8",
-	"zEeGAlxqtwWanpGqFdyJSxF2rawApd3yqyyUrmZp+N06U9BtS8G/Z7AvWJd8WppFF3/D+VR9E5w0SaWY",
-	"8XnpK4F+rp0BcNlKGvueDt9RpYBWWxm7JEuZYZ0QLkkDkXonPa18/okrLoX9he2B8C9MuF7KwpgCq3K5",
-	"mMn2In4otcHKYeqSGt2MZlIRjMthzzE9JM8M5NRroBiFueEY3CGaWbyMhX0D+LUmfXxtEDlfFyaBkb3c",
-	"DNagPz9/HsUC6mFdZBaA0sh70RGhpKBzLiBnGlLRqqReSyh1Eo2GqEHlF/OYinVQr8HHc/CaCXNwhlpT",
-	"yBU1WS2kbhoMFmKxqAhvSS2ohrGIxRlILt83iqRUKe7oN0FwH4CtkJAFoxlTGPpRW7L/Y9FK/yenPmUO",
-	"902wFWaKuoZbgq0iwpaFcb1vSCn4peVowfQw39++LkgVZUu2FaQnGPnqirrFwhXR9jVjuEgXzksIMo3B",
-	"kDzpLgiA+ZzWqeXAm+2KwnYAdrlIaFOWSzHXxMhK6ZbCd9mBwE8sDBNUGIwjUbWG+rRqCyBXVxNdWlAF",
-	"qAh+nPuH9/9DMZolRKpYJIC9k8ND34XuP1aKG5Yg8JEW7VQxpxt4DEqTly/Oqj46wlCOdB6L1ULmjCwR",
-	"q1jVxwY9lVJVCEk45s86p1POU+aqOR3LOi1oumAHR8OR1flU7ohcTw4PV6vVkMLtoVTzQ/euPnz+7MnZ",
-	"i9dn8E4dRXK034t6FjmQHYyGY3zGCkJa8N6k92A4Gj6ApHezAF59mMkU/pgz05UCqC5ZhkxxxnOmiUUP",
-	"aGrpikqnXFC1PiEzZtIFlnFAU7iKj2IqPUM1xFdSPMuwCSOmMAU92Y5Go422Coa9N4cLs8yb2mlHc7e2",
-	"nHm9ovM5U+SnZ74BTiCwepM3b63SvVxStbZrrR62DJfONZbc+dqP3lv78uECUoJ/DSDWXJS/v3NdIXXe",
-	"rEGXy0resmbPYACf+eWORT/nl0wwra9b8pIZxRtI0lyyv7/fVhY55eKGe/kDfsHj3I9KLplZsFITOyRh",
-	"7wupwcAh6Bq8fs3B6/XUt67e0c5wTREFO0HgHrI6/8123o/aAkalYXVu8suCidMfnxEgZ+KjNRE4uEHY",
-	"wx/gahcsDHysqCbTkucGCPR6OJ1D6yspjKLYIG8biCD599etTOSVvV03wEilYoQCd8SyY12VoGE/VIif",
-	"Yr4RTRdWOrV5h/vkb0JluB4jEabQFebh6MG28aoJHoYNWq6Dux2f7yLKy/EhqmSWoNB0kroD+InLY0rI",
-	"nyv9zoJbSAMa1glJXH6TfQJ0Ln/bPX5CptIsiJbKsGxI0OyrGH17a+x8ntqpuZ6eTJtvZbbeY2OCLjlV",
-	"dtSb2pcHfxxZKwSznN74K+7WY6iV2rPFTZC3ddW0fqxNdfUJEQuy3LbQ9ZwWgE/H+L3r8SnoXwqvjPdC",
-	"wUbtn31vvAfqbrY+g8m7bji73sUulYDwAWthpCgVIxmfzZhiImVkysyKMdHAUsBHUKACWkC8b9HBByWl",
-	"uTqcY7FUJyd6IpcFBCihgXdOhY828ktm0d9Z5WC5hA100X1Vmx+xANUPLJcFC8wPy5ZQ9bF8tzZeKsuC",
-	"GpJ472UyjMULxjJtL4GqKkilqcblaPQgtUuCv5jzP1YPht8FzRv9CtIyeQCYFZYgBaDtxwRNK+Z7LPpW",
-	"vwl2DsNXYmHXSq1OyzPfVKLR+7y/pehrYMFWwhDd1WOsUTwWVSuwd9tgigUkflX2KM+8PMgInSmmFxHJ",
-	"+TtmzZeCpVD5y8UcUnKh9+cMzDlmiJCN1nR+uVzDBmHrdisS2czKHDA+59is0Od8NZkbbM93tAAVuu5c",
-	"v8WxVj9yCC3Ar6KtFQXeMoG4c5dzA3je7btI146eD1uGd9Wpgf/XEbjLC61ylMebKcpdAdidAHEN96/e",
-	"fkJWazfqC+K0+ygJdRPWW6kVd+TLVjaRBukx11AUU0qRIbueLZ5s92bN4EraypyhPldKc087nxPH4wVc",
-	"36J+zcwGEXKT6RrNOhJy0Vhcy0a7iNqyj9cwt1tT9c1JaoOgfhf0VMWOO4jqpeOnXz5VHY/3mBw0870r",
-	"OT3njmwCcuqilmiL8v4DFwaVFSCEBLH5HRcZYvMBXhBeRaicLo6OXLN+EORgVbnGHwVLY7GZnwp9L8Bc",
-	"VFRomqLD+wXoEqGzD0tAaK5lLKoCeEzeqigR3WvXKzTgfJPSVB2zuNEumbvK8baSHJmBNxWPjx43ep6S",
-	"PiSlu6TuQRd5+0C+s85vQ+Fv72DKYB40mCi9Ov/AklRWgh7w/y9kqTCZXBY8hWfRyx20zNydf9LM1d7L",
-	"qBl/VM4A0c4uc7nOo/jyWcPtjKHjo8e739tsdHxX7uIB67VgLvbhNdsl8+EHy2WukA3lrCvX+S9wvWZJ",
-	"GXx5SE4F4Tmm9QOn6lde+VdgvSeDoH4MU2o3DonwXgcwqrC7DjPYZWgm84xlQ/JUqjnDfrg0Fs6vgd+D",
-	"7nwsuyED6tLv4Rt34BS7BXV1hkuHqD7uOIlJqrk0xvUtXlHtslO+fGK6E3LjZnvU7ntXZialIrKsIi4B",
-	"sg+6JWunv/a33OPR52C6PqHtd8ByEemvf6M6teDuPJNmeDwSbv+e7HHFWLHdx/o3y8ao5YvoKHIFQIC5",
-	"VWRQNg2pMJsK1a9YZBV3lZphneCM8twzdnCWFFRXLctKJTSBFp+WLUAODFQseO6sicsqsqoWzKbOaXSn",
-	"ksC4dnUuaUGjmufnkkEwwU4CuC6WSbrQriEZR0cxVK/MZZv5BpHXLu4bC0BTAIK1+ha0YFUsAJIPfEky",
-	"Ra6vGMaCWUb6goHPJ4qFS4wmmv/KIpLK5ZQLamDe4kCWJiKJRZSEsPcFFdjZhl3SvESHOinsegE89tvQ",
-	"5QkJYTAhU7aWEIbHWkY7MXeUDNfkeDSKRasezKUXYPWp2wc0nZfcRC6qj4uuJeIMYsUeBh4RvI+9Q1DB",
-	"pt3FaL2LSluzp2a+ltNfd3XLxMe6s4n2Y3xhfuNndt+HaYXbGK995B6YRWVu/rha7504sWeaB1IdWDbV",
-	"5p3XsGdnHm1zJVm7G4kuLZWCyKiQ4sA1FGzkETVOIKprsC3zdV5+kgRnndU97H3cEq+UQq4EnKdYGqg6",
-	"ckWBsahTQTS0MV2zjORSviuLupgKggWGLevOP+hwB4e2z3JqDgW+8NALhsY/DbIHKaTZrDdOAZrEIpXC",
-	"wcUVQzquT1JaatZMoYTu1BKUbSmCfquxaEYGoF0onnuq+VyAi0Bknm3KjThJcJ4Wiqs64yk8hGl7kzly",
-	"iovGYvqCCRMLyz8tk+KCZQdMGMgSmpaZ1SN9ER91STteesIOQHYjMuZY4IKaPkX/fUz7CcIuna5ETFVs",
-	"s+W9Ss66HIlBIuZv4/4PfJUPfyeuyrr30f87vsrPHi4A/2bITauwKCUB0nouXkcMNhj5IXT2365gn8Ih",
-	"D9rV2TePgCD9usG+p3LLn61uWLXVj2JR99GvuEklAfC81OpEQYwyVP5QbVjh5EQsMI/TqXHOJ2kfQlnf",
-	"PHmhobjj6RSV0mvH5LpKfWz06NfVqRZ2ZNdDyDXyt2PFwpoRVJgJRmsX1JXVYie/qNG+vWKqroCor2Us",
-	"IB/WTt2necIUnTAYWN0eOxUv6KW1u0E1DY8NsAIuFvVCK1tF1xLF+XL856E1tK8xItrwPI+FXed6Qgqq",
-	"DKd5dcgCNGVRS5ojnGGRdnQrYBHOQR5uLDB3tTXJxtkGpL9xEGdwzKY1U7acsxmR4ADCqKP5w5Cc0XQR",
-	"wkJseqDsvEAvOIGNtBaTi4M7kNEciq3RK1Z/Dntdw85gYikcZFkUjLryawhpS5GyCq1QQAUprVXLJoA0",
-	"+MtwX6I6Icv1wbHqTj6Tammtq+PRaBJ8pHXqigiw3FMd7AXmD2tYNJzCA+CICHVrAExxTXdoo3PCoJ5S",
-	"LLrOlbOT+J5/S/rH4wdQkV6toPu4wViE5w3aNR2TjqP/QMly/clhdjmjl8znBKB64nDIDmYXBikIPgEZ",
-	"2+7DMVeQSyDrIz9ACHX6Gad1TcNd0qTgnJw3H+Asi+B4HtdP7ZruDlgc6Sqqxw9Ho5GV2xtdQY6P8JSM",
-	"4Lif3QMf7TPwyA3sjw/aa+QHoDGE1eO7j+Xe26RsHFb0mU3K5lE/W/SVLgETBccefW5N5oZeu9/ExnRH",
-	"zEUEEdj5zTB9YUnFulsF8HK/bpnvFRhndm5qLyuvvXQaoy8LJqAy4/XrM1+ARrBuIzTonJ/LJb7VByJW",
-	"fKg6bx3YuqFw1H+f5jl010Su7s5H2CxtgSr5WCRV5TzpOwdU0qj5S3znss1+Os4xFpigdLMIL9qwM1Fj",
-	"glZnrcq2WFDHaxtaijd7welYVcj1YTRuqly9qhZuMASpJ0jiDrKpdRy3uqBGMYnqE27+XH13EBGQvZas",
-	"KuUVvaQBiVWzRFojp77AMmM5FOOg8yJIC8QJVeQJ7d9FVrW6a1Z1+/nGImkWStr92Lvg2+5vs5IZurbU",
-	"FcskmdTHqCTQFwmghd1ahPGLGD8kGjDU31xwYfSECIktH9fQlIim74Rc5SybYxs6q4L8jKvzhVGuNYYv",
-	"jXJbWsNWuyIg9A8AqsALsehz1zFmUhHlV0HXGI+E6F88gULPKhkTveRcxQJPQg4KQEEPze1U3P5ZrMMq",
-	"ONMuK7Xo5ev9uAkryrmulM2qmXN1fiP5VsmVhjZm4AmGIi1hXmNWaUqFVVC0ZUcIFh2BYgeOfaj493WR",
-	"SVjPiP7y+/chgMEN1k06bnL/PsHDDVyRGjpzAN9q3X2CLiNurPWQKtg0mufryOHgdI1/uCNSHL9SuHN9",
-	"anmCXdU93VhPRJK0VDk5eJFAfNIfJHMvOI1dTrH4ILLWhtXW8TCUw7ls6F71aSkujSWoPoB52BX7NToN",
-	"EfVdl72JPh3MJMGUFzyNUxNodGSfuWTqhJQa2MlMKt94ENv/BWIVrTu7EucBs7DI+VRRtXbcCVNIY9Hf",
-	"elRMRGIsckbXH25W3OvMUVk19MFtjqM32z1Hb6FhTQ49MtE1dGtP0n7l7ZVLKWwh6trWXHN8olnn7tD6",
-	"ZZ04h4RQT7PJP3r7u7mCbnOdfeKCSsQI9tEfzAPsp4M2h+Q0KEXGXa8MnxvUItcL2OwptRkqebtfGRXQ",
-	"6gHi1GbvE6PWE3I0Go0sy9homhOLjBo6IR9ibB8T9yZx75fj/7UeDodxL4qrnh1xb3I8juJmR5nY4mPc",
-	"4xm8psvpwRhe8ngFl7fhKDwJyBVDyUscFsrHvYko8/zq7VUwaZSiseDZhBwfBVPfOG9tYzZgS1w3lbC9",
-	"HbwBKXX2Bd/ouwWKIzf3uDf5cJsv+A5T8JJvkQx32g2p4Jnpg/9c+D0J2o/DvaPR0dcH4/HBg9H5eDQZ",
-	"2f//Dg/WPau6nxs//LtbWd3SO3Z2GlzGtt1xbzK6uorFhkO4WS//819Pz3/+rqvaGrHyBJxLSd28Iqn0",
-	"Ot+wAhw7VZOKnWWAp8LJqkCLFq7AFlg2jOu4wYQE6u6//vt/rHLV0HVParXxX//9P01d8WS72hWLmzTa",
-	"waE3tDorAP5waRm3TYH7XE7rutjuQ6MRxJu3VlY0Wla8eXvVKMhDIb5geXaAtqP3cVIdor9Tmbsd3lHv",
-	"fcWtwZ/QNCG39k+4Nl3eR/GwsamzYoE3TUDtQ9YS9IBPPBvCfDuM2MUiafOgJCKGL5mOqtOtKk+uKKFF",
-	"gJz5OGh1jom1D33DuzqW2Wjy0B1Ygzl36UVzhsbezZMcLDz3SdU6VYzu89wrtyOfIWzlTqHYkl2AKAhb",
-	"/gfPAfwvaAtTeYm9q3CHN2YrKR16B+nWONN36NENzoRbMMh04uDzdadpNvDZtzTdcJlAKZ29Dk7iIfm5",
-	"clVDuqqjEnduEtCpNSkjH1KKhT8hekLCw5WS6vzKRg+d8LB7xTRDY/X8/Lm1YKErUvNQ5eqDE5LA8Y1L",
-	"PSGjpE6yHz0mYbjkxHVIX3HNGl3m0bzigkBnF1eo42sLx6OR5xAROT56HIukPhwyGTRCaPDF8CTJpPbu",
-	"28tgzdbGYixCTz2msrmgn79o34TPnRDqeniESv6UkQUVGctiYSQwS/9+GD2pXfsdmcXXMq4wAvDFMa/b",
-	"pn3dyPW+EQZwB4Xa36O9vfLOgfsb+eXdEeJtNozHxPgTy33+kEUe7wT6A+p3oz30uydSzHKOXet+V7UU",
-	"DtE+orBxMbOtsualcGF/X/7keXPF4b1215Q3S7p24QwoH1/5Y4f+DOeGfEUSpDprwnjNLSFfkfFJ4Fzk",
-	"mpTCHac7jMXZ0vI/IZ0pdkNOh5P5QzG6jjjonXjf3vyuedDvl8XucJ9/F1VcXyxvuxOPOnNBzCDj6i4M",
-	"ysfePwmHcoMPY4HHlGBOGCrVYQoILKWu3rL2jWDvDQk6BUJqijuY+aa8yU3j38zpVjkRGyfM7MWOjrv6",
-	"P8EwWeQC1bDp/+YivxEXcbuxLxtxqKW3s4knikHtU32sIJwW7fqNIk0nNYYmLhoGpyBMMNhiLWwRC5eY",
-	"URoMr0xlxlntdtoWVQY/VNDe8yQW3HjnE2TLgYWayzkc0A4N36Kg6QxEJCKfOiCDM9LOg9QyiKZO1yT5",
-	"y9nzs/MzjHaCiSpkHVUnVCkOJikmyntlrIs3pQC3OsZ1+ySw6giO8OxFr4A8GN1EAXkSTuq3qiV3IOnQ",
-	"RNwtgrDLfi+9sn4Tkwa3sibLgMgrom6R+eGHmlKvrQQ/s/QQ5l4GydKT4Jx4SCBxYjgjfYz4LKHVQ6vx",
-	"flT5YZjS6Mexn+AKHTka7zczSKhisVBsKS9d5hSvAlCQ+OmyhnwUtPnFLrLEBddkeTOdIQhB71Xd/bpm",
-	"L7+FZv05S2/PsPDxtsh4WDHZ7aLoB+k9f+7Fe9qbx0Y6+9jiR8WWW7tffeSTIMDHs9W+r4BxDZfEimDX",
-	"BPYPjFkWGIH6QV2rtJsiWOvYnm287xWwm2bxRsiVSL8qJtmWszYYxqLKIszZzGU3QopdMFCdM+g5WCP2",
-	"DObVUl6iddV4E4ysZj58bWd1sL1g3LvgfPSFlLm93c8wCQDmZUi/0WVj8O8GCpvmgwUTiPqVq6Ssgbit",
-	"1mtH/B2y+tWlxzZsg34IDNQN184+QU33noaOdIJpPSRnIvOlZ8gIfBulhjoCKeBIv6G2gdcDzWIYIqZj",
-	"IO2ssrPwNITqpAOy46CDYGzf6CnqOCek+yAECmcqh+cZQNPP1mEI4Vfq3ehOjOs+AYLUB0AEY7la7PZA",
-	"2DEZm6BC/+LA3MLGzy6Z06tpPkkKz9aovxA0O756e/V/AwAA//8=",
+	"7H3rchs31uCroDizZdJpUaQsJzZVU7WKR874i2Pns5XJ1rg9arAbJHvcBBgALZpxqWp/fQ8wD7H7Hvso",
+	"8yRb5xygG002RUqyncs3lVRZ7AsaODj3Gz50UjVfKCmkNZ3Rh85M8Exo/POVsHp1OrFCw69MmFTnC5sr",
+	"2Rl1XotUycwwq9iS55aNxURpwaxe5XLK+JTnknVfPX3CHg+HA/b//u9w0D/qP+j12dml0Ct2fPQ4llxm",
+	"TODPh4MHjEuzFJqlXOtcGJbbiCUTPs+L1UUp+SXPCz4uRMJymRZlJrITZmcilpe8KAXLxELAdJSEqyxV",
+	"mWDdTKXmUC2E5jBp059nvT47ZbNc2ohJZRmP5UKreW7EiI15+o6pyYRNSm1nQrPlTNBgbmJaLAS3ph/L",
+	"TtTR4qcy1yLrjKwuRdQx6UzMOYBpnst8Xs47o2HUsauF6Iw6ubRiKnTn6uoq6iy45nNhHYhPtcC3xHs+",
+	"XxTwsBYyExpuR50cIL3gdtaJOpLP4TaHF677/h+1mHRGnT8c1tt6SHfN4WsxnQtpOzCPJ6U2qmVjz2eC",
+	"JVK8txcpPpEwNUEwLLS4zFVp2IJPRcRKmc64nIqMddWC/1TipQXPMpGxMTfiy+NSFxHjls2VsWw4ODpm",
+	"6YxrnsLae32/vJ9KoVf1+uijnQZE+fvnQk7trDOCUSIAcXUBAGqt0DDU39+cHvyNH/w8OHh8cfD2iz92",
+	"qh0wVudyiut+JXgx31z201wby7QqrWCGwOQXxvhiUeQpIhGDaZoFT0Wvz5L7CcsN02JSGpGxZW5nLMkB",
+	"I/PsAodKYJn13vJ0Ltq3VeOsPsa+vhJGlToVTazKVFrCIwfDowfbZuDe+yiTUMpuwviUTQohAMrKjtgQ",
+	"eMcjD2wDaIaXhkePWKGWQqfcCFYI2F0TsSyf5tZELDlIGDCO5CKJ2D9ULgHfViw5TGpkO3r4kI1XFriI",
+	"ZLwoThhnUhgrMvw2bJqBDaYdO0yYMClfiIxxw5L/cfQ06bNTubIzYGWiMGJjl48Hg2CnxU+lMHZtr+dK",
+	"5lZtI2OYxvVspEb6o4cPr8P5CuE/DKPh0aOr7uHGpd6HQfTVVTs9vBbG5Eo+y5oIMxgePTh++OVXjx7z",
+	"cZqJyfrv9mUZGuwiz+6ARn4+OLuFSF/g2JvIZBYiRXocMSVrqlWTvdHH48ujY4cuXc7e5TKrH+MsVaW0",
+	"QvdOGF9HiQoDYBJr26/FQh0M26GE/+y5+Y+O99r7VmZ3Bd8wCyWNQGHzNc9eEa7Cr1RJC/Q6+tAJGNzh",
+	"QqtxIeZf/MMAmAOUgDcyEmcNvO9EnUxYnhedUQfkhLvMxipbAZRA0OIL7D9ev3wBnN1yW5rO6HgwiDo2",
+	"twivr3nGXlUDupXwsSrtaFxw+a5ztS8CfU8LoPU3ceYZzZzlclHa0SYFR+vsO7hgRCFSq3R4zUnIaAMT",
+	"QL4qOSny9G6gLgQ34mImimwdyngHwAs3gQFyqVBtcSTYgPPjGs7VtD4ZkJN60gAZXmjBs9XFT6UoBV4B",
+	"ffHC5nOhSgS5VPZCLaVAQE6ETOkxGka8XwCNEEzPtCaVZU+A3nktp3LFCKwCPs26CehyWvLCTzyHHQO+",
+	"Q5OeCztT2QXc4QWwIbj6r//9f3p99kwyzuZlYfODsVbvhAaltVArUjVQV10UPMXBQFV1qjGCIfLbGrFc",
+	"XgpplV5FbMltOkM2NeULVim6bM5XXmk9PhqyZKmVnF7QRxMn9DzAAZfcdOyMW2aEvhQGL5PyHTGlUT9v",
+	"Vca7NBpaCgdoKiQ9tpzlhWBS+YEzJQzu31Olx3mWCXknophUowQ0IRWbai4tS9Wl0LAAlNmeodS08KCm",
+	"hafBQJ+IGF4oZnI5LYSbndOlU14UYOv4udZcs5tUy0t6CLRvlBR3ghdxKU9J64zESL4wMwUW3CyXGQGO",
+	"XgH2MoWvB/AbBjz7G7r3qfhIc95AXWKh0tmFszuSETOWa+uMzYlWc0Jb1OTBSEHwvVD2qSpldicQer0G",
+	"6HqCo61DkR5AVEeJJ97nxgLpzLhhYNJlDSw8rqH4Qln21I35qUC5MX+AJuhPzSv1DwTd93xVKJ6dK/Wc",
+	"6+ndkHBBY11YpS4KHG2H2mCVYv7BGvsC6nXaAjuTNrcrdq4Ue+6e/0RgBNPYTw+nhjyTnAQ190W+b1g3",
+	"2ViyI+hzpb7jcuXmb+4EVpSqF5OyKNbhiV4ZvE1MB+bsdQb3fAXWo0BBADjC9Fg1v0+HlvXsER/LcXX3",
+	"osjnOWoHHnXrC4C29OuEJSZVC5Eww1cG5E46Y2NAYFDG1z1ZB5Urq22+7unDwOmFU/5B8tLOhLSwKeJu",
+	"bKRcGyvYMs7GgmvAKPVOSOaEl2PYNd8Y1htFE1M6/1lkn1SA4YxQDeBudoHSUDG8d1ItWTdZW6JD+R9q",
+	"neGuAKzGWcN3Nx8w7WeltWCnZWoZ6sEPQ9n/WujLPBXsh8aInwrRK6WtoT1FLAl/jpgG3CMFbczTd2oy",
+	"+Vh4XK2CvI4polZgDPIsy2GyvPheAyuzOZiME14YEXUWwaUPoY2/vykfdawtLuZm1yvPgUWdnz+HN9BO",
+	"oFcyMeFlYTujwTpo/6KWrFByWjmic0LPp8+evnTsr3Lk7rKZANgTpefcktP2y+NOBLY4+XMfDAZgsFb+",
+	"3UGLfzc06t80vSFu/W+rt9T4HyK1sNCvQY9/udi5D82Vv5SB1OmzhNOmJszyd8KwhD6YsG5umQRbAuFj",
+	"eicsEe+tkFkSS/coGF25nF4gdTv/iHv9hCVaIOCqgZtP92N5yuZiPkZpKNB/UnMFeCX0nnU3bO4eOdSb",
+	"ONb4xC6ceUoPn+OzV1FHLXa94QD+bS4RNdHW3/XOK3zoFoi8hhRq0fFfvAYXcGrAAiWg2puO21x0McHe",
+	"ofsItyUYxTt+3Ci3I2+1MJvONnTMHj38skY4E5FbXGRAcUpnQqNL34rdsPH4foXU9YxeOXr4JRKX+1lH",
+	"T7jWfIVs+DaM5zqShKVu3YNXznMG32pCSAtTFrYFSkCRC6FrIEWeGyF8QA9L1MIkNwPUK/wcYt4aQLS4",
+	"zNHXAztcFC8nndGbHUjs37h626rckgz14zIO4oOkPcykvwFOD4pgLtcBFFl4W8BJlTZVc9RUVZOtvZTM",
+	"lGkqjGGJeofxFqtLQTzK8aXcxBImOVNFhtFHnDaXAU8kP0VuYRT6VtJDjUYG3LDLxxgWcO/XnK+H85jw",
+	"vCi1qOZB5EMzAf0kiWKZkLIBH5xx27QM7hmmlhKMwYXKpWVLVRaZc9T0YJhYJqTSoD7LlrNVG28kVej6",
+	"fUZH2RN48KpWk0L3/p4uxA3GQixnH96HnPgdPOoGGStVCH5HDl2vAGcyOjzk6VwcVkHTw7VA18YCvDIY",
+	"DEX+0etFecC1cVltWP4E/RJnl06zbWL5n7nlyAAE3B8xcmIkGMRmr1+fsSTPCLvRFiZi6m9sPrCNvcAP",
+	"bBQm9c4JkuteoIlXsA64yn685KPuT2gEEqffjFk1OPraC/U24dJ3cKZg6ZvSNpCyGUpe70DzUiQtFN3S",
+	"qihEdgFKe6s8fqIFt8KJpVvK5aUUeg/Z9xKeW1e513M3yFl1fv4cBNQ8L4rcuHyO7pAZ1u+z4YDNc9k7",
+	"YZy9E2LBi/xSsHlpLONaw9/AUHPJcnu91vzlYE1tHuLPXeTmF3ut3ny2UOlsc3mvuMzUnOVZ5fhwcm2h",
+	"FQqSIp8Im89FM2L3t3cPxs8f/XT0n++/uRyYH8dt2Fnz1U2gWjDiXJwAeDSRtuFzwehWBnAjAkcvu0bR",
+	"gfT/529Nn53PRCyNwPC0Wgg5wmEM41o4BV4LyeciA8GlxVxdiixi4xLU+yXITYOe/7GIJaZhRMwoxlla",
+	"5CDUaO/SVCwsRjUzwXK7br5jyDO1Lo0mln85P/+eEcvs4QTdlOBpyazK+AqnV+QYXM8lS94foDw1+bgQ",
+	"B0BQKFhlFpFda2ci125IXD/ZvDwDaxz1JYyE0KQPmsk7J7HMETqZKPIx3BHFihJ5QIzDtyLnBJoKifcz",
+	"t3zjpK2QE6VTQXJ1jVn5OFtz16POxooAQxtxQgzzNsOEwaU6CrHp/wljGW1O5sbEmqG0jrOQXSStEzWd",
+	"gVVUDb6CQbVquJqRNQOZnWgzVtBwuXfW+DN64WiYTfdGMLwLeDcdziDbWpzCPsDmluAf3QysuQeCABxB",
+	"OPh+w3foJ+B/hFExgNFGdKvzFigelcPbsew7WbGfyc1ynX3UnP+1rLgx+1YVvzYqrKPRWgddckPxMZGd",
+	"MKC71BYrlstUC25AowerCiktAtYBzJSnWhkDHFEseWEiNhdcYqTNmOomvGGAWyIWm3ZJdU2+XtT5hi82",
+	"DcB5bmBWXh8zLUrKprEWpNS1iCxhyjmw+srgKrixmNxCEmzBp4LChQAiZ6e4ZEd8lOJdUUeWhXOzUlLJ",
+	"xryUXsy4NDeb/M11wjW88iCrv79DMfuL4IWdbcI+E5cXcyeANw0L4TWCa40jfKjdFgDdPtqlcdJr/mut",
+	"s1dFJvQzmXItuXWAW3MWUG4haSlg9KKG5egv0B0mYKUWBdquSC0mQnlPqKJBbZMitaQTYEC0qdakR3/9",
+	"OT0qLsf5cDGev5il84ez7JvicjxtU3C+9breJuRJJpgLjmywoqOMW3EAMqhtuJobbdDdDg0w+Nq1jOe5",
+	"N0ibk/Ua/I1me5sV3s1TSa6INg0dqdutgilZrHBXN+0TrxOgitBmengO2boJ1zmzP55Vt+40cirTungJ",
+	"9yxqIkC1iK0o8MwZxpseOfRuuCwagNUBQpO9QI2aMzcLH+WS7rIP6OfZphH+2ZBrhmzkIm/ykeswbJPx",
+	"AJrd3HTUYs5zkKfbyHcH5vxqkS6wLFuguwMJA5jsg5Pf82kLa6qk7l4u4IYz50Y6xalTEjQDneB2yoJP",
+	"Dtqpgvrn1sFOawwG2gqs15Uw/qWIDThoq1bxKybDG5LeNeS2AQ8wLl3YeYes9rTlzFT/4tatBsNjA13x",
+	"zhaX1GDA5qFXqs9OKcebkj1OGO73yrk/WMGtYOMValU2T9+x7kMYoHdzT1UbxPz2tFo5QTrDPcMKNc1T",
+	"XjDcedDzarnSHfb7D4dHLu9cTVyK9A/nTw8enTBnONPPIH4aVY4gTBXNek1db6n0O6Ex7TxIIX84PFrP",
+	"Id/Y7O8LLj+SoXMLA2OnsdCGSjDl29nlmTD0qWCGjXqLL1sgVEcqh4PQhVmt22vNH23INaj4WbsvtYLE",
+	"paBs2pdPn7DHxw+/Yi7FhlFMyJBPjnujmsJY/U8XctpZG7BprqILa2NBP2LacTOxuXt8NOyNXLjSCPbD",
+	"q+c+33Yzw5kihpSHe8+4XGeGTtAtOdomiuVmlnafvRbOi+sXZ2dCiz47rYz0IIPcrHseZ9YuRoeHw0Ef",
+	"/jsafXV8NGiNi6RqIdoUXMYZerRg+Y97UZgEh36VWW5HLKlgxFnKF8zMuMa6qVhSljmtv1eVXCas2wKf",
+	"e4b9VCrLT2hJscTLufNRl5JPJiK1IuvVeXtJxBKqpQBNJNFK2SSATSwbwGF/5UVZ+bEZurHXIUZT2Tu2",
+	"18rDXRZYiJ6tBSjrDCt8IUwS26V94l3/2aj2ICBhtVHyKzHNjRX6dgzOB/02jaFCTHlRFzheXygVseQi",
+	"QRETsLIvb1+QRA7YFk1VrpD+GdXyjkvLElBNE9bdUlvpc4ciVi6YVezLY/Zt/nXEjFWA1+I9Rw8iN2ya",
+	"XwqMo74/mKoDN6F/GCX7r/jyO2EM6Ojr2+Uihzjb9t1Bk+S34hXe38fbvtja97czZSRiXwyB5RFXSdV8",
+	"nlsrMgz4CBf0vt4N20qvr7yWuo44tNWubjfxhuIHLKe9OvzAteBX8JNqW68SEA9aVMWCJpYlmJPIvxNX",
+	"wZowXRboZlNsmRdZynXGulj0t1Ye1jth3MYSawgfPK6KCJufwMLWo0e91pjTTqs2oLwHj9dI70GD9vx4",
+	"b/4ex+8Hg4M4fj+cxPH7rybw5+PJFpL0Zbut7KJRDz2q63MrrZUU1G5STTOhgkkTy7rY+ySMedJtGqGH",
+	"dK2A3g+TqP5xP6F0GH8hVdJqVQT146z7wxegM/X78O/wacTg36+e0u/HTx20w9Lxo0fXMa6/H96/Idhc",
+	"nG8DbntgIVuCisC4XFWs2Ek8WHpXSQwE4w3MUkruw+WfhVbwa650jV29PjurSYAEsY9BgrLxLBNUH+FS",
+	"S5TOp7kEGYBLgScs1dE4ZbCafsK6IBkOjJAmt/ml6J2wAiy7WoAYNlFFoZakTK3RT5+duvLays7ZkwTu",
+	"77BfBh8H743namt+7hvFEH5bbr07BxVv6sZvyJpWh9tmqsea2217lKVRur5RHV45cFl3ePToYJyD6p9q",
+	"YaOgPnwm3q8rOA+a2AY/Q0YxOHjMDyZvPzw4umrHq8BldhfEunPIjT63I8zmZ7tn1pp34yUR48WSr0xQ",
+	"cYePOCeH1YLPN+3ITw2BZnrC/k7WH7lNZ6+DV3e6KDaAu/7pVmAvRPoxfMIwziu13MMjvMPB2+qs3TZz",
+	"+OLGxKXrzdDS+GBP5R+USOzkECjt2lk/Irup5h5kmrQvBDHzTGY7EB7Q2go9R1GJmG1Yoi6FnhRqScVq",
+	"C6GNyKgwtZRu98f0u5kgiFdmpc3UUrqMT6IQhvd92J9S6dZzzbnZTQHVql7R458lNzxM43A3sc41XF/3",
+	"ZnDqhakNNbgpxbqCYFsaOi772g1/VUHSR1H9+Ei7fpaYQ1RPsi3Z00+kNdz6einE4paFVVWZ2bosQ+P4",
+	"Nd5m3UzziWVHg6PBwfCIlRIzXpI/0tuuEhKdKsvcCN9F4J1YWCIzw21uJrnAbJgmuG5Gam66rUAnIPh8",
+	"/zXvq1aLxZr3dadTGeZ/d/64bubDoFE1obaVoGTYwiuAKjLHL0CVp3YMDvORZwCIlRR7EF9TDl9F+yRs",
+	"7/fsGse7eutX1ZB3mxJpS4AjlHIsz04Is7DEjrOspOgHFj1IVlGVaegEG5v9uSKiIHt9gr2xVXawN5fu",
+	"mboZgp1pVU7BGsqNxS9S2c7uiGlgF16vX7vnNoQw8Zw6i3SLUMZvpaXO7Qo5g4+WpsKYa9LwKB8Zq3g5",
+	"bAu2X2NVU7oTlyLsmmohSrvlV1kobW3b6Lt1pqDblkX+rcB9oeLm09LO2vgbzafq4OCkSarkJJ+WvhLo",
+	"x9oZgJdB0sB7JnxHlxKbfmXiks1VRnVCtCSDROqd9Lzy+SeuuBT3F7cHw7844XopM2sXVNqby4naXMR3",
+	"pbFUfsxdUqOb0URpRnE56n5m+uyZxZx6gxSjKTecgjvMCMDLWMIbyK8N69Jrvcj5uigJjO3lZgCD/vz8",
+	"eRRLrId1kVkESiPvxUSMswWf5hJzpjEVrUrqBUKpk2gMRg0qv5jHVKqDeo0+noPXQtqDM9KaQq5o2HKm",
+	"TNNgAIjFsiK8OQdQ9WMZS+oU6TtYVY0h0dVA4D5AWyFhVPNMoR+9JfsfWz020//ZqU+Zo32TYkmZoq71",
+	"lxTLiIn5wrouPKyU+SVwtGB6lO8Pr0tWRdmSbVXtCUW+2qJusXRFtF0jBC3ShfMSRkyj12dP2gsCcD6n",
+	"dWo58mZYUdhTAJZLhDYWhZJT7N3plW4lfb8fDPzE0grJpaU4EtcrrE+rtgBzdQ0zJYAqQEX049w/vP8H",
+	"LXiWMKVjmSD2jg4PfT+8Pyx1bkVCwCdahKlSTjfyGJImL1+cVR19pOU50XkslzNVCDYnrBJVRx3yVCpd",
+	"ISTLKX/WOZ2KPBWumtOxrNMFT2fi4Kg/AJ1PF47IzejwcLlc9jne7is9PXTvmsPnz56cvXh9hu/UUSRH",
+	"+52oA8hB7GDQH9IzIAj5Iu+MOg/6g/4DTHq3M+TVh5lK8Y+psG0pgPpSZMQUJ3khDAP0wPaarqh0nEuu",
+	"VydsImw6ozIObE9X8VFKpRekhvhKimcZtYOkFKagO9zRYLDWm8GK9/ZwZudFUzttaTO3KWdeL/l0KjT7",
+	"4ZlvxRMIrM7ozVtQuudzrlew1uphYLh8aqjkztd+dN7Cy4czTAn+OYBYc1H+/s51hdR5s1ZhLit5y5o9",
+	"g0F8zi93LPp5fimkMOa6Jc+F1XkDSZpL9vf328pFwXN5w738jr7gce57rebCzkRpGAzJxPuFMmjgMHIN",
+	"Xr/m4PV66ltX72inv+KEgq0gcA+Bzn+znfejbgCj0rBaN/nlQsjT758xJGfmozUROrhR2OMf6GqXIgx8",
+	"LLlh4zIvLBLo9XA6xyZcSlrNqVXfNhBh8u/PW5nIK7hdN8BIlRaMI3eksmNTlaBRZ1aMn1K+EU9nIJ02",
+	"eYf75C9CZbQeqwim2Frm4eDBtvGqCR6GXV6ugzuMn+8iysvhIalkQFBkOinTAvzE5TEl7E+Vfgfglsqi",
+	"hnXCEpffBE+gzuVvu8dP2FjZGTNKW5H1GZl9FaPf3BqYz1OYmusuKoz9WmWrPTYmaLVTZUe9qX15+McR",
+	"WCGU5fTGX3G3HmOt1J59coK8raum9QM21dUnRCzMcttC11O+QHw6pu9dj09BJ1V8ZbgXCjZq/+C94R6o",
+	"u96EDSfvuuHsepf6ZSLCB6xFsEWpBcvyyURoIVPBxsIuhZANLEV8RAUqoAXC+w06+KCVsleHUyqWauVE",
+	"T9R8gQFKbCVecOmjjfmlAPR3VjlaLmErX3Jf1eZHLFH1Q8tlJgLzA9gSqT7Ad2vjpbIsuGWJ914m/Vi+",
+	"ECIzcAlVVckqTTUuB4MHKSwJ/xLO/1g9GH4XNW/yKyhg8ggwEJYoBbDtx4hMK+G7Pfqmwwn1MKNXYglr",
+	"5aDT5plvKtHowt7dUvTVA7CVOER79ZhoFI9F1Qrg7iaYYomJX5U9mmdeHmSMT7Qws4gV+TsB5stCpFj5",
+	"m8sppuRiF9IJmnPCMqkaTfL8cnODG0RN5EEk0sEBaHxOqW2iz/lqMjfcnm/4otPsob/FsVY/cojNyK+i",
+	"rRUF3jLBuHObcwN53u37WdeOng9bhnfVqYH/1xG4ywutcpSH6ynKbQHYnQBxrf+v3n5CVgsb9SvitPso",
+	"CXU72FupFXfkyyCbWIP0hGttSimlxJBdzxZPtnuzZnQlbWXOWJ+rlL1nnM8pp4MOXN+ibs3MehFxk/GK",
+	"zDoWctFYXstG24ga2MdrnNutqfrmJLVGUL8Jeqpixy1E9dLx018/VR0P95gcthW+Kzk9zx3ZBOTURi3R",
+	"FuX9u1xaUlaQEBLC5ne5zAibD+iC9CpC5XRxdOSODUBBjlaVa/yxEGks1/NTse8FmouaS8NTcni/QF0i",
+	"dPZRCQgvjIplVQBPyVsVJZJ77XqFBp1vStmqY1ZujUvmrnK8QZITM/Cm4vHR40b3VdbFpHSX1N1rI28f",
+	"yHfW+W0o/O0dTBnKg0YTpVPnHwBJZSXqAf9zpkpNyeRqkaf4LHm5O1d7GzTrudp7GTXDj8oZMNrZZi7X",
+	"eRS/ftZwO2Po+Ojx7vfWWy7flbt4wHotOJf78JrtkvnwA3CZK2JDhWjLdf4zXq9ZUoZf7rNTyfKC0vqR",
+	"U3Urr/wrtN6TXlA/Rim1a8dVeK8DGlXUXUdY6jI0UUUmsj57qvRUUFNdHkvn16DvYXc+kd2QAbXp9/iN",
+	"O3CK3YK6Ok2mRVQft5wJpfRUWeuaHy+5cdkpv35iuhNy02Z71O56V2amlGaqrCIuAbL32iVrq7/2l9zj",
+	"wedguj6h7TfAcgnpr3+jOj/h7jyTZ3RQE23/nuxxKcRiu4/1r8DGOPBFchS5AiDE3CoyqJqGVJhNRepX",
+	"LLOKuyojqE5wwvPCM3Z0liy4qVqWlVoahi0+gS1gDgxWLHjubJjLKgJVC2dT5zS681FwXFidS1owpOb5",
+	"uWQYTIBJINelMkkX2rUsy8lRjNUrU7XJfIPIaxv3jSWiKQIBrL4ZX4gqFoDJB74kmRPX14JiwSJjXSnQ",
+	"5xPF0iVGM5P/LCKWqvk4l9zivOWBKm3EEkCUhIn3Cy6ps4245EVJDnW2gPUieODb2OWJCKE3YmOxUhiG",
+	"p1rG4CTG3LDjwSCWG/VgLr2Aqk/dPpDpPM9t5KL6tOhaIk4wVuxh4BHB+9hbBBVu2l2M1ruotDV7auZr",
+	"Of11V7dMeqw9m2g/xhfmN35m932YVriN8cIj99AsKgv7+9V678SJPdM8UPoA2NQm77yGPTvzaJsrCexu",
+	"Irq01FrQSavywDUUbOQRNc5Cqmuwgfk6Lz9LglPX6h72Pm5JV0qplhJPdiwtVh25osBY1qkgBtuYrkTG",
+	"CqXelYu6mAqDBVbM684/5HBHh7bPcmoOhb7w0AtGxj8Psgc5ptms1s4jGsUyVdLBxRVDOq7PUl4a0Uyh",
+	"xO7UCpVtJYN+q7FsRgawXSidwGryqUQXgcw821RrcZLgZC8SV3XGU3gc1PYmc+yUFk3F9AshbSyBfwKT",
+	"yqXIDoS0mCU0LjPQI30RH3dJO1564g5gdiMx5ljSgpo+Rf99SvsJwi6trkRKVdxky3uVnLU5EoNEzF/G",
+	"/R/4Kh/+RlyVde+j/z6+ys8eLkD/ZshNq7AoZwHSei5eRwzWGPkhdvbfrmCf4iEPxtXZN4+AYN26wb6n",
+	"cuDPoBtWbfWjWNZ99CtuUkkAOrm1OtuQogyVP9RYsXByIpaUx+nUOOeThIdI1jdPXmgo7nQ6RaX0wpi5",
+	"qVIfGz36TXWqBYzsegi5Rv4wVizBjODSjihaO+OurJY6+UWN9u0VU3UFRF2jYon5sDB1n+aJU3TCoAe6",
+	"PXUqnvFLsLtRNQ2PDQABF8t6oZWtYmqJ4nw5/vPYGtrXGDFj86KIJaxzNWILrm3Oi+qQBWzKoue8IDjj",
+	"ImF0ELAE5yAPN5aUu7oxycbZBqy7diRocOAnmClbTvyMWHAUYtTS/KHPzng6C2Eh1z1QMC/UC05wI8Fi",
+	"cnFwBzJeYLE1ecXqz1Gva9wZSizFIzUXC8Fd+TWGtJVMRYVWJKCClNaqZRNCGv1ltC9RnZDl+uCAulNM",
+	"lJ6DdXU8GIyCj2ycuiIDLPdUh3tB+cMGF42n8CA4IsbdGhBTXNMd3uic0KunFMu2E+5gEt/mX7Pu8fAB",
+	"VqRXK2g/+DCW4cmHsKZj1nIIISpZrj85zq4Q/FL4nABSTxwOwWCwMExB8AnI1HYfz8rCXAJVH/mBQqjV",
+	"zziuaxrukiaF5+S8+YBnWQTH87h+atd0d6DiSFdRPXw4GAxAbq91BTk+olMyguN+dg98tM/AAzewPz5o",
+	"r5EfoMYQVo/vPiB8b5OycVjRZzYpm0f9bNFX2gRMFBx79Lk1mRt67X4RG9MdMRcxQmDnN6P0hTmXq3YV",
+	"wMv9umW+V2Cc2bmuvSy99tJqjL5cCImVGa9fn/kCNEZ1G6FB5/xcLvGtPlWx4kPVye/I1i0HM4d1eVFg",
+	"d03i6u58hPXSFqySj2VSVc6zrnNAJY2av8R3Llvvp+McY4EJyteL8KI1O5M0Jmx1tlHZFkvueG1DS/Fm",
+	"Lzodqwq5Lo6W2ypXr6qF6/VR6kmWuINsah3HrS6oUUyi+oSbP1Xf7UUMZS+QVaW8kpc0ILFqlkRr7NQX",
+	"WGaiwGIccl4EaYE0oYo8sf27zKpWd82qbj/fWCbNQknYj70LvmF/m5XM2LWlrlhmyag+RiXBvkgILerW",
+	"Iq1fxPAhM4ih/uYsl9aMmFTU8nGFTYl4+k6qZSGyKbWhAxXkR1qdL4xyrTF8aZTb0hq2xhUBkX8AUQVf",
+	"iGU3dx1jRhVRfhF0jfFISP7FEyz0rJIxyUue61jSmcxBASjqoQVMxe0fYB1VwdnNslJAL1/vl9uwojw3",
+	"lbJZNXOuzm9kX2u1NNjGDD3BWKQl7WvKKk25BAXFADtyp2RGqNihYx8r/n1dZBLWM5K//P59DGDkluom",
+	"HTe5f5/R4QauSI2cOYhvte4+IpdRbsF6SDVuGi+KVeRwcLyiP9wRKY5fadq5LgeeAKu6ZxrriViSlrpg",
+	"By8SjE/6g2TuBefCqzEVH0RgbYC2ToehHE5VQ/eqT0txaSxB9QHOA1bs1+g0RNJ3XfYm+XQok4RSXug0",
+	"TsOw0RE8cyn0CSsNspOJ0r7xILX/C8QqWXewEucBA1gU+VhzvXLciVJIY9ndelRMxGIqcibXH21W3GnN",
+	"UVk29MFtjqM32z1Hb7FhTYE9Msk1dGtP0n7l7ZVLKWwh6trWXHN8ol0V7vj8eZ04R4RQT7PJPzr7u7mC",
+	"bnOtfeKCSsQI99EfzIPsp4U2++w0KEWmXa8MnxvUItcLWO8ptR4qebtfGRXS6gHh1HrvE6tXI3Y0GAyA",
+	"Zaw1zYllxi0fsQ8xtY+JO6O489Px/1r1+/24E8VVz464MzoeRnGzo0wM+Bh38gxfM+X4YIgvebzCy9tw",
+	"FJ9E5Iqx5CUOC+XjzkiWRXH19iqYNEnRWObZiB0fBVNfO29tbTZoS1w3lbC9Hb6BKXXwgm/0vQGKIzf3",
+	"uDP6cJsv+A5T+JJvkYx3NhtS4TPjB/8x83sStB/He0eDoy8PhsODB4Pz4WA0gP//hg/WPavanxs+/Jtb",
+	"Wd3SO3Z2Gl6mtt1xZzS4uorlmkO4WS//419Oz3/8pq3amrDyBJ1LSd28Iqn0Ot+wAh07VZOKnWWAp9LJ",
+	"qkCLlq7AFlk2juu4wYgF6u6//uufoFw1dN2TWm3813/9s6krnmxXu2J5k0Y7NPSaVgcC4HeXlnHbFLjP",
+	"5bSui+0+NBpBvHkLsqLRsuLN26tGQR4J8ZkosgOyHb2Pk5sQ/Z3K3O7wjjrvK26N/oSmCbm1f8K16fI+",
+	"ikeNTZ0Vi7xphGofsZagB3zi2RDl21HELpbJJg9KImbzuTBRdbpV5cmVJbYIUBMfB63OMQH70De8q2OZ",
+	"jSYP7YE1nHObXjQVZOzdPMkB4LlPqtapFnyf5165HfkMYSt3CsWW7AJCQdzy33kO4H9iW5jKS+xdhTu8",
+	"MVtJ6dA7SLfGmb4hj25wJtxMYKZTjj5fd5pmA599S9M1lwmW0sF1dBL32Y+VqxrTVR2VuHOTkE7BpIx8",
+	"SCmW/oToEQsPV0qq8ysbPXTCw+61MIKM1fPz52DBYlek5qHK1QdHLMHjG+dmxAZJnWQ/eMzCcMmJ65C+",
+	"zI1odJkn8yqXDDu7uEIdX1s4HAw8h4jY8dHjWCb14ZBJrxFCwy+GJ0kmtXcfLqM1WxuLsQw99ZTK5oJ+",
+	"/iK8iZ87Ydz18AiV/LFgMy4zkcXSKmSW/v0welK79lsyi69lXGEE4FfHvG6b9nUj1/taGMAdFAq/B3t7",
+	"5Z0D9xfyy7sjxDfZMB0T408s9/lDgDzeCfQ71O8Ge+h3T5ScFDl1rftN1VI4RPuIwsbFzLbKmpfShf19",
+	"+ZPnzRWH99pdU97M+cqFM7B8fOmPHfoTnhvyBUuI6sCE8Zpbwr5gw5PAuZgbVkp3nG4/lmdz4H9SOVPs",
+	"hpyOJvO7YnQtcdA78b69+V3zoN9fF7ujff5NVHH9annbnXjUmQtiBhlXd2FQPvb+STiUG7wfSzqmhHLC",
+	"SKkOU0BwKXX1Ftg3Ury3LOgUiKkp7mDmm/ImN41/M6db5USsnTCzFzs6buv/hMNkkQtU46b/m4v8QlzE",
+	"7ca+bMShltnOJp5ogbVP9bGCeFq06zdKNJ3UGJq4aBiegjCiYAtY2DKWLjGjtBReGassF7XbaVtUGf1Q",
+	"QXvPk1jm1jufMFsOLdRCTfGAdmz4FgVNZzAiEfnUARWckXYepJZhNHW8Ysmfz56fnZ9RtBNNVKnqqDrj",
+	"WudoklKivFfG2nhTinCrY1y3TwKrjuAIz170CsiDwU0UkCfhpH6pWnIHkhZNxN1iBLvst9Ir6xcxaWgr",
+	"a7IMiLwi6g0yP/xQU+q1leBnQA9h7mWQLD0KzonHBBInhjPWpYjPHFs9bDTejyo/jNCG/DjwiVyTI8fQ",
+	"/WYGCdcillrM1aXLnMqrABQmfrqsIR8FbX6xjSxpwTVZ3kxnCELQe1V3v67Zyy+hWX/O0tszKny8LTIe",
+	"Vkx2uyj6TnnPn3vxnvHmsVXOPgb8qNjyxu5XH/kkCPDxbLVvK2BcwyWpItg1gf0dYxYAI1A/uGuVdlME",
+	"2zi2Zxvve4Xsplm8EXIl1q2KSbblrPX6sayyCAsxcdmNmGIXDFTnDHoO1og9o3k1V5dkXTXeRCOrmQ9f",
+	"21ktbC8Y9y44H/1Kytze7meYBADzMqTb6LLR+3cDhXXzAcCEon7pKilrIG6r9doRf8esfn3psY3aoB8i",
+	"A3XDbWafkKZ7z2BHOimM6bMzmfnSM2IEvo1SQx3BFHCi31DboOuBZtEPEdMxkM2ssrPwNITqpAO246CD",
+	"YGzf6ClqOSek/SAEjmcqh+cZYNPPjcMQwq/Uu9GeGNd+AgSrD4AIxnK12JsDUcdkaoKK/YsDc4saP7tk",
+	"Tq+m+SQpOluj/kLQ7Pjq7dX/DwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

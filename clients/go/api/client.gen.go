@@ -3634,6 +3634,11 @@ func (r OpenapiSpecResponse) ContentType() string {
 	return ""
 }
 
+// ReadyzResponse503Headers the declared response headers of an HTTP 503 response for Readyz
+type ReadyzResponse503Headers struct {
+	RetryAfter int
+}
+
 type ReadyzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3641,6 +3646,8 @@ type ReadyzResponse struct {
 	JSON200 *Health
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReadyzResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3751,6 +3758,11 @@ func (r PlanFleetResponse) ContentType() string {
 	return ""
 }
 
+// FleetGapResponse503Headers the declared response headers of an HTTP 503 response for FleetGap
+type FleetGapResponse503Headers struct {
+	RetryAfter int
+}
+
 type FleetGapResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3766,6 +3778,8 @@ type FleetGapResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *FleetGapResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3903,6 +3917,11 @@ func (r ListSpecsResponse) ContentType() string {
 	return ""
 }
 
+// RegisterSpecResponse429Headers the declared response headers of an HTTP 429 response for RegisterSpec
+type RegisterSpecResponse429Headers struct {
+	RetryAfter int
+}
+
 type RegisterSpecResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3920,6 +3939,8 @@ type RegisterSpecResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RegisterSpecResponse429Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -4200,6 +4221,11 @@ func (r SweepSpecsResponse) ContentType() string {
 	return ""
 }
 
+// ListLeasesResponse503Headers the declared response headers of an HTTP 503 response for ListLeases
+type ListLeasesResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListLeasesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4217,6 +4243,8 @@ type ListLeasesResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListLeasesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4359,6 +4387,16 @@ func (r BatchLeasesResponse) ContentType() string {
 	return ""
 }
 
+// WatchLeasesResponse429Headers the declared response headers of an HTTP 429 response for WatchLeases
+type WatchLeasesResponse429Headers struct {
+	RetryAfter int
+}
+
+// WatchLeasesResponse503Headers the declared response headers of an HTTP 503 response for WatchLeases
+type WatchLeasesResponse503Headers struct {
+	RetryAfter int
+}
+
 type WatchLeasesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4376,6 +4414,10 @@ type WatchLeasesResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WatchLeasesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *WatchLeasesResponse503Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -4511,6 +4553,11 @@ func (r GetLeaseResponse) ContentType() string {
 	return ""
 }
 
+// AcquireLeaseResponse429Headers the declared response headers of an HTTP 429 response for AcquireLease
+type AcquireLeaseResponse429Headers struct {
+	RetryAfter int
+}
+
 type AcquireLeaseResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4532,6 +4579,8 @@ type AcquireLeaseResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AcquireLeaseResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4781,6 +4830,11 @@ func (r ReleaseLeaseResponse) ContentType() string {
 	return ""
 }
 
+// CreateSessionResponse429Headers the declared response headers of an HTTP 429 response for CreateSession
+type CreateSessionResponse429Headers struct {
+	RetryAfter int
+}
+
 type CreateSessionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4796,6 +4850,8 @@ type CreateSessionResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateSessionResponse429Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -5769,6 +5825,19 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 
 	}
 
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ReadyzResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
 	return response, nil
 }
 
@@ -5882,6 +5951,19 @@ func ParseFleetGapResponse(rsp *http.Response) (*FleetGapResponse, error) {
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers FleetGapResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6011,6 +6093,19 @@ func ParseRegisterSpecResponse(rsp *http.Response) (*RegisterSpecResponse, error
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RegisterSpecResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -6253,6 +6348,19 @@ func ParseListLeasesResponse(rsp *http.Response) (*ListLeasesResponse, error) {
 
 	}
 
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListLeasesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
 	return response, nil
 }
 
@@ -6380,6 +6488,29 @@ func ParseWatchLeasesResponse(rsp *http.Response) (*WatchLeasesResponse, error) 
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers WatchLeasesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers WatchLeasesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6516,6 +6647,19 @@ func ParseAcquireLeaseResponse(rsp *http.Response) (*AcquireLeaseResponse, error
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers AcquireLeaseResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -6723,6 +6867,19 @@ func ParseCreateSessionResponse(rsp *http.Response) (*CreateSessionResponse, err
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateSessionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

@@ -963,6 +963,7 @@ export interface components {
         /** @description `queue_full`, `subscription_limit`, `session_limit`, `spec_limit`; `scope` says which bound. */
         TooManyRequests: {
             headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
             };
             content: {
@@ -981,6 +982,7 @@ export interface components {
         /** @description `inventory_unavailable`, `unavailable`: retry with backoff. */
         Unavailable: {
             headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
             };
             content: {
@@ -1032,7 +1034,15 @@ export interface components {
         SpecName: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description Seconds to wait before trying again (RFC 9110 §10.2.3). Every 429
+         *     and every 503 answer carries it, `family_unavailable` included; the
+         *     value depends on the code (docs/operations.md). A hint, not a
+         *     promise: back off further when the answer repeats.
+         */
+        RetryAfter: number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
