@@ -214,7 +214,14 @@ type ChangeKind string
 
 // CreateSessionRequest defines model for CreateSessionRequest.
 type CreateSessionRequest struct {
-	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+	// OwnerId The application's logical owner of a session: 1..512 bytes of valid
+	// UTF-8 (invalid UTF-8 is refused, never replaced) without control
+	// characters (U+0000..U+001F, U+007F..U+009F) and without the
+	// bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+	// U+200E, U+200F and U+061C: it is shown to people, whose terminals
+	// and tables those would rewrite. Anything else is refused with 400
+	// `invalid_request` naming `owner_id`.
+	//
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`
@@ -318,7 +325,14 @@ type LeaseItem struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+	// OwnerId The application's logical owner of a session: 1..512 bytes of valid
+	// UTF-8 (invalid UTF-8 is refused, never replaced) without control
+	// characters (U+0000..U+001F, U+007F..U+009F) and without the
+	// bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+	// U+200E, U+200F and U+061C: it is shown to people, whose terminals
+	// and tables those would rewrite. Anything else is refused with 400
+	// `invalid_request` naming `owner_id`.
+	//
 	//
 	// Example: worker-1
 	OwnerId     OwnerId `json:"owner_id"`
@@ -349,7 +363,14 @@ type LeaseStatus struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation *HolderIncarnation `json:"holder_incarnation,omitempty"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+	// OwnerId The application's logical owner of a session: 1..512 bytes of valid
+	// UTF-8 (invalid UTF-8 is refused, never replaced) without control
+	// characters (U+0000..U+001F, U+007F..U+009F) and without the
+	// bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+	// U+200E, U+200F and U+061C: it is shown to people, whose terminals
+	// and tables those would rewrite. Anything else is refused with 400
+	// `invalid_request` naming `owner_id`.
+	//
 	//
 	// Example: worker-1
 	OwnerId     *OwnerId `json:"owner_id,omitempty"`
@@ -362,7 +383,13 @@ type LeaseStatus struct {
 // LeaseTTL Lease TTL in milliseconds (100 ms .. 10 min). A lower bound; expiry may be late by one tick (50 ms).
 type LeaseTTL = int64
 
-// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+// OwnerId The application's logical owner of a session: 1..512 bytes of valid
+// UTF-8 (invalid UTF-8 is refused, never replaced) without control
+// characters (U+0000..U+001F, U+007F..U+009F) and without the
+// bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+// U+200E, U+200F and U+061C: it is shown to people, whose terminals
+// and tables those would rewrite. Anything else is refused with 400
+// `invalid_request` naming `owner_id`.
 //
 // Example: worker-1
 type OwnerId = string
@@ -477,7 +504,14 @@ type Session struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+	// OwnerId The application's logical owner of a session: 1..512 bytes of valid
+	// UTF-8 (invalid UTF-8 is refused, never replaced) without control
+	// characters (U+0000..U+001F, U+007F..U+009F) and without the
+	// bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+	// U+200E, U+200F and U+061C: it is shown to people, whose terminals
+	// and tables those would rewrite. Anything else is refused with 400
+	// `invalid_request` naming `owner_id`.
+	//
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`

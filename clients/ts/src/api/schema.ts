@@ -574,7 +574,13 @@ export interface components {
          */
         Selector: string;
         /**
-         * @description The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+         * @description The application's logical owner of a session: 1..512 bytes of valid
+         *     UTF-8 (invalid UTF-8 is refused, never replaced) without control
+         *     characters (U+0000..U+001F, U+007F..U+009F) and without the
+         *     bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+         *     U+200E, U+200F and U+061C: it is shown to people, whose terminals
+         *     and tables those would rewrite. Anything else is refused with 400
+         *     `invalid_request` naming `owner_id`.
          * @example worker-1
          */
         OwnerId: string;
