@@ -112,7 +112,8 @@ func TestContractPatternsAreTheServers(t *testing.T) {
 	}{
 		{"Segment", spec.Components.Schemas["Segment"].Value,
 			func(v string) bool { _, err := core.NewRoute(v, "b", "c"); return ok(err) },
-			[]string{"acme", "a b", "doc-1.pdf", "é", "日本", seg128, seg129, "", "*", "**", "a*", "a/b", "a\x00", "a\x1f", "a\x7f", "a\u0085", "a\u009f", "a\u00a0", "%2F"}},
+			[]string{"acme", "a b", "doc-1.pdf", "é", "日本", seg128, seg129, "", "*", "**", "a*", "a/b", "a\x00", "a\x1f", "a\x7f", "a\u0085", "a\u009f", "a\u00a0", "%2F",
+				".", "..", "...", ".a", "..a", "a.", "a..", ".*", "./", "%2e%2e"}},
 		{"Selector", spec.Components.Schemas["Selector"].Value,
 			func(v string) bool { _, err := core.ParseSelector(v); return ok(err) },
 			// The pattern states the scheme and the characters; the

@@ -479,7 +479,10 @@ type Route = string
 
 // Segment One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
 // characters; the server counts bytes) without `/`, without `*` and
-// without control characters (U+0000..U+001F, U+007F..U+009F).
+// without control characters (U+0000..U+001F, U+007F..U+009F), and
+// neither `.` nor `..` (a proxy that normalises paths would resolve
+// them; `%2e%2e` in a path is `..` once decoded). Dots within a
+// segment are text.
 type Segment = string
 
 // Selector `lease://{realm}/{area}/{resource}` where any segment may be `*` (one
@@ -612,7 +615,10 @@ type WatchSubscription struct {
 
 // Area One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
 // characters; the server counts bytes) without `/`, without `*` and
-// without control characters (U+0000..U+001F, U+007F..U+009F).
+// without control characters (U+0000..U+001F, U+007F..U+009F), and
+// neither `.` nor `..` (a proxy that normalises paths would resolve
+// them; `%2e%2e` in a path is `..` once decoded). Dots within a
+// segment are text.
 type Area = Segment
 
 // Cursor defines model for Cursor.
@@ -620,12 +626,18 @@ type Cursor = string
 
 // Realm One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
 // characters; the server counts bytes) without `/`, without `*` and
-// without control characters (U+0000..U+001F, U+007F..U+009F).
+// without control characters (U+0000..U+001F, U+007F..U+009F), and
+// neither `.` nor `..` (a proxy that normalises paths would resolve
+// them; `%2e%2e` in a path is `..` once decoded). Dots within a
+// segment are text.
 type Realm = Segment
 
 // Resource One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
 // characters; the server counts bytes) without `/`, without `*` and
-// without control characters (U+0000..U+001F, U+007F..U+009F).
+// without control characters (U+0000..U+001F, U+007F..U+009F), and
+// neither `.` nor `..` (a proxy that normalises paths would resolve
+// them; `%2e%2e` in a path is `..` once decoded). Dots within a
+// segment are text.
 type Resource = Segment
 
 // Root defines model for Root.

@@ -561,7 +561,10 @@ export interface components {
         /**
          * @description One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
          *     characters; the server counts bytes) without `/`, without `*` and
-         *     without control characters (U+0000..U+001F, U+007F..U+009F).
+         *     without control characters (U+0000..U+001F, U+007F..U+009F), and
+         *     neither `.` nor `..` (a proxy that normalises paths would resolve
+         *     them; `%2e%2e` in a path is `..` once decoded). Dots within a
+         *     segment are text.
          */
         Segment: string;
         /**
