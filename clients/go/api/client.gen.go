@@ -681,7 +681,7 @@ type FleetGapParams struct {
 	Live  Selector `form:"live" json:"live"`
 	Limit *int     `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -689,7 +689,7 @@ type FleetGapParams struct {
 type ListSpecsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -698,7 +698,7 @@ type ListLeasesParams struct {
 	Selector Selector `form:"selector" json:"selector"`
 	Limit    *int     `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 

@@ -1029,7 +1029,7 @@ export interface components {
         Area: components["schemas"]["Segment"];
         /** @example document-123 */
         Resource: components["schemas"]["Segment"];
-        /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). */
+        /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page. */
         Cursor: string;
         /**
          * @description A fleet root: 1 to 8 segments of 1 to 128 lowercase letters, digits, `-` and `_`, joined by `/`, at most 255 bytes in all; a nested root is sent with `/` escaped as `%2F`. Anything else is refused with 400 `invalid_request`.
@@ -1406,7 +1406,7 @@ export interface operations {
                 /** @example lease://acme/renderers/* */
                 selector: components["schemas"]["Selector"];
                 limit?: number;
-                /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). */
+                /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -1488,7 +1488,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: number;
-                /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). */
+                /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -1729,7 +1729,7 @@ export interface operations {
                 /** @example lease://acme/monitors/* */
                 live: components["schemas"]["Selector"];
                 limit?: number;
-                /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). */
+                /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
