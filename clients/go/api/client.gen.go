@@ -126,7 +126,10 @@ type AcquireRequest struct {
 
 // BatchOp One operation. `acquire` takes `ttl_ms` (it never waits); `extend`
 // takes `fencing_token` and `ttl_ms`; `release` takes `fencing_token`.
-// A member the kind does not take is refused (`invalid_request`).
+// A member the kind does not take, or a value outside its schema (a
+// `ttl_ms` out of `LeaseTTL`'s range), refuses the whole batch
+// (`invalid_request`, nothing applied); an operation's own result
+// reports only what the broker's state and the caller's grants decide.
 type BatchOp struct {
 	// FencingToken The revision at which the lease was granted; strictly increasing per route, stable across renewals, meaningless across routes or epochs.
 	FencingToken *FencingToken `json:"fencing_token,omitempty"`

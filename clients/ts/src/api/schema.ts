@@ -679,7 +679,10 @@ export interface components {
         /**
          * @description One operation. `acquire` takes `ttl_ms` (it never waits); `extend`
          *     takes `fencing_token` and `ttl_ms`; `release` takes `fencing_token`.
-         *     A member the kind does not take is refused (`invalid_request`).
+         *     A member the kind does not take, or a value outside its schema (a
+         *     `ttl_ms` out of `LeaseTTL`'s range), refuses the whole batch
+         *     (`invalid_request`, nothing applied); an operation's own result
+         *     reports only what the broker's state and the caller's grants decide.
          */
         BatchOp: {
             op: components["schemas"]["BatchOpKind"];
