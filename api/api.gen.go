@@ -130,7 +130,10 @@ type AcquireRequest struct {
 
 // BatchOp One operation. `acquire` takes `ttl_ms` (it never waits); `extend`
 // takes `fencing_token` and `ttl_ms`; `release` takes `fencing_token`.
-// A member the kind does not take is refused (`invalid_request`).
+// A member the kind does not take, or a value outside its schema (a
+// `ttl_ms` out of `LeaseTTL`'s range), refuses the whole batch
+// (`invalid_request`, nothing applied); an operation's own result
+// reports only what the broker's state and the caller's grants decide.
 type BatchOp struct {
 	// FencingToken The revision at which the lease was granted; strictly increasing per route, stable across renewals, meaningless across routes or epochs.
 	FencingToken *FencingToken `json:"fencing_token,omitempty"`
@@ -218,7 +221,14 @@ type ChangeKind string
 
 // CreateSessionRequest defines model for CreateSessionRequest.
 type CreateSessionRequest struct {
-	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+	// OwnerId The application's logical owner of a session: 1..512 bytes of valid
+	// UTF-8 (invalid UTF-8 is refused, never replaced) without control
+	// characters (U+0000..U+001F, U+007F..U+009F) and without the
+	// bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+	// U+200E, U+200F and U+061C: it is shown to people, whose terminals
+	// and tables those would rewrite. Anything else is refused with 400
+	// `invalid_request` naming `owner_id`.
+	//
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`
@@ -330,7 +340,14 @@ type LeaseItem struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+	// OwnerId The application's logical owner of a session: 1..512 bytes of valid
+	// UTF-8 (invalid UTF-8 is refused, never replaced) without control
+	// characters (U+0000..U+001F, U+007F..U+009F) and without the
+	// bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+	// U+200E, U+200F and U+061C: it is shown to people, whose terminals
+	// and tables those would rewrite. Anything else is refused with 400
+	// `invalid_request` naming `owner_id`.
+	//
 	//
 	// Example: worker-1
 	OwnerId     OwnerId `json:"owner_id"`
@@ -361,7 +378,14 @@ type LeaseStatus struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation *HolderIncarnation `json:"holder_incarnation,omitempty"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+	// OwnerId The application's logical owner of a session: 1..512 bytes of valid
+	// UTF-8 (invalid UTF-8 is refused, never replaced) without control
+	// characters (U+0000..U+001F, U+007F..U+009F) and without the
+	// bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+	// U+200E, U+200F and U+061C: it is shown to people, whose terminals
+	// and tables those would rewrite. Anything else is refused with 400
+	// `invalid_request` naming `owner_id`.
+	//
 	//
 	// Example: worker-1
 	OwnerId     *OwnerId `json:"owner_id,omitempty"`
@@ -374,7 +398,13 @@ type LeaseStatus struct {
 // LeaseTTL Lease TTL in milliseconds (100 ms .. 10 min). A lower bound; expiry may be late by one tick (50 ms).
 type LeaseTTL = int64
 
-// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+// OwnerId The application's logical owner of a session: 1..512 bytes of valid
+// UTF-8 (invalid UTF-8 is refused, never replaced) without control
+// characters (U+0000..U+001F, U+007F..U+009F) and without the
+// bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+// U+200E, U+200F and U+061C: it is shown to people, whose terminals
+// and tables those would rewrite. Anything else is refused with 400
+// `invalid_request` naming `owner_id`.
 //
 // Example: worker-1
 type OwnerId = string
@@ -464,7 +494,10 @@ type Route = string
 
 // Segment One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
 // characters; the server counts bytes) without `/`, without `*` and
-// without control characters (U+0000..U+001F, U+007F..U+009F).
+// without control characters (U+0000..U+001F, U+007F..U+009F), and
+// neither `.` nor `..` (a proxy that normalises paths would resolve
+// them; `%2e%2e` in a path is `..` once decoded). Dots within a
+// segment are text.
 type Segment = string
 
 // Selector `lease://{realm}/{area}/{resource}` where any segment may be `*` (one
@@ -489,7 +522,14 @@ type Session struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+	// OwnerId The application's logical owner of a session: 1..512 bytes of valid
+	// UTF-8 (invalid UTF-8 is refused, never replaced) without control
+	// characters (U+0000..U+001F, U+007F..U+009F) and without the
+	// bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+	// U+200E, U+200F and U+061C: it is shown to people, whose terminals
+	// and tables those would rewrite. Anything else is refused with 400
+	// `invalid_request` naming `owner_id`.
+	//
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`
@@ -593,7 +633,10 @@ type WatchSubscription struct {
 
 // Area One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
 // characters; the server counts bytes) without `/`, without `*` and
-// without control characters (U+0000..U+001F, U+007F..U+009F).
+// without control characters (U+0000..U+001F, U+007F..U+009F), and
+// neither `.` nor `..` (a proxy that normalises paths would resolve
+// them; `%2e%2e` in a path is `..` once decoded). Dots within a
+// segment are text.
 type Area = Segment
 
 // Cursor defines model for Cursor.
@@ -601,12 +644,18 @@ type Cursor = string
 
 // Realm One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
 // characters; the server counts bytes) without `/`, without `*` and
-// without control characters (U+0000..U+001F, U+007F..U+009F).
+// without control characters (U+0000..U+001F, U+007F..U+009F), and
+// neither `.` nor `..` (a proxy that normalises paths would resolve
+// them; `%2e%2e` in a path is `..` once decoded). Dots within a
+// segment are text.
 type Realm = Segment
 
 // Resource One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
 // characters; the server counts bytes) without `/`, without `*` and
-// without control characters (U+0000..U+001F, U+007F..U+009F).
+// without control characters (U+0000..U+001F, U+007F..U+009F), and
+// neither `.` nor `..` (a proxy that normalises paths would resolve
+// them; `%2e%2e` in a path is `..` once decoded). Dots within a
+// segment are text.
 type Resource = Segment
 
 // Root defines model for Root.
@@ -650,7 +699,7 @@ type FleetGapParams struct {
 	Live  Selector `form:"live" json:"live"`
 	Limit *int     `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -658,7 +707,7 @@ type FleetGapParams struct {
 type ListSpecsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -667,7 +716,7 @@ type ListLeasesParams struct {
 	Selector Selector `form:"selector" json:"selector"`
 	Limit    *int     `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1974,11 +2023,25 @@ type NotFoundApplicationProblemPlusJSONResponse Problem
 
 type PayloadTooLargeApplicationProblemPlusJSONResponse Problem
 
-type TooManyRequestsApplicationProblemPlusJSONResponse Problem
+type TooManyRequestsResponseHeaders struct {
+	RetryAfter int
+}
+type TooManyRequestsApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers TooManyRequestsResponseHeaders
+}
 
 type UnauthenticatedApplicationProblemPlusJSONResponse Problem
 
-type UnavailableApplicationProblemPlusJSONResponse Problem
+type UnavailableResponseHeaders struct {
+	RetryAfter int
+}
+type UnavailableApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableResponseHeaders
+}
 
 type DocsRequestObject struct {
 }
@@ -2101,10 +2164,11 @@ type Readyz503ApplicationProblemPlusJSONResponse struct {
 func (response Readyz503ApplicationProblemPlusJSONResponse) VisitReadyzResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2203,10 +2267,11 @@ type PlanFleet429ApplicationProblemPlusJSONResponse struct {
 func (response PlanFleet429ApplicationProblemPlusJSONResponse) VisitPlanFleetResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2307,10 +2372,11 @@ type FleetGap503ApplicationProblemPlusJSONResponse struct {
 func (response FleetGap503ApplicationProblemPlusJSONResponse) VisitFleetGapResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2531,10 +2597,11 @@ type RegisterSpec429ApplicationProblemPlusJSONResponse struct {
 func (response RegisterSpec429ApplicationProblemPlusJSONResponse) VisitRegisterSpecResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2837,10 +2904,11 @@ type SweepSpecs429ApplicationProblemPlusJSONResponse struct {
 func (response SweepSpecs429ApplicationProblemPlusJSONResponse) VisitSweepSpecsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2956,10 +3024,11 @@ type ListLeases503ApplicationProblemPlusJSONResponse struct {
 func (response ListLeases503ApplicationProblemPlusJSONResponse) VisitListLeasesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3207,10 +3276,11 @@ type WatchLeases429ApplicationProblemPlusJSONResponse struct {
 func (response WatchLeases429ApplicationProblemPlusJSONResponse) VisitWatchLeasesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3223,10 +3293,11 @@ type WatchLeases503ApplicationProblemPlusJSONResponse struct {
 func (response WatchLeases503ApplicationProblemPlusJSONResponse) VisitWatchLeasesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3466,10 +3537,11 @@ type AcquireLease429ApplicationProblemPlusJSONResponse struct {
 func (response AcquireLease429ApplicationProblemPlusJSONResponse) VisitAcquireLeaseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3839,10 +3911,11 @@ type CreateSession429ApplicationProblemPlusJSONResponse struct {
 func (response CreateSession429ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4899,192 +4972,202 @@ func (sh *strictHandler) Unsubscribe(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37chs3ljD+Kiju/spk0qJISXZsqrbqp3jsjDeOnbWVzVfj9qrBbpDEuAkwACiacalq/9oH2IeYB5sn",
-	"+eqcA3SjyaZEWbaTzDeVVFnsCxo4OPcbPnRyPV9oJZSzndGHzoIbPhdOGPx1ZgSHf8V7Pl+UojPqGKEK",
-	"YeB20pGqM+osuJt1ko7ic7jN4YWkY8QvS2lE0Rk5sxRJx+YzMceR/tWISWfU+ZfD+rOHdNcevhbTuVCu",
-	"c3WVdB4vjdUG3iiEzY1cOKnhc+czwTIl3ruLHJ/ImJ4wNxNsYcSl1EvLFnwqErZU+YyrqShYVy/4L0u8",
-	"tOBFIQo25lY8OFmaMmHcsbm2jg0HRycsn3HDc1h7rx+W98tSmHW9PvpoJ17RnL9/LtTUzTojGCXpzKWq",
-	"LiQAHycMDPVfb84O/sIPfh0cPLo4ePv1v3aSjlsvYFTrjFRTXPcrwcv59rKfSmMdM3rpBLMEprAwxheL",
-	"UuYcnmQwTbvguej1WfZVxqRlRkyWVhRsJd2MZVJd8lIWFzhUBsus95bnc9G+rQZn9Sn29ZWwemly0cSq",
-	"QudLeORgeHS8awb+vU8yCa3dNozP2KQUAqCs3YgNmdPsYQC2BTTDS8Ojh6zUK2FybgUrBeyuTVghp9LZ",
-	"hGUHGeOqYNlFlrC/aqkA39YsO8xqZDu6f5+N105YJhXjZXnKOFPCOlHgt2HTLGww7dhhxoTN+UIUjFuW",
-	"/X9HT7M+O1NrN5NqykRpxdYunwwG0U6LX5bCuo29nmslnd5FxjCNayEdIf3R/fvX4XyF8B+GyfDo4VX3",
-	"cOtS78Mg+eaqnR5eC2ulVs+KJsIMhkfHJ/cffPPwER/nhZhs/m5flqXBLmRxBzQK88HZLUT+AsfeRia7",
-	"EDnS44hpVVOtnuyNPgFfHp54dOly9k6qon6Ms1wvlROmd8r4JkpUGACT2Nh+Ixb6YNgOJfxnz81/eLLX",
-	"3rcyuyv4hl1oZQUKm2958YpwFX7lWjmg19GHTsTgDhdGj0sx//qvFsAcoQS8UcD4G3jfSTqFcFyWnVEH",
-	"5IS/zMa6WAOUlHYMX2D//vrlC+Dsjrul7YxOBoOk46RDeH3LC/aqGtCvhI/10o3GJVfvOlf7ItCPtABa",
-	"fxNnntHMmVSLpRttU3Cyyb6jC1aUInfaxNe8hEy2MAHkq1aTUuZ3A3UpuBUXM1EWm1DGOwBeuAkMkCvt",
-	"ZsIwT4INOD+q4VxN67MBOasnDZDhpRG8WF/8shRLgVdWXLoLJ+dCLxHkSrsLvVICATkRKqfHaBjxfgE0",
-	"QjB9YgypLHsC9M5rOVNrRmAV8GnWzSQwA8XLMHEJOwZ8hyY9F26miwu4w0tgQ3D17//9t16fPVOMs/my",
-	"dPJgbPQ7YVghFqVek6pR6NweLkqe42D9edFj4lKYNW10ErY1YVJdCuW0WSdsxV0+QzY15QumF8KQjjLn",
-	"gA52JQw7ORqybGW0ml7QRzMv9ALAAZf8dNyMO2aFuRQWL0/4XJbrhGnD7g+OWUa/L5aKX3JZ8nEpMtal",
-	"0V4JZ9YHZxMnTNZjq5ksBVM6DFxoYXH/nmozlkUh1J2IYlKNEtGE0mxquHIs15fCwAJQZgeGUtPCcU0L",
-	"T6OBPhMxvNDMSjUthZ+d16VzXpbC1HOtuWY3q5aX9RBo32kl7gQv4lKBkjYZiVV8YWfasbGYSVUQ4OgV",
-	"YC9T+HoEv2HEs7+je5+LjzTnDdQlFjqfXXi7Ixsx67hxjE+5VGxi9JzQFjV5MFIQfC+0e6qXqrgTCINe",
-	"A3Q9wdE2oUgPIKqjxBPvpXVAOjNuGZh0RQMLT2oovtCOPfVjfi5Qbs0foAn6U/NK/QNB9yNfl5oX51o/",
-	"52Z6NyRc0FgXTuuLEke7QW1wWrPwYI19EfV6bYE9UU66NTvXmj33z38mMIJpHKaHU0OeqRDrau6LfN+y",
-	"bra1ZE/Q51r/wNXaz9/eCawoVS8my7LchCdIWYa3ienAnIPO4J+vwHoUKQgAR5geq+b3+dCynj3i43Jc",
-	"3b0o5VyidhBQt74AaEu/Tllmc70QGbN8bUHu5DM2BgRGQP+k+NLNhHIAT3E3DrDcGCuCNmdjwQ0gg34n",
-	"FPNyx/PamuSHNYxpYtrIX0XxWWUPzgglOPezi+R9xaveKb1i3WxjiR5bf6rF/V0BWI2zgap+PmCVz5bO",
-	"gYlV6FWswt6PxfZrYS5lLthPjRE/F45W+lZD8UlYFv8cMQMaEOlWY56/05NJHw1Y/wn09eWIFZEJxotC",
-	"wnd4+aMBBuIkGGoTXlqRdBbRpQ+xZb2/AZ10nCsv5vamV54DYzg/fw5voHZOrxRiwpel64wGm1D5s16x",
-	"Uqspc5oYjSTMevrs6UvPdFYzj203WSpgN0+0mXOHtqV7cNJJwAKW8+W8MzoeDMBMnEtFvwfVToMmPhWm",
-	"Q2ZuMKXfNH0Qfv1vq7f0+K8id7DQb0F7frm4cR+aK3+pIl7fZxmnTc2Y4++EZRl9MGNd6ZgCDR7hY3un",
-	"LBPvnVBFlir/KJg6Uk0vkDC9V8K/fsoyIxBw1cDNp/upOmNzMR+jDBLotagJGl6JfVbdLUu310+Bvpo4",
-	"1vjETTjzlB4+x2evko5e3PSGB/j3UiFqooV90zuv8KGPQOQNpNCLTvjiNbiAUwPupQDV3nT85qJjB/YO",
-	"nTa4LdEowd3iR/k48tYLu+3iQnfo0f0HNcLZhJzRogCK06YQBh3pTtwMm4DvV0hdz+iVo/sPkLj8z2HN",
-	"R43ha+SgH8N4riNJWOrOPXjl/VUYKWlAyAi7LF0LlIAiF8LUQEoCN0L4gPaT6YXNbgeoV/g5xLwNgBhx",
-	"KdHDAjtcli8nndGbG5A4vHH1tlWlJPEXxmUczGgS1DCT/hY4AyiiuVwHUGThbWEevXS5nqN+qJts7aVi",
-	"dpnnwlqW6XcY5XBmKYhHeb4kbapgkjNdFiCyadpcRTyRvAPSwSj0rayHyoiKuGGXj9EZ79+vOV8P5zHh",
-	"slwaUc2DyIdmAqpFlqQqIz0BPjjjrqmP37NMrxSYYAstlWMrvSwL7x7pwTCpykgbQS2SrWbrNt5IWsz1",
-	"+4zuqcfw4FWt4cRO9T0dd1uMhVjOPrwPOfE7eNQPMta6FPyOHLpeAc5kdHjI87k4rEKVhxvhpa0FBD0u",
-	"Goq8kteL8ohr47LasPwxegOeXHqltInlf+KOIwMQcH/EyHWQnSKKvH79hGWyIOxGC5SIqb+1+cA29gI/",
-	"sFGY1DsvSK57gSZewTriKvvxkk+6P7HpRZx+O1LU4OgbL9TbhEu/gTNFS9+WtpGULVDyBrdVkCJ5qemW",
-	"0WUpigvQt1vl8WMjuBNeLH2kXF4pYfaQfS/huU2Vu4mLfh7s/Pw5CKi5LEtpRa5VYVl3yCzr99lwwOZS",
-	"9U4ZZ++EWPBSXgo2X1rHuDHwNzBUqZh012vNDwYbavMQf95EbmGx1+rNTxY6n20v7xVXhZ4zWVTuBi/X",
-	"FkajICnlRDg5F8042V/eHY+fP/zl6D/ef3c5sD+P27Cz5qvbQHVgf3nvPPBoIm3L54LRrQLgRgSOvm2D",
-	"ogPp/0/f2z47n4lUWYFBYb0QaoTDWMaN8Aq8EYrPRQGCy4i5vhRFwsZLUO9XIDct+tvHIlWY/JAwqxln",
-	"eSlBqNHe5blYOIwlFoJJt2l5Y6Axd0yj2pKqP5+f/8iIZfZwgn5K8LRiThd8jdMrJYa0pWLZ+wOUp1aO",
-	"S3EABIWCVRUJmaRuJqTxQ+L6yVzlBRjSqC9h/IEmfVCrm/150TtNlUToFKKUY7gjyjXOHsU4fCvxrpep",
-	"UHi/8Mu3XtoKNdEmFyRXN5hViG41dz3pbK0IMLQRncPgajM4F12qff/brps4gtDm2m1MrBnA6ngL2cev",
-	"OknTBVfFsuArGMqqhqsZWTN82Em2PfQNR3dngz+j74uG2fZMRMP7MHPTzQuyrcUVG8Jafgnh0e1wln8g",
-	"CnsRhKPvNzx2YQLhRxyLAhhtxZQ6b4HiUTn8OJZ9Jyv2C7lZrrOPmvO/lhU3Zt+q4tdGhfM0WuugK24p",
-	"KiWKUwZ0l7tyzaTKjeAWNHqwqpDSEmAdwEx5brS1wBHFipc2YXPBFca3rK1uwhsWuCVisW2XVJVg2pZK",
-	"Sec7vtg2AOfSwqyCPmZblJRtYy1KZGsRWcIu58DqK4Or5NZhSglJsAWfCgrSAYi8naJV/ShFmZKOWpbe",
-	"Q0qpHFvz0mYx48rebvK31wk38CqArP7+DYrZnwUv3Wwb9oW4vJh7AbxtWIigEVxrHOFD7bYA6PbJTRon",
-	"vRa+1jp7XRbCPFM5N4o7D7gNZwFl9JGWAkYvalie/iLdYQJWalmi7YrUYhOU94QqBtQ2JXJHOgGGIZtq",
-	"TX70n7/mR+XlWA4X4/mLWT6/Pyu+Ky/H0zYFx+elvF6IfBv2yqc/bb0FZKp30D2yW1rOQuRsbAR/ZxPM",
-	"b/v7f/+NdfH+iG4WYuFmvQzWsn1TLedjYXroPbl+g6qsJpxV2/58H1Ta7UWS6LMXHLl9xS4K7sQBiNo2",
-	"qNVMd4u93KDoRl+7lr8+D3Z3c7LBULnVbD9mhXdzyJLHpc0QQSbmV8G0KteIvNtmWFB9UBNqs7CCIGjd",
-	"hOt89p/OeN30jXnNcFOKxnuWNBGgWsROFHjm7f9txyM6cXyKDsDqAKHJXqDhwJmfRYjDKX85ZAvIYtvX",
-	"8MWQa4bc8kI22eV1GLbNXwHNbm8hGzHnEtSGXeR7A+b8bpEuMqBboHsDEkYw2Qcnf+TTFtZUKRd7ebob",
-	"PqtbqU5nXhcyDFSfj9OJQubRjZp2eG4T7LTGaKCdwHpd6Ry/FbEBB21Vnn7HZHhL0ruG3LbgATa0L4G5",
-	"QVYH2vLWeHhx51aDfbWFrnhnh+dtMGDz2PnWZ2eUQE6ZJKcM93vtvTys5E6w8RqVRyfzd6x7Hwbo3d4h",
-	"1waxsD2tSl2UcHHPslJPZc5LhjsP6mwtV7rDfv/+8MgnteuJz7/+6fzpwcNT5v0D9DMKEyeVvwvzUIte",
-	"U6VdafNOGMxpj/LT7w+PNhPUtzb7x5KrT2TPfYQddaNN1IZKMOWPcz8UwtKnohk2ijketECoDsgOB7Gn",
-	"tlp30Jo/2ZAbUAmz9l9qBYlPktk2o58+Zo9O7n/DfBIQo9CXJdcjD74Ditb1P19k7cbCg22rHD11Wwv6",
-	"GXOam1nT3ZOjYW/ko7JWsJ9ePQ/JvNvp0xQYpSTfe9YnUjP09e5IALdJqrZTwPvstfDO6rA4NxNG9NlZ",
-	"5YuI0tPtpoN15txidHg4HPThv6PRNydHg9bwT64Xok3BZdxbkt2To0e9JM6wQ/fRDOzErIIRZzlfMDvj",
-	"BouyUkUp7LT+XhJSyDPWbYHPPct+WWrHT2lJqcLL0rvil4pPJiJ3oujVSYFZwjIq1EDj1Wjtsgg2qWoA",
-	"h/0nL5eVu56ht34TYjSVvUOYrTzc56nF6Nla3bLJsOIX4jS2m7RPvBs+m9SOEiSsNkp+JabSOmE+jsGF",
-	"2Oa2MVSKKS/r6snrq7ASll1kKGIiVvbg46udyM/coqmqNdI/sIKlwMBNBqppxro7CjdDilTClgvmNHtw",
-	"wr6X3ybMOg14Ld5zdJRyy6byksw6i0mLyFopvkLAtlWF2YMTVgix8OEYcqqgZI4eqKtjcQjx3nPB+LFj",
-	"D0LWHYu1Jt5gxai9IJEpPkfrMziEfPYseXyIZiInD+3G+4OpPvCw/avVqv+Kr34Q1oK5sYl5PtaLgG9H",
-	"NLSu/ih+/P298u2Lrb21Nyb5JOzrIXBvYpC5ns+lc6LAEJ3waQrXO85bWc+roHBv0gBhra9vzoLN+wHL",
-	"jq8OP3Aj+BX8pBrgqwwknRFVUaVN1RIsY0SlzFf6ZswsS3SMaraSZZFzU7AuFkdulNH1Thl3qSIMflQV",
-	"WzY/gQXARw97rVHCGw30iIkcP9rgIscNNhLGe/Nfafp+MDhI0/fDSZq+/2YCfz6a7OAuoby5lfM16sZH",
-	"dR1zpYCTrt3NqmlmVFhqU1WT/WkcpabbNEIP2YYG1nWYJfWPrzJKYAoXcq2c0WXMSbo/fQ3qX78P/w6f",
-	"Jgz+/eYp/X701EM7LrE/engdD/6vw69uCTYfmd2C2x5YyFag7TCu1pVU8cIblt7VCkP3eAPzyrKv4PKv",
-	"wmj4Ndemxq5enz2pSYB0ihA1Br3pWSGojsQnA2kjp1KBOMOlwBOO6o28XltNP2NdEHIHVigrnbwUvVNW",
-	"gpFay0LLJros9Yr0wg366bMzz9wrk21PEvjqBlNs8Gnw3gautuGyv1XU54/lobxzGPi2EYmGrGn1HW4n",
-	"52x4EHfHxRol/ltV9JUvmnWHRw8PxhKsmNwIl0R19DPxflNXO25iG/yMGcXg4BE/mLz9cHx01Y5Xkffv",
-	"Loh15yApfe6GwGiY7Z55hsEjmSWMlytQCuvKRHzE+2ucEXy+bRJ/bgg0E0r29xf/zF0+ex29eqO3ZQu4",
-	"m59uBfZC5J/CvQ3jvNKrPZzbN/iqW/3Ou2YOX9wZxG1pELGnHXMeYrmR/WG8ISeK22ruUW5Q+0IQM5+o",
-	"4gaEB7R2wsxRVCJmW5bpS2EmpV5RUd9CGCsKKuBdKr/7Y/rdTOnEK7OlK/RK+RxdohCG90OiBiU/blYH",
-	"hFj4tQgRVvWKHv8i2fxx4o2/ifXA8fq6t4NTL05GqcFNSfEVBNsKB3bG5jdBE+XlhvGRdsMsMeurnmRb",
-	"em6YSGvk+PVKiMVHlsJVNX2bsgzt/Nd4m3ULwyeOHQ2OBgfDI7ZUmKOU/Su97StG0T+0klaEbgvvxMIR",
-	"mVnupJ1IYaPMBw+u25Gan24r0AkIoUJjw5Fs9GKx4Ui+0T/u7a62RFl0XsDSLPO+g8A+7llmZ3zhnQSY",
-	"6SLRcYZjYT6n0ob5CZ3GmOylmxWqsJ4w92LNccZLyzJgG+7O5je9FTBoUsG1bUNQwO1geUDchWd7YJFQ",
-	"9w1PwMj6YPVaiT14SFOduEr2qRTY79kNxn31NqyqIba3BeuOkFMsrJksTolAsLaTs2JJ8SistlGsYg62",
-	"odps4eyXilGDChEqO6yr0tKD1QdYH3pfuJnRyykYddI6/CLVi90cw47M2+vNBP/cli5BrLNOX96hW+C3",
-	"8qWRbo0MLsSvc2HtNfmflAiPld8ctgW77bGqB+Gpz033PdQQpf3yq7ygti599N06RdVvy0J+L3BfqCD+",
-	"bOlmbWya5lM17PCsJNdqIqfLUIL2c+3TwMsgMOE9G79jlgp7vBXiks11QQVqtCSLRBrCJryKwmS+qhn3",
-	"F7cHA/I44XopM+cWVA4u1URvL+KHpXVUss59Nq2f0UQbRpFSanZn++yZw2IOixRjqCiBwm3MCsDLVMEb",
-	"njd36bVe4l12lH3I9vKWSDdj5+fPk1RhIbaPlSNQGplINmGcLfhUKmTumANZZZMDodRpTRbjOJV7L2Aq",
-	"FeC9RlfVwWuh3METUv5irmjZaqZt0+4BiKWqIrw5B1D1U5WqJyiAQ8MylnNjpKffjMB9gCZPxmaCF8JQ",
-	"MM7sKDtJ1VbdCTsLuZq0b0qsKEXZd3pTYpUwMV8433SJLZW8BI4WTY8KTeB1xaq4Z7arE0JGsci2OGiq",
-	"fPV21wpBi/QB1owR0+j12eP2ShScz1ld04C8GVYU96GA5RKhjUWp1dQypyvbQavQ3glDcalyQnHlKLLH",
-	"zRoLI6stwCRxy+wSQBWhIrqjvjr86l+M4EXGtElVhtg7OjwM7Q//ZWWkExkBn2gRpkrFBMhjSJq8fPGk",
-	"auCkHJdE56lazXQp2JywSlQNlMjhqk2FkExS4rb3nZUyF76M2LOsswXPZ+LgqD8A1dWUnsjt6PBwtVr1",
-	"Od7uazM99O/aw+fPHj958foJvlPH9Tztd5IOIAexg0F/SM+AIOQL2Rl1jvuD/jFWW7gZ8urDQuf4x1S4",
-	"tqRMcykKYooTWQrLAD2wm6qvZh5Lxc36lE2Ey2dUP4TdCCs+SjUcgtSQUMLzrKDun5RUFjUDPBoMNvp5",
-	"OPHeHc7cvGwq2S1dBbflzOsVn06FYT89C52XIoHVGb15C7bDfM7NGtZaPQwMl08t1XqGoqPOW3j5cIa5",
-	"6L9GEGsuKty/cV0xdd6uM5xPh9+x5sBgEJ/l5Q2Lfi4vhRLWXrfkuXBGNpCkueRwf7+tXJRcqlvu5Q/0",
-	"hYBzPxo9F24mlpbBkBiTtGinMfJwXr/m6PV66jtX72mnv+aEgq0g8A+h4XCrnQ+jbgGj0rBaN/nlQqiz",
-	"H58xJGcWgk4J+ulR2OMfGDFQIo7frLhl46UsHRLo9XA6x55rWjnDqTPjLhBhOvavO5nIK7hdd17JtRGM",
-	"I3ekendb1T5SI16MaFMGGM9nIJ22eYf/5G9CZbQepwmm2I7o/uB413jVBA/jzkDXwR3GlzcR5eXwkFQy",
-	"ICgynbRtAX7mM8sy9m+VfgfgVtqhhnXKMp9xBk+gzhVu+8dP2Vi7GbPaOFH0GZl9FaNHqf9CiMKyzAtc",
-	"xayei6irMiXWwDxJGDKllTitmj+FOCFoxvQSiVxpU7XR3/jYV56GZKqqtTL7QX7LuifDY9bW4Cxhw0Ey",
-	"GAz85zmzsgD96ax6HSZnQ/WN10EADie+VzPo9PA1rXJxyqosB9/Wwbe1lJadHD1KVdxBzIflfEOwKtVI",
-	"mzpBifS8RrfKhI3FBKjARYsF8JIe0aQFmPtTgJvv3ius+1YX6z0oIeqHVSUIvql9wPjHEZh9lOj3Jlzx",
-	"tx5hVeSezayi1MWrprkJRuzVZ6RkTPTcwUinfIEEfELfu56Ao07F+MpwL5pvVPnie3vwiroJKLwx3OON",
-	"zbaI8N7Ro5vf2+z7h2DyHbZuepc63yIvi6SGYIulEayQk4kwQuWCjYVbCaEaDAhZDdJjxOaIpW2xuA/A",
-	"Ra4Op1SA2SpkHuv5AkPoFavx8XB5KYCzeYcLGqVxU25ysNaWZapQqw8JSrVlCdRHWi2wiNourYxG7oAD",
-	"kn89628zxcoISZeDwXEOS8K/hPeQVw/G30X2Si4jDfKbGJhUJOCxldCIrGYR+rYGnphRN0J6JVWwVg7m",
-	"iixCo5rGeQrdHYWkPQDbEodor0gVjYLUpFoB3N0GU6pQGFSuBlkEUV8wPjHCzhJWyncCmPRC5NhNQKop",
-	"5r9jP+EJWurCMaUb7S7DcqXFDaLjIEDbIUaKfoUpNUAVrWwUt+c7vkDrqD4NY4fPtH7kEI8VuEp2lu8E",
-	"oxMzI9r8VshdP74zfe3D+7BjeF/xHkUoPIH7JOyqIGC4WQ/QliJwI0D8IR5Xbz8jU4eN+iPz9NtrjHfk",
-	"yyAFWYP0hG9STPnbxJB9H6hAtnuzZvQS7mTOWPOvtbtnvTtRkiboe6F1a2bWS4ibjNdksbOYi6bqWjba",
-	"RtTAPl7j3D6aqm9PUhsE9Yegpyq7oYWoXnp++kfQlPaYHDYIvys5PZeebCJyaqOWZIdd9oNUjpQVJISM",
-	"sPmdVAVh8wFdUEFFqPxpno78ASAoyNFgtlVdfaq2k8GlIk+A4crynGIZL8gYivy4VG/FS6tTVTXVoPTC",
-	"ihLJc3q9QoN+VTD8Qhc+6ayvnKgKKkCSEzMIXoCTo0eNPsqsi1aTr6DotZF3iBV7x8vHUPjbOxhNVHSA",
-	"xlCnzpABkiqWqAf8/zO9NFS5oRcyx2cpgBG14b05Q6pZGLGX+TT8pJwBA9ltnpA60+efRtQnNKICYIMW",
-	"LNU+vGa3ZD78AFzmithQKdqy8f+E12uWRFkZfXammCyphgY5VbcKuLxCP0HWi4o1Kel74+CZ4FBCo4o6",
-	"dglHncsmuixE0WdPtZkK6rHNU+VdVvQ97PgpilsyoDb9Hr9xB05xs6CuzoVqEdUnLae7aTPVzvle6Ctu",
-	"ff7U75+Y7oTctNkBtbvBS11obZheVsG0CNl77ZK11RX/W+7x4Esw3ZBy+QdguYT0179RnYRyd57JCzpy",
-	"jbZ/T/a4EmKx233+nz7XzHpHka0T1uqgr24aUnG+H6lfqSoq7qqtIMfxhMsyMHZ0liy4rdogLo2yDNsG",
-	"A1vA9CasqQnc2Ya8N1C1cDZ11q0/6QjHhdX5fBRLal6YS4FxIpgEct2QVYdRe8cKSTEArK+a6m3mGwXV",
-	"27hvqhBNEQhVIl8I82BeSaj/575IUVCYXxSs6ysXk1T51H1m5a8i8QWB/keu52OpuMNFqAO9dAnLAGsy",
-	"Jt4vuMLWWakSl7xcUuQEO8chrGAi2EaOqOK0mlk0Ix9HvWdT9fjHn5iTc5GwI4bd5eZ40NWDE/aD/Dbx",
-	"3syJSNjxAO5HI2Oaisfq3ijEDbivVd4IHbQWS2KuCozhAF1o66vKSdbNQlusv//333pZL/HBBAJ81Wl/",
-	"gpkINlW0DwEZQwiHmnlSa9BS8EtYvnV6YRswwaxhMMFzSj05axDD9cmbrOufrcMaazBT0Bk3qkpVCyEW",
-	"wZ/34CRhPGx5qdW0vhFVkqUKJCdmsqiqNhVwa06f4aoqTu1VJFBnkI6YpDhT1LTUb0FW9Sj1sJbONyyj",
-	"DRcTH6mkxBewkYnaYAU+gnRZcQ8O8g5wiPqqHoWw0njNAnqcVp7bExrJYhLWRkDquHoVSEbGR6ckMfpq",
-	"OuJBquloR7gqVdLbXJ8+XIVjY7wKcatGcuAfjtL+8ICIkNhMdih6gcc8fzfCxCQYMTRar3zPqfINY4Ex",
-	"osc6X3pLGgNldqaNa9P/EKZ38QXdxVKspX4zw9WbhTc1tqbH2vMv99Mn4sT2Lxx/i/PJd+kz8Mg99DYs",
-	"S/dPY/KTGpNBhznQ5gC0hm1V5hptyXsrdnl2n0vriS9fGoM5KEqrA98zuJGx2ThksO4/AlzJB91YFh1n",
-	"Wh9TEzJE6MpS6ZXCI5OXDstUfRV5quqkO4udyteiYKXW75aLuvoWY3dOzOuudxT/wvhSyCdtDoVMKXZK",
-	"ky+OR3naHBMa1xsH/Y1SlWvl4eKr54MEyvnSimayOh5AodH21SpqqZ6qZqAOO4LT0eZWThV67FQRVAq9",
-	"EbaMjswk7bHOLY3PWdzdR5ad0aKpkcxCKJcqkOjA3KQSxYFQDvMxx8sCzLoqm8OnRwZlFncA88hJgqSK",
-	"FtR08YfvU4JlFAVt9exTUvg2O9+rRrnNrx+lvP820bgodHD/DxI5qPv+/b8TOvji0TsMN8TctMpS4CxC",
-	"2sDF6wDeBiM/xMN7dtu7Z3iOk/U9ZpqnPLFufYZOoHKvYybVyTlJquqjcipuUkkAOhK9OjSYgn5VeMI6",
-	"sfByIlVBqUVu4UME8BDpCM3DlRp2NB1AVdmgMKa0VZJ54xgeWx1cBSP7/nleS4axUgVWPVduRMkTM6+3",
-	"+i62SeOEloqp+orTrtWpwsoDmHpIqMcpemHQA6OCDiOY8UvB0PZungwEAi5V9UIr14GtJYp3rYbP4+kP",
-	"oSiVWSfLMlWwzvWILbhxkpfVOUrYkMzMeUlwxkXC6CBgCc5RxUOqqEpga5KN44tYd+Os7egk7VTtPEo7",
-	"YdEZw0lL46M+e8LzWQwLtekQhnmhXnCKG6m0C2kpHmS8xO4cZOTUnyMrBXeGUvjxrOrFQnATGZKV5Xte",
-	"CaioeKBqV4iQRvc17UtSp776TD5Qd8qJNnNRsO7JYDCKPrJ1sJqKsDxQHe4FVWpYXDQetIfgAKOZ1oCY",
-	"4hvO8UarnV49pVS1HR0Lk/jeJ1RiC5NqBe0nCqMVXh0pDGs6YS2n+6KS5f0MOLtS8EsRUnRIPfE4BIPB",
-	"wjAjKJR60Mk6aCBiao+uT/VCIdTq9h/X1WN3yY/Eo/DefMDjqqIT+Hwv0WvaAVE1vW/BMbw/GAxAbm+0",
-	"kTo5ooOwohP9bh74aJ+BB37gcELgXiMfo8YQtxvpDIZHxyf3H3zz8BEf54WYbP7e/1jTxnmEX9gUbZ7m",
-	"t0NfaRMwSXSy4ZfWZG7pRP9Y2/RO+ok/RTZhhMDejU3ZRHOu1u0qQJD79ak4QYHxZuem9rIK2kurMfpy",
-	"IRTWwL1+/SSU+jKqkIsNurp+HFWL6szjig9xta6ClUY4DmYO6/KyxM7SxNV9IvpmESEWnqcqq1qtsK73",
-	"xWaN6uosdO3cbMDmXdORCco3y52TDTuTNCZs87lVQ5wq7nltQ0sJZi96hqta5C6OJl2VOltVHff6KPUU",
-	"y/xZdbWO41cXVYNnSX2I3b9V3+0lDGUvkFWlvJK7OCKxapZEa+wslLIXosSyR3JeRFm6NKGKPPGEF1VU",
-	"bV6bbUDCfFOVNUvSYT/27hAC+9tsfUFNC6sWFywb1SelZdhID6FF7b2UC4sY3mcWMTTcnEnl7IgpTe2O",
-	"19jFjufvlF6VophSC1ZQQX6m1YUSVN9LKRSh+i2tYWt9uSX5BxBV8IVUdaVvMTaqiPLrqM1YQELyS55i",
-	"SX2VG01BK2lSheGvuNQe9dASpuL3D7CO6o3ddgE/oFeorA4HhNBr0lbKZnWQQXVEM/vW6JXFFp4+TIKg",
-	"fE1J3jlXoKBYYEcEFpugYodxNmwREyrQs7hynMJXX32F8UTpqELdc5OvvmJ0fpEvByZnDuJbrbuPyGUk",
-	"HVgPucFN42W5TjwOjtf0R1IFLoBcDO1clwNPgFXds431JCzLl6ZkBy8yTBcIZ8Xd88XN1N+TyrwSsDZA",
-	"W6fzzg6nuqF71Qei+ayyqM4L5wErDmv0GiLpu97NTz4dSuyiDDQ6cNsy7IwHz1wKc8qWFtnJRJvQdJda",
-	"30Zilaw7WIn3gAEsSjk23Kw9d6KM7lR1d54Gl7CU2kmQ6482K+20poytGvrgLsfRm92eo7fY4azE/tDk",
-	"GvpoT9J+jUQql1LcPtv3ObvmhGS3pt7B2szrPFYihHqaTf7R2d/NFbUnbW0sGtV8J7iP4ew9ZD8ttNln",
-	"Z1HTB9r1yvC5RdeHegGbTQg3Qyxv9ytYRVo9IJzabJblzHrEjgaDAbCMjS5rqSq44yP2IaV+Y2lnlHZ+",
-	"Ofk/636/n3aStGrylHZGJ8MkbbYgSwEf044s8DW7HB8M8aWAV3h5F47ik4hcKRYXpnFLkrQzUsuyvHp7",
-	"FU2apGiqZDFiJ0fR1DeOVN2YDdoS100l7oeKb2CGK7wQDrnYAsWRn3vaGX34mC+EloT4UjgeAO9sdzDE",
-	"Z8bH/z4LexIdvYH3jgZHDw6Gw4PjwflwMBrA/3/BB+smh+3PDe//xa+sPs4i9XYaXqYjK9LOaHB1laoN",
-	"h3CzM8nPfz47//m7tr4WhJWn6FzK6jZBWaXXhdZA6Nip2gHdWHB9prysirRo5UL5pCpoXM8NRixSd//+",
-	"P/8LylVD1z2t1ca//8//NnXF091qV6pu05mNht7Q6kAA/MNlSX1sEPFLOa3rsuYPjZY7b96CrGg0B3rz",
-	"9qpR+kxCfCbK4oBsx+Dj5DZGf68ytzu8k877ilujP6FpQu7sVHNt9UqI4lEnbG/FIm8aodpHrCU6/yQL",
-	"bIgSJihil6psmwdlCSaG2KQ6wLLy5PrsFz0JcdDqDC+wD0OH1DqW2Win0x5Ywzm36UVTQcbe7ZMjAJ77",
-	"ZE6eGcH3ee6V35EvELbyJzDtyEogFMQt/wdPyf0PbMBVeYmDq/AGb8xOUjoMDtKdcabvyKMbHfs6E4qS",
-	"sdjECH9gdgOfQw/sDZcJVrbCdXQS99nPlasas8c9lfgzA5FOwaRMQkgpVZkP5oxYfLBglP4VdysD0Rdc",
-	"30ZYQcbq+flzsGCx/5w/3SN8OHxwxDI8oXluR2yQ1TUvg0csDpec+tNBVtKKxgkrZF5JxbCHlq+bCwlj",
-	"w8EgcIhkuwVBrxFCwy/Gh0VntXcfLqM1WxuLqYo99ZRZ6oN+4SK8iZ87Zdy3boiV/LFgM64KUaTKaWSW",
-	"4f04elK79lsS/a9lXHEE4HfHvD42XexWrveNMIA/Cxx+D/b2ynsH7m/kl6fNa2HDdEQaBr59fk3OS8xY",
-	"Dk6gf0D9brCHfvdYq0kpqT/oHyobzSPaJxQ2Pma2U9a8VD7sH6oRA2+uOHzQ7pryZs7XPpyB3RxW4ci9",
-	"f8Mzs75mGVEdmDBBc8vY12x4GjkXpWVL5U/M76fqCSZDK+1NsVtyOprMPxSja4mD3on37c3vmmf5/77Y",
-	"He3zH6Ko8nfL2+7Eo574IGaUcXUXBhVi75+FQ/nB+6mic60oJ4yU6jgFBJdSF1OCfaPEe8einqyYmoIK",
-	"nChuy5v8NP7JnD4qJ2LjSLK92NFJW6c9HKZIfKAaN/2fXOQ34iJ+N/ZlIx617G428dgIKiaq+MME8wPI",
-	"yU00ndUYmvloGB6bM6JgC1jYKlU+MWPpKLwy1oUUtdtpV1QZ/VBRI+XTVEkXnE+YLYcWaqmnWCWHrTWT",
-	"qAcURiSSkDqgo/NBz6PUMoymjtcs+9OT50/On1C0E01UpeuoOuPGSDRJKVE+KGNtvClHuNUxro9PAqvO",
-	"bIrPHQ4KyPHgNgrI43hSv1VrBw+SFk3E32IEuy/PRP5IJg1tZU2WEZFXRL1F5ocfakq9tjHDE6CHOPcy",
-	"SpYm57PPraIKOpIArEsRnzmWfW6d1JJUfhhhLPlx4BPSkCPH0v1mBgk3IlVGzPWlz5ySVQAKEz991lCI",
-	"gja/2EaWtOCaLG+nM0Qh6L2aLbyu2ctvoVl/yUr4J1QD/LHIeFgx2d2i6AcdPH/+xXs2mMdOe/sY8KNi",
-	"y1u7X33ksyDAp7PVvq+AcQ2XpAJ93277HxizABiR+sF958LbItjWOW+7eN8rZDfN4o2YK7FuVUyyK2et",
-	"16dSdUwnw6ptOuxYNweqcwYDB2vEntG8mutLsq4ab6KR1cyHr+2sFrYXjXsXnE9+J2Vub/czTCKABRnS",
-	"bTS96f2zn8mm+QBgQlG/8pWUNRB31XrdEH/HrH5zGbCNDpw4RAbqh9vOPiFN957FBpFKWNtnT1QRSs+I",
-	"EYSuZg11BFPAiX5jbYNXbSJCAl+MmJ6BbGeVPYnPnanOlGE3HCkTjR36riUtJzK1HzkDwzVPjsEevFvH",
-	"zsRfqXejPTGu/awdVh+1E43la7G3B6Le9NSTGDvFR+YWtdj3yZxBTQtJUnSKUf2FqK381dur/xsAAP//",
+	"7L39chs3lij+Kijubpl0WhRJyY5N1VT9FI+c8caxs5ay+dW4vW6wGyR73AQ6ACia8VXV/LUPsA8x9z3u",
+	"o8yT3DrnAN1osilRlu0kc6eSKov9gQYOzjk43+dDJ1WLUkkhremMP3TmgmdC45+vhNXr06kVGn5lwqQ6",
+	"L22uZGfcORepkplhVrEVzy2biKnSglm9zuWM8RnPJeu+evqEPR4OB+z//O/hoD/qH/X67OxS6DU7Hj2O",
+	"JZcZE/jzweCIcWlWQrOUa50Lw3IbsWTKF3mxfruU/JLnBZ8UImG5TItlJrITZucilpe8WAqWiVLAdJSE",
+	"qyxVmWDdTKXmUJVCc5i06S+yXp+dsnkubcSksozHstRqkRsxZhOevmNqOmXTpbZzodlqLmgwNzEtSsGt",
+	"6ceyE3W0+HmZa5F1xlYvRdQx6VwsOIBpkct8sVx0xsOoY9el6Iw7ubRiJnTn6uoq6pRc84WwDsSnWuBb",
+	"4j1flAU8rIXMhIbbUScHSJfczjtRR/IF3ObwwnXf/1ctpp1x518O6209pLvm8FzMFkLaDszjyVIb1bKx",
+	"F3PBEine27cpPpEwNUUwlFpc5mppWMlnImJLmc65nImMdVXJf17ipZJnmcjYhBvx8Hipi4hxyxbKWDYc",
+	"jI5ZOueap7D2Xp89F/xSsNwytbRsqjR+ZJprY/ELY8YlE4vSrllCM/lDwnLDtJgujcjYKrdzdjwYsCQH",
+	"HMizer7SYRUMk7EKAVj3+bPziwi/Y0qRsiI3ln7OeNmLWJG/g91eMxoJ70y0eic0y/IMMSY3BlYq4QNM",
+	"C54xbjYm3vcb9/NS6HW9czRop4Er/P1zIWd23hkDfCJAnuoCoIq1QsNQ//X69ODP/OCXwcHjtwdvvvrX",
+	"ToVbxupcznBHXwleLLY39CnOTKulFcwQAvgtY7wsizwl6MA0TclT0euz5P42rCs441AJLLPGWp4uRDvC",
+	"apzVp8DYV8KopU5Fk14ylS7hkYPh6GjXDNx7n2QSStltGJ+yaSEEQFnZMRsCV3zkgW2AgPDScPSIFWol",
+	"dMqNYIWA3TURy/JZbk3EkoOEAUtM3iYR+4vKJVDSmiWHSU1GowcP2GRtgT9KxovihHEmhbEiw2/DphnY",
+	"YNqxw4QJk/JSIJom/zZ6mvTZqVzbOTBpURhxPUUBuISxG3u9UDK3aheDgmlczyBrpB89eHAdzlcI/2EY",
+	"DUePrrqHW5d6HwbR11ft9HAujMmVfJY1EWYwHB0dP3j49aPHfJJmYrr5u31ZhgZ7m2d3QCM/H5xdKdIX",
+	"OPY2MiF3gg+PmZI11arp3ujj8eXRsUOXLmfvcpnVj3GWqqW0QvdOgOc1UaLCAJjExvZrUaqDYTuU8J89",
+	"N//R8V5738rsruAbplTSCDxGv+HZK8JV+JUqaYFexx86AYM7LLWaFGLx1V8MgDlACXgjo4O6gfedqJMJ",
+	"y/OiM+4Aj3eX2URla4ASHAj4Avv385cvgLNbbpemMz4eDKKOzS3C6xuesVfVgG4lfKKWdjwpuHzXudoX",
+	"gX6gBdD6mzjzjGbOclku7XibgqNN9h1cMKIQqVU6vObO0mgLE0ByUHJa5OndQF0IbsTbuSiyTSjjHQAv",
+	"3AQGyKVCgcyRYAPOj2s4V9P6bEBO6kkDZHgBAsD67c9LsRR4BSThtzZfCLVEkEtl36qVFAjIqZApPUbD",
+	"iPcl0AjB9ExrEsb2BOid13Iq14zAKuDTrJuAlKolL/zEc9gx4Ds06YWwc5W9hTu8ADYEV//+17/1+uyZ",
+	"ZJwtloXND7y4JMpCrUnUQCm8LHiKg4EQ7sQzBEPktzViubwU0iq9jtiK23SObGrGy0CCW/C1F8ePR0OW",
+	"rLSSs7f00cQdeh7ggfRm59wyI/SlcMIaqhURUxo1j1Y1o0ujoQ50gEpQ0mOreV4IJlUlFiphcP+eKj3J",
+	"s0zIOxHFtBoloAmp2ExzaVmqLoWGBeCZ7RlKTQtHNS08DQb6TMTwQjGTy1kh3OyclpDyogAtzs+15prd",
+	"pFpe0kOgfaukuBO8iEt5StpkJEby0swV6KbzXGYEOCfa54bN4OsB/IYBz/6W7n0uPtKcN1CXKFU6f+s0",
+	"qmTMjOXaOjV6qtViS8e4ijovlH2qljK7Ewi9XAN0PcXRNqFIDyCq44kn3ufGAunMuWGgrGYNLDyuofhC",
+	"WfbUjfm5QLk1f4AmyE/NK/UPBN0PfF0onl0o9Zzr2d2QsKSx3lql3hY42g1ig1WK+Qdr7Auo10kL7Eza",
+	"3K7ZhVLsuXv+M4ERlH4/PZwa8kwyf9TcF/m+Yd1ka8mOoC+U+p7LtZu/uRNY8VR9O10WxSY80d6Et4np",
+	"wJy9zOCer8A6CgQEgCNMj1Xz+3xoWc8e8XE5qe6+LfJFjtKBR936AqAt/TphiUlVKRJm+NrAuZPO2QQQ",
+	"GITxTRvdQWWka5uve/owMOfhlH+UfGnnQlrYFHE3NrLcGCvYMs4mgmvAKPVOSOYOL8ewa74xrDeKJqZ0",
+	"/ovIPusBhjNCMYC72YUmH8/w3km1Yt1kY4kO5X+sZYa7ArAaZwPf3XxAtZ8vrQU9LVOrUA5+EJ7950Jf",
+	"5qlgPzZG/FyIXgltDekpYkn4c8w04B4JaBOevlPT6afC42oVZE9NEbUCZZBnWQ6T5cUPGliZzUFlnPLC",
+	"iKhTBpc+hDr+/qp81LG2eLswN73yHFjUxcVzeAP1BHolE1O+LGxnPNgE7Z/UihVKzioTe07o+fTZ05eO",
+	"/VUm6pt0JgD2VOkFt2SOfnjciUAXJ0v10WAACmtluR60WK5Dpf510xri1v+mektN/iJSCwv9BuT4l+WN",
+	"+9Bc+UsZnDp9lnDa1IRZ/k4YltAHE9bNrbPEAnxM74Ql4r0VMkti6R4FpSuXs7dI3c4+4l4/YYkWCLhq",
+	"4ObT/ViesoVYTASZgt+BEFlxBXjFsQ5yQailNXkmWG4No01nXR7LarZqiUJy4hEhuWeYBnmvFzkTHMnL",
+	"q7kqBJsA5GLZbdHkYWvRyQIMRmRov6nhdc8wtZJMC7MsbCy1KJW2hilZrNkK9KCapdwzIGdagWCphfd7",
+	"hkR6wzKR5pkgj0eTVBqQugn1n9LDF/jsVdRR5U1vOLz5LpdIYWiyuOmdV/jQR9DjBm6rsuO/eA1K49SA",
+	"k0ugmNcdh6NoKQMURCsYYlcwirdfuVE+jkup0mzbDNG+PHrwsMYDE3kEAcahdCY0eiasuBk2nmyvkEk8",
+	"o1dGDx4ij3A/a/cW15qv8TT5GP55HWeBpe7cg1fOAAjfakKIcL8FSsBYSqFrIEWeqSJ8kDxVaZLbAeoV",
+	"fg4xbwMgWlzmaLKCHS6Kl9PO+PUNSOzfuHrTKqOTKODHZRxOQaJomEl/C5weFMFcrgMonkRtHkG1tKla",
+	"oMCtmtz5pWRmmabCGJaod+g2snpJPCVx7DU3sYRJzlWRIefCaXMZsHYytwDvTNy3kh5yVxkw9S6foHfD",
+	"vV8z8B7OY8rzYqlFNQ8iH5oJiFlJFMuEZCb4oGeGm6xTyKxUubRspZZF5uxNPRgmlglJZiiWs9V83cYb",
+	"SaK7fp/R3vcEHryqpb3QS7GnJXSLsRDL2Yf3ISd+B4+6QSZKFYLfkUPXK8CZjA8PeboQh5VX+3DDX7e1",
+	"AC/TBkORmfd6iSTg2risNix/guaVs0snoDex/I/ccmQAAu6PGdliEowyYOfnZyzJM8JuVOmJmPpbmw9s",
+	"Yy/wAxuFSb1zB8l1L9DEK1gHXGU/XvJJ9yfUZYnTb7veGhx944V6m3DpN3CmYOnbp21wymZ48no7oD9F",
+	"0kLRLa2KQmRvQfdoPY+faMGtcMfSR57LKyn0HmffS3huU3PYDK4hm9vFxXM4oBZ5UeTGBdx0h8ywfp8N",
+	"B2yRSxD+2DshSl7kl4ItlsYyrjX8DQw1lyy31wv/Dwcb0v8Qf95Ebn6x14r/Z6VK59vLe8VlphYszyr7",
+	"jTvXSq3wICnyqbD5QjQdj39+dzR5/ujn0X+8//ZyYH6atGFnzVe3gWpBF3XuDuDRRNqGLwSjWxnAjQgc",
+	"nQW6EozP//id6bOLuYilEehlV6WQYxzGMK5FFREi+UJkcHBpsVCXIovYZAlaygrOTYMOjImIJcbJRMwo",
+	"xlla5HCo0d6lqSgtOmdRldi0QqDnNrUuzimWf7q4+IERy+zhBN2U4GnJrMr4GqdX5BgjkEuWvD/A89Tk",
+	"k0IcAEHhwSqziNRzOxe5dkPi+kl159llngqUl9ChQ5M+aEZXncQyR+hkosgncEcUa4q0gmMcvhU5W9ZM",
+	"SLyfueUbd9oKOVU6dTrHBrPy7sLmrkedrRUBhjbcneitbno7g0u1M2XbjBW6ZNps5Y2JNT2CHafoO4dg",
+	"J2raNCvnIHwFfYPVcDUja/pjO9G2y6PhOehs8Gc0JtIw21aaYHjnt2/azeFsa7Ftez+hW4J/dNs/6B4I",
+	"/IgE4eD7DROon4D/ETr3AEZbTrrOG6B4FA4/jmXfSYv9Qtai6/Sj5vyvZcWN2beK+LVSYR2N1jLoijub",
+	"gMhOGNBdaos1y2WqBTcg0YNWhZQWAesAZspTrYwBjihWvDARWwgu0WFoTHUT3jDALRGLTftJdU1AZdT5",
+	"lpfbCuAiNzArL4+ZFiFlW1kLYh5bjixhlgtg9ZXCVXBjMUaHTrCSzwR5PQFETk9x0aj4qA8NlMvCWYsp",
+	"NmZrXkqXcy7N7SZ/e5lwA688yOrv3yCY/Unwws63YZ+Jy7cLdwBvKxbCSwTXKkf4ULsuALJ9dJPESa/5",
+	"r7XOXhWZ0M9kyrXk1gFuw1hAIZIkpYDSixKWo79AdpiClloUqLsitZgIz3tCFQ1imxSpJZkA/bpNsSYd",
+	"/ecv6ai4nOTDcrJ4MU8XD+bZt8XlZNYm4LhAn/NSpNuwly6ebOstIFO1g+6R3dZBsRMt+DsTYcDg3//6",
+	"N9bF+2O6mYnSznsJrGX7plwuJkL30Hpy/QZVYWI4q7b9+c6LtNuLpKPPvOXI7St2kXErDuCobYNazXS3",
+	"2MsNgm7wtWv563Ovdzcn6xWVW832Y1Z4N4MsWVzaFBFkYm4VaERG5N1Ww7zog5JQm4blD4LWTbjO9fDp",
+	"lNdN25iTDDdP0XDPoiYCVIvYiQLPnP6/bXhEI46LeQJYHSA02QtUHDhzs/A+Seku+/CLPNu2NXwx5Joj",
+	"t3ybN9nldRi2zV8BzW6vIWux4DmIDbvI9wbM+c0iXaBAt0D3BiQMYLIPTv7AZy2sqRIu9rJ0N2xWtxKd",
+	"Tp0spBmIPh8nE/lQrhslbf/cJthpjcFAO4F1XskcvxaxAQdtFZ5+w2R4S9K7hty24AE6tAsSuOGs9rTl",
+	"tHH/4s6tBv1qC13xzg7L22DAFqHxrc9OKSKfQnNOGO732ll5WMGtYJM1Co82T9+x7gMYoHd7g1wbxPz2",
+	"tAp1QfDJPcMKNctTXjDceRBnq3NlzIb9/oPhyGUJqCkFtMfyx4unB49Y1xkIGP2sk0XqFCiM7M16aDxS",
+	"S8tSJa1WRSzrZC/W/fErWFO/D/8On0YM/v36Kf1+/BR9K9UAaNea5FmuRUp6PCNgYeRLMOqPX40Go1MY",
+	"ZDQYnUX4++FD+v3wcRRL+GPgbgye4kd+/GrwcPhkzMhMZeZkJWOlUGUhIraaKyOYFXqRS14YSlFEfdYw",
+	"i/fISqXFSudW7JFME8stDz5ojfBK4gkx2bR2rZR+JzQmWQQJEw+Go+syJv4rjt8PBgdx/H44jeP3X0/h",
+	"z8fTOF7CkuN4CcCgf57iP6PTA/qXrj58SD8fPm7NuYg6PxRcfiJd+yN03Bv11TYyhyl/nGkoE4Y+Fcyw",
+	"kbn0sAVCtbN8OAit6NW6vUbzyYbcgIqftftSK0hcMNe2iePpE/b4+MHXzAWrMXJLGkJl7u065Entfz6v",
+	"541ZNtsWE7Sibi3oJwzgb6YIdI9Hw97YecyNYD++eu4j17dzBchpXQXFkAGSoR1+R7aDiWK5ne/QZ+fC",
+	"ORL84uxcaGAflZ0oyMUwm+xgbm05PjwcDvrw32j89fFo0OqaS1Up2pQPxp2W3z0ePe5FYTgpmvbmoMMn",
+	"FYw4S3nJzJxrzECMJeVr0Pp7VVp2wrot8Lln2M9LZfkJLSmWeDl3bpKl5NOpSK3IenUEbBKxhLKS0LCg",
+	"lbJJAJtYNoDD/pMXy8qVwtCTsgkxmsre7uXW89XFU4bo2ZrKtcmwwhfCcMubNAO86z8b1UYsJKw2Sn4l",
+	"ZrmxQn8cg/N+521FtRAzXtSpwtenHEYseZugRBOwsocfn9pHPoAWLUKukf5dsN1kaVkCakPCujuylN1p",
+	"24vYsoQz/uEx+y7/JmLGKsBr8Z6jEZsbNssvSeU2KGIgayXfFwHbVOmUD49ZJkTpXGVk8EKpKXggkFCw",
+	"wMF7xwXDx44cCFl3ItaKeIMR4/bsWy8vWG+sc6HiZI0jmgkMcLQb7w9m6sDB9i9Gyf4rvvpeGAOq4Cbm",
+	"OT88Ar4d0VDz/b34WPb3mLQvtrak3xiAFbGvhnW9gVQtFrm1InNhleSUu96p0cp6XnllaJMGCGtdMn/i",
+	"7REfMMf+6vAD14JfwU9KeL9K4KTTosogNrFcysw5MBKX1p4wvSzQaK3YKi+ylOuMdVGe3cgZ7Z0wbmNJ",
+	"GPy4yixufgKz3UePeq0e3BuNJwETOXq8wUWOGmzEj7dL7t3BXXwufyvnaxRJGNdJ+5Vy5LSipJpmQlnU",
+	"JlR3TsIIArpNI9RKEub0Vz/uJxRctqFCsVtoUBGNIEWOR2XST5gEvtDv43leavV+TaKNBFQEpdawktu5",
+	"qTQao4pLgSLP4oQl/zYS/zbCaiuM44OYFg7DKZkKlgk4lkC0+aOyxsea8Fj6YwMOeyveW0KDsNDF6NE1",
+	"h0P39X8d3u/v2NH/Fcf9m+67R3Y80bvm3v0d+OLCBbYQZg/yYysQ87CkiIeLk1pgz7tKigpgGOyY3IfL",
+	"vwit4NdC6Zqsen12VtM+CVM+lAEExmeZoGwxF6GmdD4DHZbRUuAJS1mFTqCvpp+wLpzuB0ZIk9v8UvRO",
+	"WJFboWshwLCpKgq1IoF4g3H02ak71So7wp60f/8G/XbwaQjeeHa+4Ue6lSvy92U2v3Nswm3dZI1DttWg",
+	"vR0xtmHW3u2sbRTy2KqVUTlIWHc4enQwyUF9S7WwUVAtYy7ebwqpR01sg5+hlDo4eMwPpm8+HI2u2vEq",
+	"MEnfBbHu7Lmnz93grfez3TP41ZvJk4jxYgXScJ1/jI84I6LVgi+2bQGfGwLNKKf9nRg/cZvOz4NXbzQz",
+	"bQF389OtwC5F+il8LjDOK7Xaw+NygwOl1Rmya+bwxZ2RBS1lYPZU4C58gEGgeGmnwYrstipLELDWvhDE",
+	"zDOZ3YDwgNbe3EuYbViiLoWeFmpFqbul0EZklKa/lG73J/S7GWeMV+ZLm6mVdIHjRCEM7/voIYrI3UxZ",
+	"8QEa1yKEX9UrevyLpJiE0WDuJmb9h+vr3g5OvTBCqgY3ZWpUEGzLZtkZMLIJmiBY3I+PtOtniaGI9STb",
+	"Ysb9RFrDGc5XQpQfmWZaJd1unmVo4Dh3uYOZ5lPLRoPR4GA4YkuJgXPJv9LbLi8cDWOr3AhfU+WdKC2R",
+	"meE2N9NcmCAcx4HrdqTmptsKdAKCTxvasKBrVZYbFvQbHQNO4WyL3karDSzNMGc08ezjnmFmzktnHcHw",
+	"K1KDcCwMMgZlyE3oJMRkd7oZLB5JhLkXaw7DsFqWAdtwdza/aaaBQaMKrm0bggfcDpYHxJ05tgcaCdXY",
+	"cQSMrA9Wr6TYg4c0xYmraJ/0lf2e3WDcV2/8qhrH9vbBusMPGh7WLM9OiEAwb5qzbElOUkwBk6xiDqYh",
+	"2mzh7JcKnAARwqcbGVvlSnitD7DeV7ixc62WM1DqcmPxi5TEeHNgRaDeXq8muOe2ZAlinXVM/Q7ZAr+V",
+	"LnVu18jgfFBFKoy5JiiZsjOwNAOHbcGamqyqoXriEiZcpUREabf8KlitrRYnfbeOm3bbUubfCdwXqlhx",
+	"urTzNjZN86nK8jhWkio5zWdLnxf5U23MwctwYMJ7JnxHLyVWcszEJVuojLImaUkGidT7i3jlfkpcxQDc",
+	"X9wejBLBCddLmVtbUr2GXE7V9iK+XxpLNSW4C/F2M5oqzcj9TCUtTZ89s5hhZJBiNGXKkJ+RGQF4GUt4",
+	"w/HmLr3Wi5ytkkJi2V7WktzO2cXF8yiWWOTABXAgUBrhcSZCo9Qsl8jcMTC3SnEAQqlj7Qw6sCq7psdU",
+	"ygo9RxvdwbmQ9uCMhL+QKxoXDxDqPQCxWFaEt+AAqn4sY0mFjX1ZwqqOMVpMCNwHqPIkjApZkBdS78iF",
+	"wsrEzWQoduoDiGnfpFhR3Lyr5yjFKnIVc2lLlzK/BI4WTI+yn+B1ySqHb7KrVElCTtg2B3AsXWWErhGC",
+	"Fuk8y4mrftDrsyft6VE4n9M60QZ5M6woLBQDyyVCm4hCyRmWmva6g5K+iBv6IGNpheTSkkuT6zVFlPgt",
+	"cNUMzBJAFaAimqPuH97/Fy14ljClY5kg9o4PD32R03/BQI+EgE+0CFOlDBdfVUFI9vLFWVWmTVqeE53H",
+	"kqo5LAirRFUmjSzNSlcIyXLKJnC2syJPhcttdyzrtOTpXByM+gMQXXXhiNyMDw9Xq1Wf4+2+0rND9645",
+	"fP7sydmL8zN8p3ZoOtrvRB1ADmIHg/6QnoGDkJd5Z9w56g/6R5gCZOfIqw8zleIfM2HbIoX1pciIKU7z",
+	"QhgG6IHVoF2K/SSXXK9P2FTYdE5JbRg5U/FRSiwSJIb4vLJnGdX4pUjHoOTnaDDYKLhjxXt7OLeLoilk",
+	"t9QO3T5nzld8NhOa/fjM11cLDqzO+PUb0B0WC67XsNbqYWC4fGYoAdlnwnXewMuHc0yQ+CWAWHNR/v6N",
+	"6wqp83b1H12Oxo41ewaD+Jxf3rDo5/mlkMKY65a8EFbnDSRpLtnf328ry4Ln8pZ7+T19wePcD1othJ2L",
+	"pUFnBDpjDeppLqbs+jUHr9dT37l6Rzv9NScUbAWBewgVh1vtvB91CxiVhNW6yS9LIU9/eMaQnJn3tkVo",
+	"p8fDHv9Aj4EUoeNqxQ2bLPPCIoFeD6cLrKyopNWc6q/uAhHmCPyyk4m8gtt1VaNUacE4ckcqwmCqhFwq",
+	"t42ufIq64+kcTqdt3uE++atQGa3HKoIp1gt7MDjaNV41wcOwdNd1cIfx85uI8nJ4SCIZEBSpTsq0AD9x",
+	"IXUJ+0Ml3wG4pbIoYZ2wxIXawRMoc/nb7vETNlF2zozSVmR9Rmpfxejx1H8hRGZY4g5cyYxaiKB2OkUU",
+	"wTzpMGRSSXFSVWfzDlKQjOklOnJzE8uNwMsjlw7to8iqAurs+/wb1j0eHrG2MoYRGw6iwWDgPs+ZoQJI",
+	"p9XrMDnjU8KcDAJwOHYV2UGmh68pmYoTVoV3uFojrnhtbqgDRlgn0LnlXNm/KsZK6Toyi+S8Rk3aqOq8",
+	"ESwWwEtyRJMWYO5PAW6uRrcw9huVrfeghKBgXRUZ+bq2AeMfI1D7KMLxtb/ibj3GVN09q80FMZtXTXUT",
+	"lNirz0jJGOG6g5HOeIkEfEzfu56Ag3rk+MpwL5pvpJ7je3vwirrUL7wx3OONzeKn8N7o8c3vbVb3RDC5",
+	"6nU3vUv1rZGXBaeGYOVSC5bl06nQQqaCTYRdCSEbDAhZDdJjwOaIpW2xuA/ARa4OZ5QV3HrIPFGLEl3o",
+	"Fatx/vD8UgBncwYXVErD0vtkYK01y1iiVO8js2rNEtuCoFQLLKLWSyulkVvggGRfT/rbTLFSQuLlYHCU",
+	"wpLwL+Es5NWD4XeRvZLJSMH5TQwsl3TAY32rMWnNwldn9jwxoZqj9EosYa0c1JU889WTGv1gujuym3tY",
+	"dA6HaE+TFo0s6ahaAdzdBlMs8TCoTA1YW8+4pitTLczcd2ypu7nkcoZJGVg1fErxKJZJ1Shq65ebG9wg",
+	"amcD0g4xUrQrzKjMsWhlo7g93/Ky0+zms8NmWj9yiM1DrqKdOWVe6cTIiDa7FXLXj+8/UdvwPuwY3pVh",
+	"CDwUjsBd9HmVpTLcTFJpCxG4ESCuCdHVm8/I1GGjfs88/fYS4x35MpyCrEF6wpUip8B1YsiuOJkn271Z",
+	"M1oJdzJnLEShlL1nnDkxJ0nQFejr1sysFxE3mVCfpz4LuWgsr2WjbUQN7OMc5/bRVH17ktogqN8FPVXR",
+	"DS1E9dLx09+DpLTH5LANwF3J6XnuyCYgpzZqiXboZd/n0pKwgoSQEDa/y2VG2HxAF6QXESp7mqMj1+YH",
+	"D3JUmE1V7CGW21HwuSRLgObS8JR8GS9IGQrsuJQDyAujYllVeqHwwooSyXJ6vUCDdlVQ/HxpyNwalzJS",
+	"ZZLASU7MwFsBjkePG9XSWRe1Jpc60msjb+8rdoaXj6HwN3dQmijbApWhTh0hAySVLVEO+P/maqkpZUWV",
+	"eYrPkgOjc7W36rSZEbKX+jT8pJwBHdltlpA60uefStQnVKI8YL0UnMt9eM3uk/nwA3CZK2JDhWhLQ/gj",
+	"Xq9ZEkVl9NmpZHlByUPIqbqVw+UV2gmSXpAgS9HuG+2lvEEJlSoqIycsldObqiITWZ89VXomKBWYx9KZ",
+	"rOh7WIZWZLdkQG3yPX7jDpzi5oO66v7WclQft/RwVHqmrHXNClbcuPip3z4x3Qm5abM9ane9lTpTSvty",
+	"6hvI3ms/WVtN8b/mHg++BNP1IZe/A5ZLSH/9G1W/o7vzTJ5RY0Xa/j3Z40qIcrf5/D9drJlxhiJTB6zV",
+	"Tl/VVKTCeD8Sv2KZVdwVSxHMucW61p6xo7Gk5KaqzbnU0lBhf2ALGN6EqUCeOxsf9waiFs6mjrp1/cxw",
+	"XFidi0cxJOb5uWToJ4JJINf1UXXotbdVZ1xMLJupbeYbONXbuG8sEU0RCFUgn3fzYFyJL0rBXXamIDe/",
+	"yFjXpWxGsXSh+8zkv4jIZUK6H6laTHLJLS5CHqiljVgCWJMw8b7kEuu5xVJc8mJJnhMsZ4iwgolgbUOi",
+	"ipNqZsGMnB/1nonlkx9+ZDZfiIiNGJY8XGA7u4fH7Pv8m8hZM6ciYkcDuB+MjGEqDqt7Y+834C5Je8N1",
+	"0JolirEqMIYFdKGtr1JGWTfxtdr+/te/9RJKGAPOStjnvSdTjEQwsaR98MjoXThUYZbq1RaCX8LyjVWl",
+	"acAEo4ZBBU8p9OS0QQzXB2+yrnu2dmusQU1BY9y4ytHNhCi9Pe/hccS43/JCyVl9I0ihiyWcnBjJIquk",
+	"XMCtBX2Gyyort1eRQB1B6kqGxDKopOu2IKkK5zpY59ZV0aMNF1PnqaTAF9CRidpgBc6DdFlxDw7nHeAQ",
+	"FfsdebfSZM08epxUlttjGslgENaGQ+qoehVIJg97G0Uh+ipqn5LL2XiHuyqWudO5Pr27CsdGfxXiVo3k",
+	"wD8shf1h8xUf2Ex6KFqBJzx9N8bAJBjRV/+vbM+xdFWMgTGixTpdOk0aHWVmrrRtk/8QpnexBd1FU6xP",
+	"/WaEq1MLb6q2To+1x1/uJ0+Ege1f2P8WxpPvkmfgkXvG9bf5pzL5SZVJL8McKH0AUsO2KHONtOSsFbss",
+	"u89z44gvXWqNMShSyQNXyLoRsdloJVoXXgGu5JxuLAmaFtctoHyECF1ZSrWS2Bh9aTFN1aXPx7IOujNY",
+	"Pn8tMlYo9W5Z1tm36LuzYlGXYiT/F/qXfDxpcyhkSqFRmmxxPIjT5hjQuN5o5zmOZaqkg4srG+BPoJQv",
+	"jWgGq2NXFIW6r5JBnf9YNh11WKae/7wUETP5TKLFTmZepFAbbsugMS5Jj3VsadhNdXdxY3ZKi6YKOqWQ",
+	"NpZwogNzy6XIDoS0GI85WWag1lXRHC480guzuAMYR04nSCxpQU0Tv/8+BVgGXtBWyz4FhW+z871ylNvs",
+	"+kHI+6/jjQtcBw9+J56Duhjl/zuugy/uvUN3Q8hNqygFzgKk9Vy8duBtMPJD7Ci1W989xeZixhXXabYe",
+	"Y926sZOncidjRlU7pyiWdf+miptUJwDq53VrcHL6Ve4JY0XpzolYeqEWuYVzEcBDJCM0O3419Gjqilbp",
+	"oDBmbqog80ZvKFN1U4ORXVFHJyXDWLEErZ5LO6bgibmTW11p5ajRNqhiqi7jtGtULDHzAKbuA+pxiu4w",
+	"6IFSQZU65vxSMNS9m+2q4ICLZb3QynRg6hPFdw50n8eWJD4plRmbF0UsYZ3rMSu5tjkvquZeWIlNL3hB",
+	"cMZFwugi83AOMh5iSVkCW5Ns9NRi3Y2O+kG//FjubJgfsaCTeNRS8anPzng6D2EhNw3CMC+UC05wI6Wy",
+	"PizFgYwXWJ2DlJz6c6Sl4M5QCD92pC9LwXWgSFaa70V1QAXJA1UJTYQ0mq9pX6I69NVF8oG4U0yVXoiM",
+	"dY8Hg3Hwka1uf0ETyGYxTcrUMLhobGKJ4AClmdaAmOIq7fFGjaFePaVYtjWIhkl85wIqsYRJtYL2vuGo",
+	"hVeNw2FNx6ylhzcKWc7OgLMrBL8UPkSHxBOHQzAYLAwjgnyqB7V7QgURQ3tU3WoOD6FWs/+kzh67S3wk",
+	"9md8/QF7qAVtIV2B22vqIFE2vSvBMXwwGAzg3N6on3U8ou5sQZvJmwce7TPwwA3s21buNfIRSgxhuZHO",
+	"YDg6On7w8OtHj/kkzcR08/f+fYcbTTK/sCrabDG5Q15pO2CioN3ml5ZkbmlE/1jd9E7yievQHDFCYGfG",
+	"pmiiBZfrdhHAn/t1qyYvwDi1c1N6WXnppVUZfVkKiTlw5+dnPtWXUYZcqNDV+eMoWlRNySs+xH35X2Tr",
+	"loOaw7q8KLDcOXF1F4i+mUSIieexTKpSK6zrbLFJI7s68eVKNyvPOdN0oILyzXTnaEPPJIkJ65tu5RDH",
+	"kjte25BSvNqLluEqF7mLo+W2Cp2tso57fTz1JEtcA8VaxnGrC7LBk6jurPiH6ru9iOHZC2RVCa9kLg5I",
+	"rJol0Ro79ansmSgw7ZGMF0GULk2oIk9sOySzqr5tswyIn28sk2ZKOuzH3hVCYH+bpS+oWmNV4oIl47p9",
+	"X4IVBBFaVN5LWr+I4QNmEEP9zXkurRkzqagE9xrL9/H0nVSrQmQzqj0LIshPtDqfgupqKfkkVLelNWyN",
+	"S7ck+wCiCr4Qy27uSoyNK6L8Kigz5pGQ7JInmFJfxUaT0yrXsUT3V5hqj3JoAVNx+wdYR/nGdjuBH9DL",
+	"Z1b7rjX0Wm4qYbPqrlG1P2ffaLUyWLvUuUkQlOcU5J1yCQKKAXbkmsxHKNihnw1LxPgM9CTMHCf31f37",
+	"6E/MLWWoO25y/z6jplouHZiMOYhvtew+JpNRbkF7SDVuGi+KdeRwcLKmP6LKcQHkomnnuhx4Aqzqnmms",
+	"J2JJutQFO3iRYLiAb2B4zyU3U2FTSvOKQNsAaZ2a8B3OVEP2qrv0uaiyIM8L5wEr9mt0EqLrX05mfrLp",
+	"UGAXRaBRM3vDsDIePHMp9AlbGmQnU6V9tWGq+Rscq6TdwUqcBQxgUeQTzfXacSeK6I5ld2eLwojFVE6C",
+	"TH+0WXGnNWRs1ZAHdxmOXu+2HL3BCmcFFsYm09BHW5L2KyRSmZTCuuGuztk1bbvtmoomK72o41iJEOpp",
+	"NvlHZ38zV1CXtbWiapDzHeE++oaQyH5aaLPPToOiD7TrleJzi6oP9QI2ixBuulje7JewirR6QDi1WSzL",
+	"6vWYjQaDAbCMjSprscy45WP2IaZ6Y3FnHHd+Pv7/1/1+P+5EcVXkKe6Mj4dR3CxBFgM+xp08w9fMcnIw",
+	"xJc8XuHlXTiKTyJyxZhcGIclSeLOWC6L4urNVTBpOkVjmWdjdjwKpr7R53djNqhLXDeVsBAsvoERrvCC",
+	"77yyBYqRm3vcGX/4mC/4koT4ku+5gHe2KxjiM5Ojf5/7PQn6weC90WD08GA4PDgaXAwH4wH8/2d8sC5y",
+	"2P7c8MGf3crqHiux09PwMvVRiTvjwdVVLDcMws3KJD/96fTip2/b6loQVp6gcSmpywQllVznSwOhYacq",
+	"B3RjwvWpdGdVIEVL69MnZUbjOm4wZoG4+/f//h8Qrhqy7kktNv79v/+nKSue7Ba7Ynmbymw09IZUBwfA",
+	"P1yU1Mc6Eb+U0bpOa/7QKLnz+g2cFY3iQK/fXDVSn+kQn4siOyDd0ds4uQnR34nM7QbvqPO+4tZoT2iq",
+	"kDsr1VybveK9eFQC3GmxyJvGKPYRawma8tRtYEgyQ49dLJNtHpREGBhioqqramXJddEvaur9oFVjOdAP",
+	"fYXU2pfZKKfT7ljDObfJRTNByt7tgyMAnvtETp5qwfd57pXbkS/gtnJtwXZEJRAK4pb/g4fk/gcW4Kqs",
+	"xN5UeIM1ZicpHXoD6U4/07dk0Q16Ec+FdP2bplq4Lu4NfPY1sDdMJpjZCtfRSNxnP1Wmaowed1TiGlki",
+	"nYJKGXmXUiwT58wZs7DbZRD+FVYrg6PPm761MIKU1YuL56DBYv0519bEf9h/cMwSbBu+MGM2SOqcl8Fj",
+	"FrpLTlxblFVuRKO1DKlXuWRYQ8vlzfmAseFg4DlEtF2CoNdwoeEXww7mSW3dh8uozdbKYixDSz1Fljqn",
+	"n78Ib+LnThh3pRtCIX8i2JzLTGSxtAqZpX8/9J7Upv2WQP9rGVfoAfjNMa+PDRe7lel9ww3gGtTD78He",
+	"VnlnwP2V7PK0eS1smPr2oePbxdekvMCIZW8E+geU7wZ7yHdPlJwWOdUH/V1FozlE+4SHjfOZ7TxrXkrn",
+	"9vfZiJ43VxzeS3fN82bB186dgdUcVr4P5B+wWdhXLCGqAxXGS24J+4oNTwLjYm7YUpIQC6OcYTC0VE4V",
+	"uyWno8n8QzG6Fj/onXjf3vzuDGH522R3tM+/i6TK3yxvuxOPOnNOzCDi6i4MyvvePwuHcoP3Y0kNvSgm",
+	"jITqMAQEl1InU4J+I8V7y4KarBiaggKcyG7Lm9w0/smcPiomYqMX217s6Lit0h4Ok0XOUY2b/k8u8itx",
+	"Ebcb+7IRh1pmN5t4ogUlE1X8YYrxAWTkJppOagxNnDcM2+aMydkCGraMpQvMWFpyr0xUlova7LTLq4x2",
+	"qKCQ8kksc+uNTxgthxpqoWaYJYelNaOgBhR6JCIfOqCCxqgXQWgZelMna5b88ez52cUZeTtRRZWq9qoz",
+	"rnWOKikFynthrI03pQi32sf18UFgVc+msJmzF0COBrcRQJ6Ek/q1Sjs4kLRIIu4WI9h9eSbye1JpaCtr",
+	"sgyIvCLqLTI//FBT6rWFGc6AHsLYyyBYmozPLraKMujoBGBd8vgsMO1zq1NLVNlhhDZkx4FP5JoMOYbu",
+	"NyNIuBax1GKhLl3kVF45oDDw00UNeS9o84ttZEkLrsnydjJD4ILeq9jCec1efg3J+ktmwp9RDvDHIuNh",
+	"xWR3H0XfK2/5cy/eM149tsrpx4AfFVve2v3qI58FAT6drvZdBYxruCQl6Lty2//AmAXACMQP7ioX3hbB",
+	"tvq87eJ9r5DdNJM3Qq7EulUyya6YtV6fUtUxnAyztqnLs2oOVMcMeg7W8D2jerVQl6RdNd5EJasZD1/r",
+	"WS1sLxj3Ljgf/UbS3N7sp5gEAPNnSLdR9Kb3z3omm+oDgAmP+pXLpKyBuCvX6wb/O0b160uPbdRw4hAZ",
+	"qBtuO/qEJN17BgtESmFMn53JzKeeESPwVc0a4giGgBP9htIGr8pE+AC+EDEdA9mOKjsL+85UPWXYDS1l",
+	"grF93bWopSNTe8sZGK7ZOQZr8G61nQm/Uu9Ge2Bce68dVrfaCcZyudjbA1FteqpJjJXiA3WLSuy7YE4v",
+	"pvkgKepiVH8hKCt/9ebq/wYAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -81,7 +81,9 @@ type BatchAnswer struct {
 // than MaxBatchOps (invalid_request), when an op's kind is unknown
 // (invalid_request), or when the session is not live in fam
 // (session_not_found). Each op's own input is judged by the op itself, as on
-// its own: a TTL out of range fails that op with invalid_request.
+// its own: a TTL out of range fails that op with invalid_request. (Over
+// HTTP the contract bounds ttl_ms, and the edge refuses such a batch whole
+// before it reaches the core.)
 func (s *State) Batch(now time.Time, req BatchRequest) (BatchAnswer, error) {
 	ops := req.Ops
 	if len(ops) == 0 || len(ops) > MaxBatchOps {

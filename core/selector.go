@@ -184,10 +184,20 @@ func isWild(seg string) bool { return seg == "*" || seg == "**" }
 
 // checkLiteral reports why seg is not a literal segment, or "": a literal
 // is non-empty valid UTF-8 of at most muster.MaxSegmentLen bytes without "/", "*"
-// or control characters (Unicode Cc).
+// or control characters (Unicode Cc), and is not "." or "..".
+//
+// Dot segments are refused because a route travels as a URL path
+// (/v1/leases/{realm}/{area}/{resource}), which a path-normalising proxy
+// resolves ("a/../b" is "b") after decoding %2e to ".": the request would
+// reach another route. Segments arrive decoded, so "%2e%2e" in a request
+// path is judged as "..", and the rule holds for routes and selectors
+// alike. Dots within a segment ("...", ".a", "a.") are text.
 func checkLiteral(seg string) string {
 	if seg == "" {
 		return "empty segment"
+	}
+	if seg == "." || seg == ".." {
+		return ". and .. are not segments"
 	}
 	if len(seg) > muster.MaxSegmentLen {
 		return "segment longer than 128 bytes"

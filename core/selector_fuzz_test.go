@@ -38,6 +38,8 @@ func addSelectorSeeds(f *testing.F) {
 		"", "lease://", "lease:/", "LEASE://a/b/c", "lease://**/a/**", "lease://**/**",
 		"lease://a/b/c/**", "lease://a/**/b/**/c", "lease://a/\x00/c", "lease://a/\xff/c",
 		"lease://a/\u0085/c", "lease://a/b/c/d/e/f/g/h", "lease://*/**/*/*",
+		"lease://a/./c", "lease://a/../c", "lease://../**", "lease://**/..", "lease://a/.../c",
+		"lease://a/.b/c", "lease://a/%2e%2e/c", "lease://a/b/100%zz",
 	} {
 		f.Add(s)
 	}

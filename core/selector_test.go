@@ -202,6 +202,21 @@ func TestParseSelector_Bounds(t *testing.T) {
 		{"NBSP", "lease://acme/renderers/doc\u00a0", true},
 		{"Unicode", "lease://acmé/日本/doc-1", true},
 		{"Punctuation", "lease://a.b/c:d/e#f?g=h", true},
+		// A path-normalising proxy resolves dot segments before the broker
+		// sees the request: no route or selector may have one.
+		{"DotSegment", "lease://acme/./doc", false},
+		{"DotDotSegment", "lease://acme/../doc", false},
+		{"DotDotRealm", "lease://../renderers/doc", false},
+		{"DotDotResource", "lease://acme/renderers/..", false},
+		{"DotInDoubleStar", "lease://**/.", false},
+		{"DotDotBeforeDoubleStar", "lease://../**", false},
+		{"DotDotWildcard", "lease://acme/../*", false},
+		{"ThreeDots", "lease://acme/.../doc", true},
+		{"DotPrefix", "lease://acme/.hidden/doc", true},
+		{"DotsPrefix", "lease://acme/..x/doc", true},
+		{"DotSuffix", "lease://acme/x./doc", true},
+		{"EscapedDotsAreText", "lease://acme/%2e%2e/doc", true},
+		{"PercentNotHex", "lease://acme/100%zz/doc", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseSelector(tt.s)
@@ -275,6 +290,8 @@ func TestNewRoute(t *testing.T) {
 		{"Control", [3]string{"acme", "renderers", "doc\n"}},
 		{"InvalidUTF8", [3]string{"\xfe", "renderers", "doc"}},
 		{"TooLong", [3]string{"acme", "renderers", strings.Repeat("d", muster.MaxSegmentLen+1)}},
+		{"Dot", [3]string{"acme", ".", "doc"}},
+		{"DotDot", [3]string{"..", "renderers", "doc"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewRoute(tt.segs[0], tt.segs[1], tt.segs[2])

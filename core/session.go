@@ -83,8 +83,8 @@ type SessionRequest struct {
 // kept alive.
 func (s *State) CreateSession(now time.Time, req SessionRequest) (SessionInfo, error) {
 	id, family, ownerID, ttl := req.ID, req.Family, req.OwnerID, req.TTL
-	if ownerID == "" || len(ownerID) > MaxOwnerIDLen {
-		return SessionInfo{}, muster.Errorf(muster.CodeInvalidRequest, "owner_id must be 1..%d bytes", MaxOwnerIDLen)
+	if err := CheckOwnerID(ownerID); err != nil {
+		return SessionInfo{}, err
 	}
 	if ttl < MinSessionTTL || ttl > MaxSessionTTL {
 		return SessionInfo{}, muster.Errorf(muster.CodeInvalidRequest, "ttl_ms must be %d..%d", MinSessionTTL.Milliseconds(), MaxSessionTTL.Milliseconds())

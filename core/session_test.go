@@ -58,6 +58,16 @@ func TestSessionErrors(t *testing.T) {
 		{"LongOwner", string(make([]byte, MaxOwnerIDLen+1)), time.Second, muster.CodeInvalidRequest},
 		{"ShortTTL", "w", MinSessionTTL - time.Millisecond, muster.CodeInvalidRequest},
 		{"LongTTL", "w", MaxSessionTTL + time.Millisecond, muster.CodeInvalidRequest},
+		{"OwnerESC", "\x1b[2J", time.Second, muster.CodeInvalidRequest},
+		{"OwnerNUL", "w\x00", time.Second, muster.CodeInvalidRequest},
+		{"OwnerNewline", "w\nforged row", time.Second, muster.CodeInvalidRequest},
+		{"OwnerDEL", "w\x7f", time.Second, muster.CodeInvalidRequest},
+		{"OwnerC1", "w\u009b", time.Second, muster.CodeInvalidRequest},
+		{"OwnerRLO", "w\u202e", time.Second, muster.CodeInvalidRequest},
+		{"OwnerLRI", "w\u2066", time.Second, muster.CodeInvalidRequest},
+		{"OwnerRLM", "w\u200f", time.Second, muster.CodeInvalidRequest},
+		{"OwnerALM", "w\u061c", time.Second, muster.CodeInvalidRequest},
+		{"OwnerInvalidUTF8", "w\xff", time.Second, muster.CodeInvalidRequest},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

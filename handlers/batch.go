@@ -58,8 +58,10 @@ func (s *Server) BatchLeases(ctx context.Context, req api.BatchLeasesRequestObje
 // applyBatch applies up to core.MaxBatchOps lease operations of one
 // session in one actor step and returns the core operations, their results
 // and the revision after the batch. A malformed operation refuses the whole
-// batch before anything is applied; an operation the caller's grants do
-// not cover fails alone with forbidden.
+// batch before anything is applied (its values were judged against the
+// contract while decoding: a ttl_ms outside LeaseTTL never reaches here);
+// an operation the caller's grants do not cover fails alone with
+// forbidden.
 func (s *Server) applyBatch(ctx context.Context, session string, in []wireOp) ([]core.BatchOp, []core.BatchResult, core.Revision, error) {
 	id, err := core.ParseSessionID(session)
 	if err != nil {

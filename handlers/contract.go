@@ -191,7 +191,7 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 			// The fast path accepts only one JSON object of plain ASCII
 			// members without duplicates: what checkJSONBody passes.
 			if op.hot != nil && !c.generalOnly && hotContentType(r.Header.Get("Content-Type")) {
-				if body := op.hot.accept(rctx.URLParams.Keys, rctx.URLParams.Values, data); body != nil {
+				if body := op.hot.accept(rctx.URLParams.Keys, rctx.URLParams.Values, pathEscaped(r), data); body != nil {
 					liftBodyDeadline(w, r)
 					next.ServeHTTP(w, r.WithContext(&hotContext{Context: r.Context(), caller: caller, body: body}))
 					return
@@ -211,10 +211,11 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 			return
 		}
 		// Path parameters are validated as the handlers receive them:
-		// unescaped ("inst-7%2Fmonitors" is the root "inst-7/monitors").
+		// decoded once ("inst-7%2Fmonitors" is the root "inst-7/monitors").
 		params := make(map[string]string, len(rctx.URLParams.Keys))
+		escaped := pathEscaped(r)
 		for i, k := range rctx.URLParams.Keys {
-			v, err := url.PathUnescape(rctx.URLParams.Values[i])
+			v, err := pathParam(rctx.URLParams.Values[i], escaped)
 			if err != nil {
 				writeProblem(w, muster.CodeInvalidRequest, fmt.Sprintf("path parameter %q is not correctly escaped", k))
 				return
@@ -233,6 +234,26 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// pathEscaped reports whether chi matched r on its escaped path, so that
+// the path parameters it found are still percent-encoded. chi matches
+// r.URL.RawPath when net/http kept one (the request spelled its path
+// otherwise than the default encoding of r.URL.Path, as "inst-7%2Fmonitors"
+// does) and the decoded r.URL.Path when not.
+func pathEscaped(r *http.Request) bool { return r.URL.RawPath != "" }
+
+// pathParam is a path parameter as chi found it, decoded exactly once:
+// escaped (pathEscaped) values are decoded, the others are decoded already
+// and taken as they are. It is the rule of the generated wrappers, which
+// bind parameters for the handlers (ValueIsUnescaped: r.URL.RawPath == ""),
+// so the contract judges the very value a handler receives: a segment
+// "100%zz", sent as "100%25zz", is "100%zz" for both, never decoded twice.
+func pathParam(v string, escaped bool) (string, error) {
+	if !escaped || strings.IndexByte(v, '%') < 0 {
+		return v, nil
+	}
+	return url.PathUnescape(v)
 }
 
 // readRequestBody reads at most limit bytes of the body into memory, so

@@ -94,8 +94,10 @@ func TestContractPatternsAreTheServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// kin-openapi reads \uXXXX (ECMA-262) as Go's \x{XXXX}.
+	unicodeEscape := regexp.MustCompile(`\\u([0-9A-F]{4})`)
 	contract := func(s *openapi3.Schema) func(string) bool {
-		re := regexp.MustCompile(s.Pattern)
+		re := regexp.MustCompile(unicodeEscape.ReplaceAllString(s.Pattern, `\x{$1}`))
 		return func(v string) bool {
 			return re.MatchString(v) && len(v) >= int(s.MinLength) && (s.MaxLength == nil || len(v) <= int(*s.MaxLength))
 		}
@@ -110,7 +112,8 @@ func TestContractPatternsAreTheServers(t *testing.T) {
 	}{
 		{"Segment", spec.Components.Schemas["Segment"].Value,
 			func(v string) bool { _, err := core.NewRoute(v, "b", "c"); return ok(err) },
-			[]string{"acme", "a b", "doc-1.pdf", "é", "日本", seg128, seg129, "", "*", "**", "a*", "a/b", "a\x00", "a\x1f", "a\x7f", "a\u0085", "a\u009f", "a\u00a0", "%2F"}},
+			[]string{"acme", "a b", "doc-1.pdf", "é", "日本", seg128, seg129, "", "*", "**", "a*", "a/b", "a\x00", "a\x1f", "a\x7f", "a\u0085", "a\u009f", "a\u00a0", "%2F",
+				".", "..", "...", ".a", "..a", "a.", "a..", ".*", "./", "%2e%2e"}},
 		{"Selector", spec.Components.Schemas["Selector"].Value,
 			func(v string) bool { _, err := core.ParseSelector(v); return ok(err) },
 			// The pattern states the scheme and the characters; the
@@ -127,6 +130,11 @@ func TestContractPatternsAreTheServers(t *testing.T) {
 			func(v string) bool { _, err := core.ParseSessionID(v); return ok(err) },
 			[]string{strings.Repeat("0a", 16), strings.Repeat("f", 32), strings.Repeat("F", 32), strings.Repeat("a", 31), strings.Repeat("a", 33),
 				"", strings.Repeat("g", 32), strings.Repeat("a", 31) + " ", strings.Repeat("a", 31) + "\n"}},
+		{"OwnerId", spec.Components.Schemas["OwnerId"].Value,
+			func(v string) bool { return ok(core.CheckOwnerID(v)) },
+			[]string{"worker-1", "a b", "wörker 日本", "x\u00a0y", "\U0001f680", strings.Repeat("o", 512), strings.Repeat("o", 513), "",
+				"\x1b[2J", "a\x00", "a\nb", "a\tb", "a\x7f", "a\u0085", "a\u009f", "a\u00a0", "a\u061c", "a\u061b", "a\u200d", "a\u200e", "a\u200f", "a\u2010",
+				"a\u2029", "a\u202a", "a\u202e", "a\u202f", "a\u2065", "a\u2066", "a\u2069", "a\u206a"}},
 		{"kind", spec.Components.Schemas["RegisterRequest"].Value.Properties["kind"].Value,
 			func(v string) bool { return ok(fleetstore.CheckKind(v)) },
 			[]string{"repo", strings.Repeat("k", 64), strings.Repeat("k", 65), "Repo", "", "a-b_c", "a/b"}},

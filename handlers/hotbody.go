@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"fmt"
-	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
@@ -121,26 +120,20 @@ func compileHot(item *openapi3.PathItem, op *openapi3.Operation, body reflect.Ty
 	return h, nil
 }
 
-// accept checks the path parameters (chi's keys and values, unescaped
-// here as the general path unescapes them) and the body, and returns the
-// decoded body (a pointer to the generated type), or nil when the request
-// must take the general path. It accepts only bodies checkOneJSONValue
-// passes: one object (scanFlat reads nothing else) of valid UTF-8 without
-// duplicate member names.
-func (h *hotOp) accept(keys, values []string, data []byte) any {
+// accept checks the path parameters (chi's keys and values, escaped when
+// chi matched the escaped path: decoded by pathParam as the general path
+// decodes them) and the body, and returns the decoded body (a pointer to
+// the generated type), or nil when the request must take the general path.
+// It accepts only bodies checkOneJSONValue passes: one object (scanFlat
+// reads nothing else) of valid UTF-8 without duplicate member names.
+func (h *hotOp) accept(keys, values []string, escaped bool, data []byte) any {
 	for _, p := range h.params {
 		i := slices.Index(keys, p.name)
 		if i < 0 || i >= len(values) {
 			return nil
 		}
-		v := values[i]
-		if strings.IndexByte(v, '%') >= 0 {
-			var err error
-			if v, err = url.PathUnescape(v); err != nil {
-				return nil
-			}
-		}
-		if !p.rule.ok(v) {
+		v, err := pathParam(values[i], escaped)
+		if err != nil || !p.rule.ok(v) {
 			return nil
 		}
 	}

@@ -207,7 +207,7 @@ func TestKnownPatternsAreTheRegexps(t *testing.T) {
 			t.Errorf("the pattern of %s is not matched by hand: the fast path uses regexp for it", name)
 		}
 	}
-	alphabet := []string{"lease://", "lease:/", "a", "f", "g", "0", "9", "A", "/", "*", "\x00", "\x1f", " ", "~", "\x7f", "\u0080", "\u009f", "\u00a0", "é", "\u2028", "😀", "\xff", "\xc2", "\ufffd", "%"}
+	alphabet := []string{"lease://", "lease:/", "a", "f", "g", "0", "9", "A", "/", "*", "\x00", "\x1f", " ", "~", "\x7f", "\u0080", "\u009f", "\u00a0", "é", "\u2028", "😀", "\xff", "\xc2", "\ufffd", "%", ".", ".."}
 	rng := rand.New(rand.NewPCG(7, 7))
 	for pattern, match := range knownPatterns {
 		re := regexp.MustCompile(pattern)
@@ -216,8 +216,9 @@ func TestKnownPatternsAreTheRegexps(t *testing.T) {
 				t.Fatalf("%s on %q: %v, regexp says %v", pattern, v, got, want)
 			}
 		}
-		check("")
-		check("0123456789abcdef0123456789abcdef")
+		for _, v := range []string{"", "0123456789abcdef0123456789abcdef", ".", "..", "...", ".a", "..a", "a.", ".*", "./", "..\xff", ".\x00"} {
+			check(v)
+		}
 		for i := 0; i < 50000; i++ {
 			var b strings.Builder
 			n := rng.IntN(40)
@@ -241,7 +242,7 @@ func TestKnownPatternsAreTheRegexps(t *testing.T) {
 
 // FuzzKnownPatterns is TestKnownPatternsAreTheRegexps on fuzzed strings.
 func FuzzKnownPatterns(f *testing.F) {
-	for _, s := range []string{"", "acme", "a/b", "\x80", "0123456789abcdef0123456789abcdef", "lease://a/b/c", "lease://", "lease://\x85"} {
+	for _, s := range []string{"", "acme", "a/b", "\x80", "0123456789abcdef0123456789abcdef", "lease://a/b/c", "lease://", "lease://\x85", ".", "..", "..."} {
 		f.Add(s)
 	}
 	res := map[string]*regexp.Regexp{}

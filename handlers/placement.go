@@ -37,8 +37,8 @@ func (s *Server) writeMisdirected(w http.ResponseWriter, family string) {
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")
 	if !ok {
-		h.Set("Retry-After", "1")
 		code := muster.CodeFamilyUnavailable
+		setRetryAfter(h, code)
 		w.WriteHeader(httpStatus(code))
 		_ = json.NewEncoder(w).Encode(problem{Type: "about:blank", Title: http.StatusText(httpStatus(code)),
 			Status: httpStatus(code), Code: code, Detail: "no broker serves the family right now: retry shortly"})

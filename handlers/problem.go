@@ -28,12 +28,15 @@ func writeProblem(w http.ResponseWriter, code muster.Code, detail string) {
 	writeScopedProblem(w, code, "", detail)
 }
 
-// writeScopedProblem is writeProblem with the scope of a limit.
+// writeScopedProblem is writeProblem with the scope of a limit. Every
+// problem answer is written here or by writeMisdirected, and both set the
+// code's Retry-After (every 429 and 503 has one).
 func writeScopedProblem(w http.ResponseWriter, code muster.Code, scope muster.Scope, detail string) {
 	status := httpStatus(code)
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")
+	setRetryAfter(h, code)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(problem{
 		Type:   "about:blank",

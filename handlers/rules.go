@@ -265,13 +265,13 @@ func compileInt(s *openapi3.Schema) (*intRule, error) {
 // equal to Go's regexp of the same pattern (TestKnownPatternsAreTheRegexps,
 // FuzzKnownPatterns); any other pattern is matched by regexp.
 var knownPatterns = map[string]func(string) bool{
-	`^[^/*\x00-\x1f\x7f-\x9f]+$`: func(v string) bool { // Segment
+	`^([^/*.\x00-\x1f\x7f-\x9f]|\.[^/*.\x00-\x1f\x7f-\x9f]|\.\.[^/*\x00-\x1f\x7f-\x9f])[^/*\x00-\x1f\x7f-\x9f]*$`: func(v string) bool { // Segment
 		for _, r := range v { // an invalid byte is U+FFFD, as for regexp
 			if r == '/' || r == '*' || isControl(r) {
 				return false
 			}
 		}
-		return v != ""
+		return v != "" && v != "." && v != ".."
 	},
 	`^[0-9a-f]{32}$`: func(v string) bool { // SessionId
 		if len(v) != 32 {

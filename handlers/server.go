@@ -136,8 +136,9 @@ func New(opt Options) (*Server, error) {
 	}
 
 	r := chi.NewRouter()
+	r.Use(closeAfterChunked) // first: every answer, the CORS preflight's included
 	if corsMW != nil {
-		r.Use(corsMW) // first: a preflight is answered before anything else runs
+		r.Use(corsMW) // a preflight is answered before anything else runs
 	}
 	// HEAD is served by every GET route (RFC 9110 §9.3.2): chi routes it to
 	// the GET handler, and net/http drops the body.

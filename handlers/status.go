@@ -1,6 +1,11 @@
 package handlers
 
-import "github.com/musterhq/muster"
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/musterhq/muster"
+)
 
 // statuses is the HTTP status each code is answered with: the one
 // code → status table of the server. Every code of the contract has a row
@@ -46,4 +51,26 @@ func httpStatus(code muster.Code) int {
 		return s
 	}
 	return 500
+}
+
+// retryAfter is the Retry-After, in seconds, of each code answered 429 or
+// 503: every such answer says when to try again
+// (TestRetryAfterOnEvery429And503; docs/operations.md lists the values). A limit that frees itself as leases,
+// waiters and sessions come and go is worth a retry soon; one that only the
+// caller's own clean-up frees (specs of a root) later.
+var retryAfter = map[muster.Code]int{
+	muster.CodeQueueFull:            1,
+	muster.CodeSubscriptionLimit:    5,
+	muster.CodeSessionLimit:         5,
+	muster.CodeSpecLimit:            60,
+	muster.CodeInventoryUnavailable: 1,
+	muster.CodeUnavailable:          1,
+	muster.CodeFamilyUnavailable:    1,
+}
+
+// setRetryAfter sets the Retry-After of code's answer, when it has one.
+func setRetryAfter(h http.Header, code muster.Code) {
+	if s, ok := retryAfter[code]; ok {
+		h["Retry-After"] = []string{strconv.Itoa(s)}
+	}
 }

@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"maps"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -79,5 +81,48 @@ func TestStatusTableIsTheContracts(t *testing.T) {
 		} else if d != statuses[c] {
 			t.Errorf("docs/client-operations.md answers %q with %d, the server with %d", c, d, statuses[c])
 		}
+	}
+}
+
+// TestRetryAfterOnEvery429And503: every problem answered 429 or 503 says
+// when to try again (a whole number of seconds, at least 1), whichever
+// path writes it; no other problem does.
+func TestRetryAfterOnEvery429And503(t *testing.T) {
+	for _, code := range muster.Codes() {
+		t.Run(string(code), func(t *testing.T) {
+			w := httptest.NewRecorder()
+			writeProblem(w, code, "detail")
+			got := w.Header().Get("Retry-After")
+			status := httpStatus(code)
+			if status != 429 && status != 503 {
+				if got != "" {
+					t.Fatalf("%d answer with Retry-After %q", status, got)
+				}
+				return
+			}
+			if n, err := strconv.Atoi(got); err != nil || n < 1 {
+				t.Fatalf("%d answer with Retry-After %q, want whole seconds >= 1", status, got)
+			}
+		})
+	}
+	// docs/operations.md states the same values.
+	doc, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| (429|503) \\| ([0-9]+) \\|").FindAllSubmatch(doc, -1)
+	documented := map[muster.Code]int{}
+	for _, r := range rows {
+		documented[muster.Code(r[1])], _ = strconv.Atoi(string(r[3]))
+	}
+	if !maps.Equal(documented, retryAfter) {
+		t.Errorf("docs/operations.md states Retry-After %v, the server %v", documented, retryAfter)
+	}
+	// The placement answer writes its own 503.
+	s := &Server{}
+	w := httptest.NewRecorder()
+	s.writeMisdirected(w, "acme")
+	if w.Code != 503 || w.Header().Get("Retry-After") != strconv.Itoa(retryAfter[muster.CodeFamilyUnavailable]) {
+		t.Fatalf("family_unavailable: %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
 	}
 }

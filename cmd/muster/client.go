@@ -145,11 +145,11 @@ func runSub(group string, s subcommand, args []string, stdout, stderr io.Writer)
 	var ee exitErr
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintf(stderr, "%s: %s\n", full, ee.msg)
+			fmt.Fprintf(stderr, "%s: %s\n", full, display(ee.msg))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "%s: %s\n", full, strings.TrimPrefix(err.Error(), "muster: "))
+	fmt.Fprintf(stderr, "%s: %s\n", full, display(strings.TrimPrefix(err.Error(), "muster: ")))
 	return 1
 }
 
@@ -166,28 +166,45 @@ type exitErr struct {
 
 func (e exitErr) Error() string { return e.msg }
 
-// printJSON writes v as one line of JSON.
+// printJSON writes v as one line of JSON, its unprintable characters
+// escaped (escapeJSON).
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeJSON(b.Bytes()))
+	return err
 }
 
-// printFields writes name/value pairs as two aligned columns.
+// printFields writes name/value pairs as two aligned columns, each value
+// through display.
 func printFields(w io.Writer, kv ...any) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for i := 0; i+1 < len(kv); i += 2 {
-		fmt.Fprintf(tw, "%v\t%v\n", kv[i], kv[i+1])
+		fmt.Fprintf(tw, "%s\t%s\n", displayf(kv[i]), displayf(kv[i+1]))
 	}
 	return tw.Flush()
 }
 
-// printTable writes a header and rows as aligned columns.
+// printTable writes a header and rows as aligned columns, each cell
+// through display.
 func printTable(w io.Writer, header []string, rows [][]string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	line := func(cells []string) {
+		for i, c := range cells {
+			if i > 0 {
+				io.WriteString(tw, "\t")
+			}
+			io.WriteString(tw, display(c))
+		}
+		io.WriteString(tw, "\n")
+	}
+	line(header)
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		line(r)
 	}
 	return tw.Flush()
 }

@@ -84,7 +84,7 @@ func fleetCommand() func([]string, io.Writer, io.Writer) int {
 				if cf.json() {
 					return printJSON(out, map[string]any{"name": s.Name, "spec": s.Spec})
 				}
-				_, err = fmt.Fprintln(out, s.Name)
+				_, err = fmt.Fprintln(out, display(s.Name))
 				return err
 			}},
 		{name: "forget", args: "ROOT NAME", summary: "forget a spec (succeeds when it is already gone)", nargs: [2]int{2, 2},

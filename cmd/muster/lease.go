@@ -239,7 +239,7 @@ func watch(ctx context.Context, c *muster.Client, cf *clientFlags, selectors []s
 		if it != nil {
 			owner = it.OwnerID
 		}
-		_, err := fmt.Fprintf(out, "%-8d %-15s %-40s %s\n", rev, kind, route, owner)
+		_, err := fmt.Fprintf(out, "%-8d %-15s %-40s %s\n", rev, display(kind), display(route), display(owner))
 		return err
 	}
 	if !cf.json() {

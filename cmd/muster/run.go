@@ -67,7 +67,7 @@ func runWithLease(ctx context.Context, c *muster.Client, route string, argv []st
 		case <-lctx.Done():
 			sig := syscall.SIGTERM
 			if ctx.Err() == nil {
-				fmt.Fprintf(os.Stderr, "muster lease run: %s: the lease is lost (%v); sending SIGTERM to the command\n", route, context.Cause(lctx))
+				fmt.Fprintf(os.Stderr, "muster lease run: %s: the lease is lost (%s); sending SIGTERM to the command\n", display(route), displayf(context.Cause(lctx)))
 			}
 			_ = cmd.Process.Signal(sig)
 			select {

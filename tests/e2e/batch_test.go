@@ -209,7 +209,12 @@ func TestBatchRefusedWhole(t *testing.T) {
 		{"ExtendWithoutToken", map[string]any{"session_id": a, "ops": []any{good, map[string]any{"op": "extend", "route": "lease://acme/r/x", "ttl_ms": 5000}}}, 400, "invalid_request", "extend needs fencing_token"},
 		{"UnknownOp", map[string]any{"session_id": a, "ops": []any{good, map[string]any{"op": "steal", "route": "lease://acme/r/x"}}}, 400, "invalid_request", ""},
 		{"WaitNotTaken", map[string]any{"session_id": a, "ops": []any{map[string]any{"op": "acquire", "route": "lease://acme/r/x", "ttl_ms": 5000, "wait_ms": 10}}}, 400, "invalid_request", "wait_ms"},
-		{"TTLTooLong", map[string]any{"session_id": a, "ops": []any{good, map[string]any{"op": "acquire", "route": "lease://acme/r/x", "ttl_ms": 600001}}}, 400, "invalid_request", ""},
+		// A TTL out of LeaseTTL's range is a malformed member like any
+		// other: the whole batch is refused (client-operations.md#batches).
+		{"TTLTooLong", map[string]any{"session_id": a, "ops": []any{good, map[string]any{"op": "acquire", "route": "lease://acme/r/x", "ttl_ms": 600001}}}, 400, "invalid_request", "/ops/1/ttl_ms"},
+		{"TTLTooShort", map[string]any{"session_id": a, "ops": []any{good, map[string]any{"op": "acquire", "route": "lease://acme/r/x", "ttl_ms": 99}}}, 400, "invalid_request", "/ops/1/ttl_ms"},
+		{"ExtendTTLTooLong", map[string]any{"session_id": a, "ops": []any{good, map[string]any{"op": "extend", "route": "lease://acme/r/x", "fencing_token": 1, "ttl_ms": 3600000}}}, 400, "invalid_request", "/ops/1/ttl_ms"},
+		{"TokenBelowOne", map[string]any{"session_id": a, "ops": []any{good, map[string]any{"op": "release", "route": "lease://acme/r/x", "fencing_token": 0}}}, 400, "invalid_request", "/ops/1/fencing_token"},
 		{"NoSession", map[string]any{"session_id": strings.Repeat("0", 32), "ops": []any{good}}, 404, "session_not_found", ""},
 		{"BadSession", map[string]any{"session_id": "nope", "ops": []any{good}}, 400, "invalid_request", ""},
 	}

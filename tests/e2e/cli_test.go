@@ -440,3 +440,35 @@ func TestDocsCLICommands(t *testing.T) {
 	}
 	t.Logf("%d command lines checked", n)
 }
+
+// A route segment may hold a bidirectional override (the grammar refuses
+// only control characters); the CLI shows such a route escaped, in tables
+// and in JSON, so it cannot disguise itself on an operator's screen, and
+// the value itself is intact.
+func TestCLIEscapesWhatItPrints(t *testing.T) {
+	c := newCLI(t, startProcess(t, "--addr", "127.0.0.1:0"))
+	var sess struct {
+		SessionID string `json:"session_id"`
+	}
+	c.json(&sess, "session", "create", "--owner", "cron-1")
+	c.env = []string{"MUSTER_SESSION=" + sess.SessionID}
+	const route = "lease://acme/r/invoice\u202efdp.exe"
+	for _, args := range [][]string{
+		{"lease", "acquire", route},
+		{"lease", "list", "lease://acme/**"},
+		{"lease", "list", "lease://acme/**", "-o", "json"},
+		{"lease", "get", route, "-o", "json"},
+	} {
+		out := c.ok(args...)
+		if strings.ContainsRune(out, '\u202e') || !strings.Contains(out, `invoice\u202efdp.exe`) {
+			t.Errorf("muster %s prints the override raw, or not at all:\n%q", strings.Join(args, " "), out)
+		}
+	}
+	var items []struct {
+		Route string `json:"route"`
+	}
+	c.json(&items, "lease", "list", "lease://acme/**")
+	if len(items) != 1 || items[0].Route != route {
+		t.Fatalf("lease list -o json: %+q", items)
+	}
+}

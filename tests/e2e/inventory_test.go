@@ -243,3 +243,31 @@ func TestCursorMisuse(t *testing.T) {
 		}
 	})
 }
+
+// An empty cursor is one rule on every paged operation: it is a cursor the
+// broker did not issue (400 invalid_cursor), never "the first page". A
+// client that turned a missing next_cursor into `cursor=` would otherwise
+// start over silently and loop; a listing starts by leaving cursor out.
+func TestEmptyCursorIsRefusedEverywhere(t *testing.T) {
+	b := MustStartBroker(t)
+	sess := createSession(t, b, "", "w", 600000)
+	b.mustAcquire(t, sess, "lease://acme/monitors/repo-1")
+	b.mustRegister(t, "", "monitors", "repo", `{}`)
+	for _, tc := range []struct{ path, first string }{
+		{"/v1/leases?selector=lease://acme/*/*&cursor=", "/v1/leases?selector=lease://acme/*/*"},
+		{"/v1/leases?cursor=&selector=lease://acme/*/*", "/v1/leases?selector=lease://acme/*/*"},
+		{"/v1/leases?selector=lease://acme/*/*&cursor", "/v1/leases?selector=lease://acme/*/*"},
+		{"/v1/leases?selector=lease://acme/monitors/repo-1&cursor=", "/v1/leases?selector=lease://acme/monitors/repo-1"},
+		{"/v1/fleets/monitors/specs?cursor=", "/v1/fleets/monitors/specs"},
+		{"/v1/fleets/monitors/specs?limit=1&cursor", "/v1/fleets/monitors/specs?limit=1"},
+		{"/v1/fleets/monitors/gap?live=lease://acme/monitors/*&cursor=", "/v1/fleets/monitors/gap?live=lease://acme/monitors/*"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			wantProblem(t, b.Do(t, Request{Method: "GET", Path: tc.path}), 400, "invalid_cursor")
+			// Without the parameter, the first page.
+			if resp := b.Do(t, Request{Method: "GET", Path: tc.first}); resp.Status != 200 {
+				t.Fatalf("GET %s: %d %s", tc.first, resp.Status, resp.Body)
+			}
+		})
+	}
+}

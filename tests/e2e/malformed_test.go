@@ -100,3 +100,33 @@ func TestMalformedParameters(t *testing.T) {
 		})
 	}
 }
+
+// An owner_id is shown to operators (LIST, GET, watch events, the CLI and
+// the dashboard): control characters and bidirectional overrides in it
+// could clear a terminal or forge table rows, so they are refused, with the
+// field named. Other text, non-ASCII included, is the application's.
+func TestOwnerIDRefusesControlsAndBidi(t *testing.T) {
+	b := MustStartBroker(t)
+	session := func(owner string) *Response {
+		return b.Do(t, Request{Method: "POST", Path: "/v1/sessions", Body: map[string]any{"owner_id": owner, "ttl_ms": 60000}})
+	}
+	for _, owner := range []string{"worker-1", "wörker 日本 ١٢٣", "a.b:c#d?e=f", "tab-less\u00a0nbsp", "emoji 🚀", "x\ufffd"} {
+		if resp := session(owner); resp.Status != 201 {
+			t.Errorf("owner_id %+q: %d %s", owner, resp.Status, resp.Body)
+		}
+	}
+	for _, owner := range []string{
+		"\x1b[2Jcleared", "nul\x00", "line\nbreak", "cr\r", "tab\t", "del\x7f", "c1\u0085", "c1\u009b31m",
+		"rlo\u202egnp.exe", "lre\u202a", "pdf\u202c", "lri\u2066", "pdi\u2069", "lrm\u200e", "rlm\u200f", "alm\u061c",
+	} {
+		resp := session(owner)
+		if resp.Status != 400 {
+			t.Errorf("owner_id %+q: %d, want 400: %s", owner, resp.Status, resp.Body)
+			continue
+		}
+		code, detail := resp.Problem(t)
+		if code != "invalid_request" || !strings.Contains(detail, "owner_id") {
+			t.Errorf("owner_id %+q: %s %q, want invalid_request naming owner_id", owner, code, detail)
+		}
+	}
+}

@@ -126,7 +126,10 @@ type AcquireRequest struct {
 
 // BatchOp One operation. `acquire` takes `ttl_ms` (it never waits); `extend`
 // takes `fencing_token` and `ttl_ms`; `release` takes `fencing_token`.
-// A member the kind does not take is refused (`invalid_request`).
+// A member the kind does not take, or a value outside its schema (a
+// `ttl_ms` out of `LeaseTTL`'s range), refuses the whole batch
+// (`invalid_request`, nothing applied); an operation's own result
+// reports only what the broker's state and the caller's grants decide.
 type BatchOp struct {
 	// FencingToken The revision at which the lease was granted; strictly increasing per route, stable across renewals, meaningless across routes or epochs.
 	FencingToken *FencingToken `json:"fencing_token,omitempty"`
@@ -214,7 +217,14 @@ type ChangeKind string
 
 // CreateSessionRequest defines model for CreateSessionRequest.
 type CreateSessionRequest struct {
-	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+	// OwnerId The application's logical owner of a session: 1..512 bytes of valid
+	// UTF-8 (invalid UTF-8 is refused, never replaced) without control
+	// characters (U+0000..U+001F, U+007F..U+009F) and without the
+	// bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+	// U+200E, U+200F and U+061C: it is shown to people, whose terminals
+	// and tables those would rewrite. Anything else is refused with 400
+	// `invalid_request` naming `owner_id`.
+	//
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`
@@ -326,7 +336,14 @@ type LeaseItem struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+	// OwnerId The application's logical owner of a session: 1..512 bytes of valid
+	// UTF-8 (invalid UTF-8 is refused, never replaced) without control
+	// characters (U+0000..U+001F, U+007F..U+009F) and without the
+	// bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+	// U+200E, U+200F and U+061C: it is shown to people, whose terminals
+	// and tables those would rewrite. Anything else is refused with 400
+	// `invalid_request` naming `owner_id`.
+	//
 	//
 	// Example: worker-1
 	OwnerId     OwnerId `json:"owner_id"`
@@ -357,7 +374,14 @@ type LeaseStatus struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation *HolderIncarnation `json:"holder_incarnation,omitempty"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+	// OwnerId The application's logical owner of a session: 1..512 bytes of valid
+	// UTF-8 (invalid UTF-8 is refused, never replaced) without control
+	// characters (U+0000..U+001F, U+007F..U+009F) and without the
+	// bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+	// U+200E, U+200F and U+061C: it is shown to people, whose terminals
+	// and tables those would rewrite. Anything else is refused with 400
+	// `invalid_request` naming `owner_id`.
+	//
 	//
 	// Example: worker-1
 	OwnerId     *OwnerId `json:"owner_id,omitempty"`
@@ -370,7 +394,13 @@ type LeaseStatus struct {
 // LeaseTTL Lease TTL in milliseconds (100 ms .. 10 min). A lower bound; expiry may be late by one tick (50 ms).
 type LeaseTTL = int64
 
-// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+// OwnerId The application's logical owner of a session: 1..512 bytes of valid
+// UTF-8 (invalid UTF-8 is refused, never replaced) without control
+// characters (U+0000..U+001F, U+007F..U+009F) and without the
+// bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+// U+200E, U+200F and U+061C: it is shown to people, whose terminals
+// and tables those would rewrite. Anything else is refused with 400
+// `invalid_request` naming `owner_id`.
 //
 // Example: worker-1
 type OwnerId = string
@@ -460,7 +490,10 @@ type Route = string
 
 // Segment One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
 // characters; the server counts bytes) without `/`, without `*` and
-// without control characters (U+0000..U+001F, U+007F..U+009F).
+// without control characters (U+0000..U+001F, U+007F..U+009F), and
+// neither `.` nor `..` (a proxy that normalises paths would resolve
+// them; `%2e%2e` in a path is `..` once decoded). Dots within a
+// segment are text.
 type Segment = string
 
 // Selector `lease://{realm}/{area}/{resource}` where any segment may be `*` (one
@@ -485,7 +518,14 @@ type Session struct {
 	// Example: c2Vzc2lvbi1pbmNhcm5hdGlvbg
 	HolderIncarnation HolderIncarnation `json:"holder_incarnation"`
 
-	// OwnerId The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+	// OwnerId The application's logical owner of a session: 1..512 bytes of valid
+	// UTF-8 (invalid UTF-8 is refused, never replaced) without control
+	// characters (U+0000..U+001F, U+007F..U+009F) and without the
+	// bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+	// U+200E, U+200F and U+061C: it is shown to people, whose terminals
+	// and tables those would rewrite. Anything else is refused with 400
+	// `invalid_request` naming `owner_id`.
+	//
 	//
 	// Example: worker-1
 	OwnerId OwnerId `json:"owner_id"`
@@ -589,7 +629,10 @@ type WatchSubscription struct {
 
 // Area One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
 // characters; the server counts bytes) without `/`, without `*` and
-// without control characters (U+0000..U+001F, U+007F..U+009F).
+// without control characters (U+0000..U+001F, U+007F..U+009F), and
+// neither `.` nor `..` (a proxy that normalises paths would resolve
+// them; `%2e%2e` in a path is `..` once decoded). Dots within a
+// segment are text.
 type Area = Segment
 
 // Cursor defines model for Cursor.
@@ -597,12 +640,18 @@ type Cursor = string
 
 // Realm One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
 // characters; the server counts bytes) without `/`, without `*` and
-// without control characters (U+0000..U+001F, U+007F..U+009F).
+// without control characters (U+0000..U+001F, U+007F..U+009F), and
+// neither `.` nor `..` (a proxy that normalises paths would resolve
+// them; `%2e%2e` in a path is `..` once decoded). Dots within a
+// segment are text.
 type Realm = Segment
 
 // Resource One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
 // characters; the server counts bytes) without `/`, without `*` and
-// without control characters (U+0000..U+001F, U+007F..U+009F).
+// without control characters (U+0000..U+001F, U+007F..U+009F), and
+// neither `.` nor `..` (a proxy that normalises paths would resolve
+// them; `%2e%2e` in a path is `..` once decoded). Dots within a
+// segment are text.
 type Resource = Segment
 
 // Root defines model for Root.
@@ -646,7 +695,7 @@ type FleetGapParams struct {
 	Live  Selector `form:"live" json:"live"`
 	Limit *int     `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -654,7 +703,7 @@ type FleetGapParams struct {
 type ListSpecsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -663,7 +712,7 @@ type ListLeasesParams struct {
 	Selector Selector `form:"selector" json:"selector"`
 	Limit    *int     `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters).
+	// Cursor The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -3759,6 +3808,11 @@ func (r OpenapiSpecResponse) ContentType() string {
 	return ""
 }
 
+// ReadyzResponse503Headers the declared response headers of an HTTP 503 response for Readyz
+type ReadyzResponse503Headers struct {
+	RetryAfter int
+}
+
 type ReadyzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3766,6 +3820,8 @@ type ReadyzResponse struct {
 	JSON200 *Health
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReadyzResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3807,6 +3863,11 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+// PlanFleetResponse429Headers the declared response headers of an HTTP 429 response for PlanFleet
+type PlanFleetResponse429Headers struct {
+	RetryAfter int
+}
+
 type PlanFleetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3824,6 +3885,8 @@ type PlanFleetResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PlanFleetResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3890,6 +3953,11 @@ func (r PlanFleetResponse) ContentType() string {
 	return ""
 }
 
+// FleetGapResponse503Headers the declared response headers of an HTTP 503 response for FleetGap
+type FleetGapResponse503Headers struct {
+	RetryAfter int
+}
+
 type FleetGapResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3905,6 +3973,8 @@ type FleetGapResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *FleetGapResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4042,6 +4112,11 @@ func (r ListSpecsResponse) ContentType() string {
 	return ""
 }
 
+// RegisterSpecResponse429Headers the declared response headers of an HTTP 429 response for RegisterSpec
+type RegisterSpecResponse429Headers struct {
+	RetryAfter int
+}
+
 type RegisterSpecResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4059,6 +4134,8 @@ type RegisterSpecResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RegisterSpecResponse429Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -4263,6 +4340,11 @@ func (r GetSpecResponse) ContentType() string {
 	return ""
 }
 
+// SweepSpecsResponse429Headers the declared response headers of an HTTP 429 response for SweepSpecs
+type SweepSpecsResponse429Headers struct {
+	RetryAfter int
+}
+
 type SweepSpecsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4280,6 +4362,8 @@ type SweepSpecsResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SweepSpecsResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4346,6 +4430,11 @@ func (r SweepSpecsResponse) ContentType() string {
 	return ""
 }
 
+// ListLeasesResponse503Headers the declared response headers of an HTTP 503 response for ListLeases
+type ListLeasesResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListLeasesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4363,6 +4452,8 @@ type ListLeasesResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListLeasesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4505,6 +4596,16 @@ func (r BatchLeasesResponse) ContentType() string {
 	return ""
 }
 
+// WatchLeasesResponse429Headers the declared response headers of an HTTP 429 response for WatchLeases
+type WatchLeasesResponse429Headers struct {
+	RetryAfter int
+}
+
+// WatchLeasesResponse503Headers the declared response headers of an HTTP 503 response for WatchLeases
+type WatchLeasesResponse503Headers struct {
+	RetryAfter int
+}
+
 type WatchLeasesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4522,6 +4623,10 @@ type WatchLeasesResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WatchLeasesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *WatchLeasesResponse503Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -4657,6 +4762,11 @@ func (r GetLeaseResponse) ContentType() string {
 	return ""
 }
 
+// AcquireLeaseResponse429Headers the declared response headers of an HTTP 429 response for AcquireLease
+type AcquireLeaseResponse429Headers struct {
+	RetryAfter int
+}
+
 type AcquireLeaseResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4678,6 +4788,8 @@ type AcquireLeaseResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AcquireLeaseResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4927,6 +5039,11 @@ func (r ReleaseLeaseResponse) ContentType() string {
 	return ""
 }
 
+// CreateSessionResponse429Headers the declared response headers of an HTTP 429 response for CreateSession
+type CreateSessionResponse429Headers struct {
+	RetryAfter int
+}
+
 type CreateSessionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4942,6 +5059,8 @@ type CreateSessionResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Error
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateSessionResponse429Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -5953,6 +6072,19 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 
 	}
 
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ReadyzResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
 	return response, nil
 }
 
@@ -6021,6 +6153,19 @@ func ParsePlanFleetResponse(rsp *http.Response) (*PlanFleetResponse, error) {
 
 	}
 
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PlanFleetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
 	return response, nil
 }
 
@@ -6080,6 +6225,19 @@ func ParseFleetGapResponse(rsp *http.Response) (*FleetGapResponse, error) {
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers FleetGapResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6209,6 +6367,19 @@ func ParseRegisterSpecResponse(rsp *http.Response) (*RegisterSpecResponse, error
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RegisterSpecResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -6390,6 +6561,19 @@ func ParseSweepSpecsResponse(rsp *http.Response) (*SweepSpecsResponse, error) {
 
 	}
 
+	switch {
+	case rsp.StatusCode == 429:
+		var headers SweepSpecsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
 	return response, nil
 }
 
@@ -6456,6 +6640,19 @@ func ParseListLeasesResponse(rsp *http.Response) (*ListLeasesResponse, error) {
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListLeasesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6585,6 +6782,29 @@ func ParseWatchLeasesResponse(rsp *http.Response) (*WatchLeasesResponse, error) 
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers WatchLeasesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers WatchLeasesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6721,6 +6941,19 @@ func ParseAcquireLeaseResponse(rsp *http.Response) (*AcquireLeaseResponse, error
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers AcquireLeaseResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -6928,6 +7161,19 @@ func ParseCreateSessionResponse(rsp *http.Response) (*CreateSessionResponse, err
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateSessionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

@@ -580,7 +580,10 @@ export interface components {
         /**
          * @description One route segment: 1 to 128 bytes of UTF-8 (`maxLength` counts
          *     characters; the server counts bytes) without `/`, without `*` and
-         *     without control characters (U+0000..U+001F, U+007F..U+009F).
+         *     without control characters (U+0000..U+001F, U+007F..U+009F), and
+         *     neither `.` nor `..` (a proxy that normalises paths would resolve
+         *     them; `%2e%2e` in a path is `..` once decoded). Dots within a
+         *     segment are text.
          */
         Segment: string;
         /**
@@ -593,7 +596,13 @@ export interface components {
          */
         Selector: string;
         /**
-         * @description The application's logical owner of a session (1..512 bytes of valid UTF-8; invalid UTF-8 is refused, never replaced).
+         * @description The application's logical owner of a session: 1..512 bytes of valid
+         *     UTF-8 (invalid UTF-8 is refused, never replaced) without control
+         *     characters (U+0000..U+001F, U+007F..U+009F) and without the
+         *     bidirectional formatting characters U+202A..U+202E, U+2066..U+2069,
+         *     U+200E, U+200F and U+061C: it is shown to people, whose terminals
+         *     and tables those would rewrite. Anything else is refused with 400
+         *     `invalid_request` naming `owner_id`.
          * @example worker-1
          */
         OwnerId: string;
@@ -689,7 +698,10 @@ export interface components {
         /**
          * @description One operation. `acquire` takes `ttl_ms` (it never waits); `extend`
          *     takes `fencing_token` and `ttl_ms`; `release` takes `fencing_token`.
-         *     A member the kind does not take is refused (`invalid_request`).
+         *     A member the kind does not take, or a value outside its schema (a
+         *     `ttl_ms` out of `LeaseTTL`'s range), refuses the whole batch
+         *     (`invalid_request`, nothing applied); an operation's own result
+         *     reports only what the broker's state and the caller's grants decide.
          */
         BatchOp: {
             op: components["schemas"]["BatchOpKind"];
@@ -989,6 +1001,7 @@ export interface components {
         /** @description `queue_full`, `subscription_limit`, `session_limit`, `spec_limit`; `scope` says which bound. */
         TooManyRequests: {
             headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
             };
             content: {
@@ -1007,6 +1020,7 @@ export interface components {
         /** @description `inventory_unavailable`, `unavailable`: retry with backoff. */
         Unavailable: {
             headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
             };
             content: {
@@ -1044,7 +1058,7 @@ export interface components {
         Area: components["schemas"]["Segment"];
         /** @example document-123 */
         Resource: components["schemas"]["Segment"];
-        /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). */
+        /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page. */
         Cursor: string;
         /**
          * @description A fleet root: 1 to 8 segments of 1 to 128 lowercase letters, digits, `-` and `_`, joined by `/`, at most 255 bytes in all; a nested root is sent with `/` escaped as `%2F`. Anything else is refused with 400 `invalid_request`.
@@ -1058,7 +1072,15 @@ export interface components {
         SpecName: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description Seconds to wait before trying again (RFC 9110 §10.2.3). Every 429
+         *     and every 503 answer carries it, `family_unavailable` included; the
+         *     value depends on the code (docs/operations.md). A hint, not a
+         *     promise: back off further when the answer repeats.
+         */
+        RetryAfter: number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1413,7 +1435,7 @@ export interface operations {
                 /** @example lease://acme/renderers/* */
                 selector: components["schemas"]["Selector"];
                 limit?: number;
-                /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). */
+                /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -1495,7 +1517,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: number;
-                /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). */
+                /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -1739,7 +1761,7 @@ export interface operations {
                 /** @example lease://acme/monitors/* */
                 live: components["schemas"]["Selector"];
                 limit?: number;
-                /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). */
+                /** @description The `next_cursor` of the previous page, unchanged (opaque, unpadded base64url, at most 1024 characters). Leave it out for the first page: an empty `cursor=` is refused with 400 `invalid_cursor` on every paged operation (LIST, the spec list, the gap), like any cursor the broker did not issue, never read as the first page. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
