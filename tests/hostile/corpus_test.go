@@ -28,7 +28,7 @@ type entry struct {
 	tok         token
 	method      string
 	path, body  string
-	status      int
+	status      int    // 0: 200, or 400 invalid_request naming a limit
 	code        string // "" for a success
 	detail      string // a phrase of the detail, or of the success's body
 	within      time.Duration
@@ -92,6 +92,21 @@ func patterns() (schema, spec string) {
 		`{"s":"` + strings.Repeat("a", 60_000) + `"}`
 }
 
+// nestedQuantifiers: 200 patterns that backtracking engines take
+// exponential time over (RE2 takes linear time, times the 60,000
+// characters of the "patterns" spec).
+func nestedQuantifiers() string {
+	var all []string
+	for i := range 200 {
+		all = append(all, fmt.Sprintf(`{"pattern":"^(a+)+(b|%d)$"}`, i), fmt.Sprintf(`{"pattern":"^.*.*.*.*.*x%d$"}`, i))
+	}
+	return `{"properties":{"s":{"allOf":[` + strings.Join(all, ",") + `]}}}`
+}
+
+// depths are the nestings the long corpus sweeps with every recursive
+// combinator, over arrays and objects.
+var depths = []int{8, 16, 24, 32, 48, 64}
+
 // The stored specs of the corpus: root → specs. "stored" roots are written
 // into the store before the broker starts (what an older broker accepted);
 // the others are registered through the API.
@@ -105,10 +120,9 @@ var (
 		"big-root": slices.Repeat([]string{`{"s":"` + strings.Repeat("a", 60_000) + `"}`}, 1200),
 	}
 	registered = func() map[string][]string {
-		burnSchema, burnSpec := enumBurn()
-		_ = burnSchema
+		_, burnSpec := enumBurn()
 		_, patSpec := patterns()
-		return map[string][]string{
+		roots := map[string][]string{
 			"deep-array":  {nested(60, true), `1`},
 			"deep-object": {nested(60, false), `1`},
 			"doubling":    {DeepSpec(40)},
@@ -116,6 +130,11 @@ var (
 			"patterns":    {patSpec},
 			"legit":       {`{"topic":"a"}`, `{"topic":1}`},
 		}
+		for _, d := range depths {
+			roots[fmt.Sprintf("array-%d", d)] = []string{nested(d, true)}
+			roots[fmt.Sprintf("object-%d", d)] = []string{nested(d, false)}
+		}
+		return roots
 	}()
 )
 
@@ -145,6 +164,7 @@ func corpus() []entry {
 		sweep("stored-big-numbers", "old-big-number", `{"properties":{"n":{"items":{"enum":[0,1,2]}}}}`, 200, "", "(limit: spec number)", 2*time.Second),
 		sweep("enum-burn", "enum-burn", burn, 400, "invalid_request", "(limit: sweep CPU)", 4*time.Second),
 		sweep("patterns-60k", "patterns", pat, 400, "invalid_request", "(limit: sweep CPU)", 4*time.Second),
+		sweep("patterns-nested-quantifiers", "patterns", nestedQuantifiers(), 400, "invalid_request", "(limit: sweep CPU)", 4*time.Second),
 		sweep("keep-72-MB", "big-root", `{"required":["s"]}`, 200, "", `"dropped":[],"invalid":[]}`, 10*time.Second),
 		sweep("legit", "legit", `{"required":["topic"],"properties":{"topic":{"type":"string"}}}`, 200, "", `"dropped":[`, time.Second),
 		register("register-array-65", nested(65, true), "(limit: spec depth)"),
@@ -155,6 +175,49 @@ func corpus() []entry {
 		register("register-long-fraction", `0.`+strings.Repeat("0", 100)+`1`, "(limit: spec number)"),
 		register("register-long-integer", strings.Repeat("9", 65), "(limit: spec number)"),
 	}
+	for _, d := range depths {
+		for _, comb := range []string{"anyOf", "oneOf", "allOf"} {
+			for _, arrays := range []bool{true, false} {
+				root := fmt.Sprintf("object-%d", d)
+				if arrays {
+					root = fmt.Sprintf("array-%d", d)
+				}
+				e := sweep(comb+"-"+root, root, recursive(comb, arrays), 0, "", "", 3*time.Second)
+				e.long = true
+				es = append(es, e)
+			}
+		}
+	}
+	get := func(class, name, path string, status int, code string) entry {
+		return entry{name: name, class: class, tok: hostileTok, method: "GET", path: path, status: status, code: code, within: time.Second}
+	}
+	post := func(class, name, path, body string, status int, code string) entry {
+		return entry{name: name, class: class, tok: hostileTok, method: "POST", path: path, body: body, status: status, code: code, within: time.Second}
+	}
+	q := url.QueryEscape
+	es = append(es,
+		get("selector", "double-globstar", "/v1/leases?selector="+q("lease://hostile/**/**"), 400, "invalid_selector"),
+		get("selector", "long", "/v1/leases?selector="+q("lease://hostile/"+strings.Repeat("a", 600)+"/*"), 400, "invalid_selector"),
+		get("selector", "control", "/v1/leases?selector="+q("lease://hostile/\x00/*"), 400, "invalid_selector"),
+		get("selector", "dot-dot", "/v1/leases?selector="+q("lease://hostile/../*"), 400, "invalid_selector"),
+		get("selector", "other-family-realm", "/v1/leases?selector="+q("lease://probe/jobs/*"), 403, "forbidden"),
+		get("selector", "watch-33", "/v1/leases/watch?"+strings.Repeat("selector="+q("lease://hostile/a/*")+"&", 33), 400, "invalid_selector"),
+		get("cursor", "forged", "/v1/leases?selector="+q("lease://hostile/a/*")+"&cursor=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 400, "invalid_cursor"),
+		get("cursor", "huge", "/v1/leases?selector="+q("lease://hostile/a/*")+"&cursor="+strings.Repeat("A", 5000), 400, "invalid_cursor"),
+		get("cursor", "empty", "/v1/leases?selector="+q("lease://hostile/a/*")+"&cursor=", 400, "invalid_cursor"),
+		get("cursor", "spec-list-forged", "/v1/fleets/legit/specs?cursor="+strings.Repeat("B", 80), 400, "invalid_cursor"),
+		get("route", "dot-dot-encoded", "/v1/leases/hostile/%2e%2e/x", 400, "invalid_route"),
+		get("route", "long-segment", "/v1/leases/hostile/a/"+strings.Repeat("r", 129), 400, "invalid_route"),
+		get("route", "wildcard", "/v1/leases/hostile/a/*", 400, "invalid_route"),
+		post("body", "nested-8000", "/v1/sessions", strings.Repeat("[", 8000)+strings.Repeat("]", 8000), 400, "invalid_request"),
+		post("body", "nested-beyond-the-limit", "/v1/sessions", strings.Repeat("[", 9000)+strings.Repeat("]", 9000), 413, "payload_too_large"),
+		post("body", "huge-ttl", "/v1/sessions", `{"owner_id":"w","ttl_ms":1e1000000}`, 400, "invalid_request"),
+		post("body", "duplicate-keys", "/v1/sessions", `{"owner_id":"w","owner_id":"v","ttl_ms":10000}`, 400, "invalid_request"),
+		post("body", "owner-escape", "/v1/sessions", `{"owner_id":"\u001b[2J","ttl_ms":10000}`, 400, "invalid_request"),
+		post("body", "owner-bidi", "/v1/sessions", `{"owner_id":"a\u202eb","ttl_ms":10000}`, 400, "invalid_request"),
+		post("body", "too-large", "/v1/sessions", `{"owner_id":"`+strings.Repeat("w", 17<<10)+`","ttl_ms":10000}`, 413, "payload_too_large"),
+		post("body", "batch-257", "/v1/leases/batch", `{"session_id":"x","ops":[`+strings.TrimSuffix(strings.Repeat(`{"op":"release","route":"lease://hostile/a/b","fencing_token":1},`, 257), ",")+`]}`, 400, "invalid_request"),
+	)
 	return es
 }
 
@@ -216,6 +279,11 @@ func TestCorpus(t *testing.T) {
 				st, took.Round(time.Millisecond), growth>>20, worker>>20, during, quiet)
 			if err != nil || b.dead() {
 				t.Fatalf("no answer (%v); broker alive: %v\n%s", err, !b.dead(), tail(b.logs.String()))
+			}
+			if e.status == 0 && st == 400 {
+				e.status, e.code, e.detail = 400, "invalid_request", "(limit: "
+			} else if e.status == 0 {
+				e.status = 200
 			}
 			if st != e.status {
 				t.Fatalf("status %d, want %d: %.300s", st, e.status, body)
