@@ -3,6 +3,7 @@ package e2e
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,11 +13,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
 
-// The abuse report: bad HTTP/2 connections without a token wrote one log
+// The abuse report: 20,100 idle connections without a token took every
+// file descriptor of the broker, and bad HTTP/2 connections wrote one log
 // line each. These tests run the real binary.
 
 const connToken = "conn-secret"
@@ -109,6 +112,159 @@ func metricIn(text, name string, filters ...string) (sum float64, found bool) {
 	return sum, found
 }
 
+// dialFrom opens a TCP connection to addr from the loopback address from
+// (Linux routes all of 127.0.0.0/8 to the loopback interface).
+func dialFrom(tb testing.TB, from, addr string) net.Conn {
+	tb.Helper()
+	c, err := tryDialFrom(from, addr)
+	if err != nil {
+		tb.Fatalf("dial from %s: %v", from, err)
+	}
+	return c
+}
+
+func tryDialFrom(from, addr string) (net.Conn, error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
+	return d.Dial("tcp", addr)
+}
+
+// dialRefused dials addr from from and checks that the broker closes the
+// connection at once, without a byte. The reset may come before the dial
+// returns.
+func dialRefused(tb testing.TB, what, from, addr string) {
+	tb.Helper()
+	c, err := tryDialFrom(from, addr)
+	if errors.Is(err, syscall.ECONNRESET) {
+		return
+	}
+	if err != nil {
+		tb.Fatalf("%s: dial: %v", what, err)
+	}
+	defer c.Close()
+	wantRefused(tb, what, c)
+}
+
+// wantOpen checks that every conn is still open: a read waits for its
+// deadline instead of ending.
+func wantOpen(tb testing.TB, what string, conns []net.Conn) {
+	tb.Helper()
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for i, c := range conns {
+		_ = c.SetReadDeadline(deadline)
+		var one [1]byte
+		_, err := c.Read(one[:])
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			tb.Fatalf("%s %d: read %v, want the connection open (a timeout)", what, i, err)
+		}
+	}
+}
+
+// wantRefused checks that the broker closes c promptly without a byte.
+func wantRefused(tb testing.TB, what string, c net.Conn) {
+	tb.Helper()
+	start := time.Now()
+	_ = c.SetReadDeadline(start.Add(3 * time.Second))
+	n, err := c.Read(make([]byte, 512))
+	var ne net.Error
+	if n > 0 || err == nil || (errors.As(err, &ne) && ne.Timeout()) {
+		tb.Fatalf("%s: read %d bytes, %v; want the connection closed at once", what, n, err)
+	}
+	if d := time.Since(start); d > time.Second {
+		tb.Fatalf("%s: closed after %v", what, d)
+	}
+}
+
+// TestConnectionCaps: past limits.connections_per_address one address's
+// new connections are closed at once, past limits.connections everyone's;
+// both are counted, and logged at a bounded rate. A request on a fresh
+// connection is served as soon as a slot frees.
+func TestConnectionCaps(t *testing.T) {
+	p, logs := startConnProcess(t, "limits:\n  connections: 20\n  connections_per_address: 12\n")
+	start := time.Now()
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range 12 {
+		held = append(held, dialFrom(t, "127.0.0.1", p.addr))
+	}
+	wantOpen(t, "127.0.0.1 connection", held)
+	for i := range 3 {
+		dialRefused(t, fmt.Sprintf("127.0.0.1 connection %d past the address cap", 13+i), "127.0.0.1", p.addr)
+	}
+	for range 8 {
+		held = append(held, dialFrom(t, "127.0.0.2", p.addr))
+	}
+	wantOpen(t, "connection", held)
+	for i := range 2 {
+		dialRefused(t, fmt.Sprintf("127.0.0.3 connection %d past the broker's cap", i+1), "127.0.0.3", p.addr)
+	}
+	// A flood at the cap is refused without a log line each.
+	const flood = 300
+	for range flood {
+		c, err := tryDialFrom("127.0.0.3", p.addr)
+		if err == nil {
+			c.Close()
+		} else if !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("flood: %v", err)
+		}
+	}
+	wantOpen(t, "connection held through the flood", held)
+
+	// Three idle connections leave: a request with a token on a new
+	// connection is served (the broker may not have seen them leave yet).
+	for _, c := range held[:3] {
+		c.Close()
+	}
+	held = held[3:]
+	refusedRetries := 0
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for {
+		req, _ := http.NewRequest("POST", "http://"+p.addr+"/v1/sessions", strings.NewReader(`{"owner_id":"w","ttl_ms":60000}`))
+		req.Header.Set("Authorization", "Bearer "+connToken)
+		req.Header.Set("Content-Type", "application/json")
+		sent := time.Now()
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != 201 {
+				t.Fatalf("session: %d", resp.StatusCode)
+			}
+			if d := time.Since(sent); d > time.Second {
+				t.Errorf("session took %v", d)
+			}
+			break
+		}
+		if refusedRetries++; refusedRetries == 50 {
+			t.Fatalf("no request served after three connections left: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	if v, _ := scrape(t, p.addr, "muster_connections_refused_total", `reason="address"`); v != 3 {
+		t.Errorf(`refused{reason="address"} = %v, want 3`, v)
+	}
+	if v, _ := scrape(t, p.addr, "muster_connections_refused_total", `reason="total"`); v != float64(2+flood+refusedRetries) {
+		t.Errorf(`refused{reason="total"} = %v, want %d`, v, 2+flood+refusedRetries)
+	}
+	// 17 idle connections and the scrape's own (the session's may not be
+	// closed yet).
+	if v, _ := scrape(t, p.addr, "muster_connections_open"); v < 18 || v > 19 {
+		t.Errorf("muster_connections_open = %v, want 18 (or 19)", v)
+	}
+	if v, _ := scrape(t, p.addr, "muster_connections_limit"); v != 20 {
+		t.Errorf("muster_connections_limit = %v, want 20", v)
+	}
+	wantOpen(t, "connection held to the end", held)
+	// At most 10 lines a second, and one line counting the rest.
+	if n, most := logs.count("connection refused", "log lines suppressed"), 11*(int(time.Since(start).Seconds())+2); n > most {
+		t.Errorf("%d refusals logged %d lines, want at most %d", 5+flood, n, most)
+	}
+}
+
 // awaitGoAway reads HTTP/2 frames from c until the server's GOAWAY (it
 // waits a second for the client to hang up before closing itself).
 func awaitGoAway(c net.Conn) error {
@@ -139,10 +295,14 @@ func TestProtocolErrorsLogBounded(t *testing.T) {
 	start := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
+	for w := range workers {
+		// One address each: the server holds a connection for a second
+		// after its GOAWAY, and 3,000 in a second from one address would
+		// pass the per-address cap.
+		from := fmt.Sprintf("127.0.0.%d", 10+w)
 		wg.Go(func() {
 			for next.Add(1) <= conns {
-				c, err := net.DialTimeout("tcp", p.addr, 5*time.Second)
+				c, err := tryDialFrom(from, p.addr)
 				if err != nil {
 					t.Errorf("dial: %v", err)
 					return

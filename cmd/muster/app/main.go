@@ -64,6 +64,7 @@ type Main struct {
 	unlock   func()
 	placer   *placer // nil unless the configuration has a placement section
 	httpLog  *httpErrorLog
+	conns    *connLimit
 }
 
 // NewMain returns a Main with the defaults.
@@ -187,10 +188,12 @@ func (m *Main) Open() (err error) {
 		_ = m.closeStore()
 		return err
 	}
-	m.listener = ln
 	suppressed := newSuppressedLines()
 	m.httpLog = newHTTPErrorLog(m.Logger, suppressed)
+	m.conns = m.limitConnections(ln, limits, suppressed)
+	m.listener = m.conns
 	metrics.Registry.MustRegister(suppressed, m.httpLog.total)
+	metrics.Registry.MustRegister(m.conns.collectors()...)
 	m.server = &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: ReadHeaderTimeout,
@@ -209,7 +212,7 @@ func (m *Main) Open() (err error) {
 		_ = h.EndStreams(ctx)
 	})
 	m.served = make(chan error, 1)
-	go func() { m.served <- m.server.Serve(ln) }()
+	go func() { m.served <- m.server.Serve(m.listener) }()
 	if m.placer != nil {
 		m.placer.start()
 	}
@@ -266,6 +269,7 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.httpLog != nil {
 		m.httpLog.budget.flush()
+		m.conns.budget.flush()
 	}
 	m.Logger.Info("muster stopped")
 	return err
