@@ -88,7 +88,7 @@ func (l *connLimit) Accept() (net.Conn, error) {
 		refuse(c)
 		l.refused[reason].Inc()
 		if l.budget.allow() {
-			l.logger.Warn("connection refused", "reason", refusedReasons[reason], "client", key.String(),
+			l.logger.Warn("connection refused", "reason", refusedReasons[reason], "client", keyString(key),
 				"connections", l.maxOpen, "connections_per_address", l.perAddress)
 		}
 	}
@@ -152,6 +152,14 @@ func addressKey(a net.Addr) netip.Addr {
 		return p.Addr()
 	}
 	return ip
+}
+
+// keyString writes a per-address key as an address or an IPv6 /64.
+func keyString(key netip.Addr) string {
+	if key.Is6() {
+		return netip.PrefixFrom(key, 64).String()
+	}
+	return key.String()
 }
 
 // limitedConn is an admitted connection; its first Close releases its

@@ -165,13 +165,13 @@ func TestAddressKey(t *testing.T) {
 	}{
 		{"IPv4", &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 80}, "192.0.2.7"},
 		{"IPv4Mapped", net.TCPAddrFromAddrPort(netip.MustParseAddrPort("[::ffff:192.0.2.7]:80")), "192.0.2.7"},
-		{"IPv6", &net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:3:4:5:6"), Port: 80}, "2001:db8:1:2::"},
-		{"IPv6SameSlash64", &net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:ffff::1"), Port: 81}, "2001:db8:1:2::"},
-		{"IPv6Loopback", &net.TCPAddr{IP: net.IPv6loopback, Port: 80}, "::"},
+		{"IPv6", &net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:3:4:5:6"), Port: 80}, "2001:db8:1:2::/64"},
+		{"IPv6SameSlash64", &net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:ffff::1"), Port: 81}, "2001:db8:1:2::/64"},
+		{"IPv6Loopback", &net.TCPAddr{IP: net.IPv6loopback, Port: 80}, "::/64"},
 		{"NotTCP", &net.UnixAddr{Name: "/tmp/s", Net: "unix"}, "invalid IP"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := addressKey(tt.addr).String(); got != tt.want {
+			if got := keyString(addressKey(tt.addr)); got != tt.want {
 				t.Errorf("addressKey(%v) = %s, want %s", tt.addr, got, tt.want)
 			}
 		})
