@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -333,5 +334,57 @@ func TestProtocolErrorsLogBounded(t *testing.T) {
 	}
 	if v, _ := scrape(t, p.addr, "muster_log_lines_suppressed_total", `source="http"`); v == 0 {
 		t.Error(`muster_log_lines_suppressed_total{source="http"} = 0`)
+	}
+}
+
+// TestConnectionCapFitsDescriptors: with 200 file descriptors (and no
+// configuration: dev mode has the caps too) the broker serves at most 100
+// connections, 25 of them from one address (the default quarter), so
+// connections alone never make accept fail with "too many open files".
+func TestConnectionCapFitsDescriptors(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `ulimit -n 200 && exec "$0" "$@"`, musterBinary(t),
+		"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0")
+	p := startCommand(t, cmd)
+	logs := tailLogs(p)
+	lowered := false
+	for _, l := range p.early {
+		lowered = lowered || l["msg"] == "limits.connections lowered to what the file descriptor limit allows" && l["connections"] == 100.0
+	}
+	if !lowered {
+		t.Errorf("no line saying the cap is 100: %v", p.early)
+	}
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range 25 {
+		held = append(held, dialFrom(t, "127.0.0.1", p.addr))
+	}
+	dialRefused(t, "127.0.0.1 connection 26", "127.0.0.1", p.addr)
+	for _, from := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"} {
+		for range 25 {
+			held = append(held, dialFrom(t, from, p.addr))
+		}
+	}
+	wantOpen(t, "connection", held)
+	// More than the descriptors: without the cap, accept would fail.
+	for i := range 150 {
+		dialRefused(t, fmt.Sprintf("127.0.0.5 connection %d past the cap of 100", i+1), "127.0.0.5", p.addr)
+	}
+	for _, c := range held[:5] {
+		c.Close()
+	}
+	held = held[5:]
+	time.Sleep(100 * time.Millisecond) // the broker sees them leave
+	if v, _ := scrape(t, p.addr, "muster_connections_limit"); v != 100 {
+		t.Errorf("muster_connections_limit = %v, want 100", v)
+	}
+	if v, _ := scrape(t, p.addr, "muster_connections_refused_total"); v != 151 {
+		t.Errorf("muster_connections_refused_total = %v, want 151", v)
+	}
+	if n := logs.count("http: Accept error"); n > 0 {
+		t.Errorf("%d accept errors logged", n)
 	}
 }
