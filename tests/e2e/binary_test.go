@@ -28,6 +28,7 @@ type process struct {
 	cmd   *exec.Cmd
 	addr  string
 	lines chan map[string]any
+	early []map[string]any // the lines up to "muster serving"
 }
 
 // startProcess runs `muster serve args…` on a new data directory and waits
@@ -40,7 +41,13 @@ func startProcess(tb testing.TB, args ...string) *process {
 // startProcessIn is startProcess on the data directory dir.
 func startProcessIn(tb testing.TB, dir string, args ...string) *process {
 	tb.Helper()
-	cmd := exec.Command(musterBinary(tb), append([]string{"serve", "--data-dir", dir}, args...)...)
+	return startCommand(tb, exec.Command(musterBinary(tb), append([]string{"serve", "--data-dir", dir}, args...)...))
+}
+
+// startCommand starts cmd, which runs `muster serve`, and waits for its
+// "serving" line.
+func startCommand(tb testing.TB, cmd *exec.Cmd) *process {
+	tb.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -58,6 +65,7 @@ func startProcessIn(tb testing.TB, dir string, args ...string) *process {
 			if !ok {
 				tb.Fatal("muster exited before serving")
 			}
+			p.early = append(p.early, l)
 			if l["msg"] == "muster serving" {
 				p.addr = l["addr"].(string)
 				return p

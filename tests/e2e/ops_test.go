@@ -133,3 +133,30 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 		}
 	}
 }
+
+// Every muster_ metric a broker exposes has a row in the metrics tables of
+// docs/operations.md. (A labelled metric appears once it has a series: the
+// broker's own at start, the rest when used.)
+func TestMetricsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := MustStartBroker(t)
+	text := string(b.Do(t, Request{Method: "GET", Path: "/metrics"}).Body)
+	n := 0
+	for _, line := range strings.Split(text, "\n") {
+		name, ok := strings.CutPrefix(line, "# HELP muster_")
+		if !ok {
+			continue
+		}
+		name, _, _ = strings.Cut("muster_"+name, " ")
+		n++
+		if !strings.Contains(string(doc), "| `"+name+"`") && !strings.Contains(string(doc), "| `"+name+"{") {
+			t.Errorf("docs/operations.md has no row for %s", name)
+		}
+	}
+	if n < 30 {
+		t.Errorf("only %d muster_ metrics exposed", n)
+	}
+}

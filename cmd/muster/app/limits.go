@@ -27,11 +27,18 @@ import (
 //	    fleet_specs_per_root: 100000
 //	  families:                 # quotas of named families (unset fields: `family`)
 //	    acme: {sessions: 50000}
+//	  connections: 10000        # open connections (fewer if the descriptors allow fewer)
+//	  connections_per_address: 2500   # from one client address; default: 1/4 of connections
 type LimitsConfig struct {
 	BodyReadTimeout time.Duration          `yaml:"body_read_timeout" validate:"omitempty,min=100ms,max=10m"`
 	Broker          BrokerLimits           `yaml:"broker"`
 	Family          FamilyQuota            `yaml:"family"`
 	Families        map[string]FamilyQuota `yaml:"families" validate:"max=10000,dive,keys,required,max=128,printascii,excludesall= /,endkeys"`
+
+	// Open connections, and open connections from one client address
+	// (conns.go).
+	Connections           int `yaml:"connections" validate:"omitempty,min=1,max=1000000"`
+	ConnectionsPerAddress int `yaml:"connections_per_address" validate:"omitempty,min=1,max=1000000"`
 }
 
 // BrokerLimits are the broker-wide caps.
@@ -63,6 +70,14 @@ const (
 	DefaultFamilyShare = 4
 	// DefaultFleetSpecsPerRoot bounds the desired set of one root.
 	DefaultFleetSpecsPerRoot = 100_000
+	// DefaultConnections bounds the open connections: half of a 20,000
+	// descriptor limit, some 200 MB of idle keep-alive connections (about
+	// 20 KB each), and as many as the default watch streams (each one
+	// connection over HTTP/1.1).
+	DefaultConnections = 10_000
+	// DefaultAddressShare is the share of the connections one client address
+	// may hold by default, as a family's quotas are a share of each cap.
+	DefaultAddressShare = 4
 )
 
 // Limits are the resolved limits: defaults applied, checked.
@@ -72,6 +87,10 @@ type Limits struct {
 	FleetSpecsPerRoot map[string]int
 	DefaultSpecsRoot  int
 	SweepsRunning     int
+
+	// Connections and ConnectionsPerAddress are the configured caps; the
+	// file descriptor limit may lower them when serving (connectionCaps).
+	Connections, ConnectionsPerAddress int
 }
 
 // resolve applies the defaults and checks that no quota exceeds its cap.
@@ -84,6 +103,16 @@ func (l *LimitsConfig) resolve(families []string) (Limits, error) {
 	}
 	if out.BodyReadTimeout == 0 {
 		out.BodyReadTimeout = handlers.DefaultBodyReadTimeout
+	}
+	out.Connections, out.ConnectionsPerAddress = l.Connections, l.ConnectionsPerAddress
+	if out.Connections == 0 {
+		out.Connections = DefaultConnections
+	}
+	if out.ConnectionsPerAddress == 0 {
+		out.ConnectionsPerAddress = max(1, out.Connections/DefaultAddressShare)
+	}
+	if out.ConnectionsPerAddress > out.Connections {
+		return Limits{}, fmt.Errorf("limits.connections_per_address: %d is more than limits.connections (%d)", out.ConnectionsPerAddress, out.Connections)
 	}
 	caps := [5]int{l.Broker.Sessions, l.Broker.WatchStreams, l.Broker.Registrations, l.Broker.Snapshots, l.Broker.Waiters}
 	for i, d := range [5]int{core.DefaultMaxSessions, core.DefaultMaxStreams, core.DefaultMaxRegistrations, core.DefaultMaxSnapshots, core.DefaultMaxWaiters} {

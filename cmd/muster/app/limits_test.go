@@ -41,6 +41,9 @@ func TestLimitsDefaults(t *testing.T) {
 		c.MaxRegistrations != 1_000_000 || c.MaxSnapshots != 1024 || c.MaxWaiters != 100_000 || l.SweepsRunning != 2 {
 		t.Errorf("broker defaults: %+v, body %v", c, l.BodyReadTimeout)
 	}
+	if l.Connections != 10_000 || l.ConnectionsPerAddress != 2_500 {
+		t.Errorf("connections %d, per address %d", l.Connections, l.ConnectionsPerAddress)
+	}
 	// No family takes more than a quarter of any cap.
 	want := core.Quota{Sessions: 25_000, Streams: 2_500, Registrations: 250_000, Snapshots: 256, Waiters: 25_000}
 	if c.FamilyQuota != want || l.DefaultSpecsRoot != 100_000 {
@@ -51,6 +54,7 @@ func TestLimitsDefaults(t *testing.T) {
 func TestLimitsConfigured(t *testing.T) {
 	l, err := loadLimits(t, `limits:
   body_read_timeout: 2s
+  connections: 400
   broker: {sessions: 1000, watch_streams: 40, sweeps: 3}
   family: {watch_streams: 30, fleet_specs_per_root: 50}
   families:
@@ -61,6 +65,12 @@ func TestLimitsConfigured(t *testing.T) {
 	}
 	if l.BodyReadTimeout != 2*time.Second || l.Core.MaxSessions != 1000 || l.Core.MaxStreams != 40 || l.SweepsRunning != 3 {
 		t.Errorf("broker: %+v", l.Core)
+	}
+	if l.Connections != 400 || l.ConnectionsPerAddress != 100 {
+		t.Errorf("connections %d, per address %d (want a quarter)", l.Connections, l.ConnectionsPerAddress)
+	}
+	if l, err := loadLimits(t, "limits:\n  connections_per_address: 10000\n"); err != nil || l.Connections != 10_000 || l.ConnectionsPerAddress != 10_000 {
+		t.Errorf("one address may hold every connection: %d of %d, %v", l.ConnectionsPerAddress, l.Connections, err)
 	}
 	if q := l.Core.FamilyQuota; q.Sessions != 250 || q.Streams != 30 || q.Snapshots != 256 || l.DefaultSpecsRoot != 50 {
 		t.Errorf("family: %+v specs %d", q, l.DefaultSpecsRoot)
@@ -73,13 +83,17 @@ func TestLimitsConfigured(t *testing.T) {
 func TestLimitsRefused(t *testing.T) {
 	// want: the message names the key as the file spells it, and the rule.
 	for _, tt := range []struct{ name, yaml, want string }{
-		{"UnknownKey", "limits:\n  session: 5\n", `unknown key "session" in limits (known keys: body_read_timeout, broker, family, families)`},
+		{"UnknownKey", "limits:\n  session: 5\n", `unknown key "session" in limits (known keys: body_read_timeout, broker, family, families, connections, connections_per_address)`},
 		{"UnknownBrokerKey", "limits:\n  broker: {session: 5}\n", `unknown key "session" in limits.broker (known keys: sessions, watch_streams, registrations, snapshots, waiters, sweeps)`},
 		{"UnknownQuotaKey", "limits:\n  family: {streams: 5}\n", `unknown key "streams" in a family's quota (known keys: sessions, watch_streams, registrations, snapshots, waiters, fleet_specs_per_root)`},
 		{"DurationWithoutUnit", "limits:\n  body_read_timeout: 5\n", "expected a duration such as 5s or 500ms, found a number (5)"},
 		{"TimeoutTooShort", "limits:\n  body_read_timeout: 10ms\n", "limits: body_read_timeout: must be at least 100ms, got 10ms"},
 		{"TimeoutNotADuration", "limits:\n  body_read_timeout: soon\n", "expected a duration such as 5s or 500ms, found a string (soon)"},
 		{"Negative", "limits:\n  broker: {sessions: -1}\n", "limits: broker: sessions: must be at least 1, got -1"},
+		{"NoConnections", "limits:\n  connections: -1\n", "limits: connections: must be at least 1, got -1"},
+		{"TooManyConnections", "limits:\n  connections: 1000001\n", "limits: connections: must be at most 1000000, got 1000001"},
+		{"PerAddressAboveTotal", "limits:\n  connections: 100\n  connections_per_address: 101\n", "limits.connections_per_address: 101 is more than limits.connections (100)"},
+		{"PerAddressAboveDefault", "limits:\n  connections_per_address: 10001\n", "limits.connections_per_address: 10001 is more than limits.connections (10000)"},
 		{"TooManySweeps", "limits:\n  broker: {sweeps: 65}\n", "limits: broker: sweeps: must be at most 64, got 65"},
 		{"QuotaAboveCap", "limits:\n  broker: {sessions: 10}\n  family: {sessions: 11}\n", "limits.family.sessions: 11 is more than the broker-wide limits.broker.sessions (10)"},
 		{"OverrideAboveCap", "limits:\n  families:\n    acme: {watch_streams: 10001}\n", "limits.families.acme.watch_streams"},
@@ -99,7 +113,8 @@ func TestLimitsRefused(t *testing.T) {
 // whose every quota is at most its cap and at least 1.
 func FuzzLimits(f *testing.F) {
 	for _, s := range []string{"", "limits:\n  broker: {sessions: 10}\n", "limits:\n  family: {sessions: 11}\n  broker: {sessions: 10}\n",
-		"limits:\n  families:\n    acme: {watch_streams: 3}\n", "limits:\n  body_read_timeout: 2s\n"} {
+		"limits:\n  families:\n    acme: {watch_streams: 3}\n", "limits:\n  body_read_timeout: 2s\n",
+		"limits:\n  connections: 3\n  connections_per_address: 2\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, yaml string) {
@@ -124,7 +139,8 @@ func FuzzLimits(f *testing.F) {
 				}
 			}
 		}
-		if l.BodyReadTimeout < 100*time.Millisecond || l.SweepsRunning < 1 || l.DefaultSpecsRoot < 1 {
+		if l.BodyReadTimeout < 100*time.Millisecond || l.SweepsRunning < 1 || l.DefaultSpecsRoot < 1 ||
+			l.ConnectionsPerAddress < 1 || l.ConnectionsPerAddress > l.Connections {
 			t.Fatalf("resolved limits out of range: %+v", l)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,6 +26,16 @@ import (
 const (
 	DefaultAddr    = "127.0.0.1:7420"
 	DefaultDataDir = "./muster-data"
+)
+
+// Timeouts of every connection (docs/operations.md, Limits).
+const (
+	// ReadHeaderTimeout bounds the wait for a request's headers, the first
+	// request of a new connection included: a connection that sends nothing
+	// is closed after it.
+	ReadHeaderTimeout = 10 * time.Second
+	// IdleTimeout closes a keep-alive connection idle between requests.
+	IdleTimeout = 2 * time.Minute
 )
 
 // Main is one broker process.
@@ -52,6 +63,8 @@ type Main struct {
 	served   chan error
 	unlock   func()
 	placer   *placer // nil unless the configuration has a placement section
+	httpLog  *httpErrorLog
+	conns    *connLimit
 }
 
 // NewMain returns a Main with the defaults.
@@ -175,13 +188,18 @@ func (m *Main) Open() (err error) {
 		_ = m.closeStore()
 		return err
 	}
-	m.listener = ln
+	suppressed := newSuppressedLines()
+	m.httpLog = newHTTPErrorLog(m.Logger, suppressed)
+	m.conns = m.limitConnections(ln, limits, suppressed)
+	m.listener = m.conns
+	metrics.Registry.MustRegister(suppressed, m.httpLog.total)
+	metrics.Registry.MustRegister(m.conns.collectors()...)
 	m.server = &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		IdleTimeout:       IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+		ErrorLog:          log.New(m.httpLog, "", 0),
 	}
 	// HTTP/1.1 and HTTP/2 over cleartext (h2c) both serve watch streams.
 	m.server.Protocols = new(http.Protocols)
@@ -194,7 +212,7 @@ func (m *Main) Open() (err error) {
 		_ = h.EndStreams(ctx)
 	})
 	m.served = make(chan error, 1)
-	go func() { m.served <- m.server.Serve(ln) }()
+	go func() { m.served <- m.server.Serve(m.listener) }()
 	if m.placer != nil {
 		m.placer.start()
 	}
@@ -248,6 +266,10 @@ func (m *Main) Close(ctx context.Context) error {
 	err = errors.Join(err, m.closeStore())
 	if m.unlock != nil {
 		m.unlock()
+	}
+	if m.httpLog != nil {
+		m.httpLog.budget.flush()
+		m.conns.budget.flush()
 	}
 	m.Logger.Info("muster stopped")
 	return err
