@@ -3,6 +3,7 @@ package hostile
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -16,10 +17,13 @@ type answers struct {
 	got map[string]int
 }
 
-func (a *answers) add(st int, body []byte, err error) {
+func (a *answers) add(st int, h http.Header, body []byte, err error) {
 	var pb struct{ Code string }
 	_ = json.Unmarshal(body, &pb)
 	key := fmt.Sprint(st, " ", pb.Code)
+	if st == 429 && h.Get("Retry-After") == "" {
+		key += " without Retry-After"
+	}
 	if err != nil {
 		key = "error" // the connection ended: counted, not told apart
 	}
@@ -37,8 +41,8 @@ func parallel(t *testing.T, b *broker, n int, tok token, method, path, body stri
 	start := time.Now()
 	for range n {
 		wg.Go(func() {
-			st, _, out, err := b.do(t.Context(), tok, method, path, body)
-			a.add(st, out, err)
+			st, h, out, err := b.do(t.Context(), tok, method, path, body)
+			a.add(st, h, out, err)
 		})
 	}
 	wg.Wait()
