@@ -30,7 +30,7 @@ func TestSweepAnswerCutShort(t *testing.T) {
 	pad := strings.Repeat("x", 60<<10)
 	const n = 40 // ~2.4 MB of kept specs: far more than a socket buffers
 	for i := range n {
-		st, body, _ := do(context.Background(), client, "POST", b.url()+"/v1/fleets/camp/specs", workTok.secret,
+		st, body, _ := do(context.Background(), client, "POST", b.url()+"/v1/fleets/camp/specs", workTok.Secret,
 			fmt.Sprintf(`{"kind":"u","spec":{"i":%d,"pad":%q}}`, i, pad))
 		if st != 201 {
 			t.Fatalf("register: %d %s", st, body)
@@ -40,7 +40,7 @@ func TestSweepAnswerCutShort(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cut := &http.Client{Transport: cancelAfterHeaders{cancel}}
-	st, body, _ := do(ctx, cut, "POST", sweepURL, workTok.secret, everySpecSchema)
+	st, body, _ := do(ctx, cut, "POST", sweepURL, workTok.Secret, everySpecSchema)
 	if st != 0 {
 		t.Fatalf("a sweep answer cut after its headers came back as %d with %d bytes; want status 0 (no answer)", st, len(body))
 	}
@@ -48,7 +48,7 @@ func TestSweepAnswerCutShort(t *testing.T) {
 		t.Fatalf("a cut answer was judged: %s", v)
 	}
 
-	st, body, _ = do(context.Background(), client, "POST", sweepURL, workTok.secret, everySpecSchema)
+	st, body, _ = do(context.Background(), client, "POST", sweepURL, workTok.Secret, everySpecSchema)
 	if st != 200 {
 		t.Fatalf("sweep: %d %.200s", st, body)
 	}

@@ -1,11 +1,7 @@
 package fault
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -13,9 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,15 +20,10 @@ import (
 // The campaign's tokens. "work" runs the workload, "obs" observes it (read
 // only), "hostile" sends the requests of the abuse report.
 var (
-	workTok    = token{"work-secret", "work", []string{"lease://work/**#*", "fleet://camp/**#*"}}
-	obsTok     = token{"obs-secret", "work", []string{"lease://work/**#read", "fleet://camp/**#read"}}
-	hostileTok = token{"hostile-secret", "hostile", []string{"fleet://hostile/**#*", "lease://hostile/**#read"}}
+	workTok    = musterbin.Token{Secret: "work-secret", Family: "work", Grants: []string{"lease://work/**#*", "fleet://camp/**#*"}}
+	obsTok     = musterbin.Token{Secret: "obs-secret", Family: "work", Grants: []string{"lease://work/**#read", "fleet://camp/**#read"}}
+	hostileTok = musterbin.Token{Secret: "hostile-secret", Family: "hostile", Grants: []string{"fleet://hostile/**#*", "lease://hostile/**#read"}}
 )
-
-type token struct {
-	secret, family string
-	grants         []string
-}
 
 // campaignLimits are small enough for the hostile family to reach its
 // quotas early in a round, even on a loaded machine.
@@ -56,42 +45,16 @@ type broker struct {
 	store   string
 	cmd     *exec.Cmd
 	exited  chan struct{}
-	logs    *lockedBuffer
+	logs    *musterbin.LockedBuffer
 	starts  int
 	stopped bool
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func startBroker(t *testing.T, store string) *broker {
 	t.Helper()
 	dir := t.TempDir()
-	var sb strings.Builder
-	sb.WriteString("tokens:\n")
-	for i, tk := range []token{workTok, obsTok, hostileTok} {
-		sum := sha256.Sum256([]byte(tk.secret))
-		fmt.Fprintf(&sb, "  - name: t%d\n    sha256: %s\n    family: %s\n    grants:\n", i, hex.EncodeToString(sum[:]), tk.family)
-		for _, g := range tk.grants {
-			fmt.Fprintf(&sb, "      - %q\n", g)
-		}
-	}
-	sb.WriteString(campaignLimits)
-	if err := os.WriteFile(filepath.Join(dir, "muster.yaml"), []byte(sb.String()), 0o600); err != nil {
+	config := musterbin.TokensConfig(workTok, obsTok, hostileTok) + campaignLimits
+	if err := os.WriteFile(filepath.Join(dir, "muster.yaml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -100,7 +63,7 @@ func startBroker(t *testing.T, store string) *broker {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	b := &broker{t: t, bin: musterbin.Path(t), addr: addr, dir: dir, store: store, logs: &lockedBuffer{}}
+	b := &broker{t: t, bin: musterbin.Path(t), addr: addr, dir: dir, store: store, logs: &musterbin.LockedBuffer{}}
 	b.start()
 	t.Cleanup(b.stop)
 	return b
@@ -181,23 +144,7 @@ func (b *broker) fds() int {
 }
 
 // metric reads one unlabelled sample from /metrics.
-func (b *broker) metric(name string) float64 {
-	resp, err := http.Get(b.url() + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, name+" ") {
-			v, _ := strconv.ParseFloat(strings.TrimPrefix(line, name+" "), 64)
-			return v
-		}
-	}
-	return -1
-}
+func (b *broker) metric(name string) float64 { return musterbin.Metric(b.url(), name) }
 
 // do sends one JSON request with a token and returns status, body and the
 // epoch header. A transport error is status 0, and so is an answer whose

@@ -84,7 +84,7 @@ func TestFaultCampaign(t *testing.T) {
 	defer stopObs()
 	var observers []*muster.Observer
 	for range 2 {
-		c, err := muster.New(b.url(), muster.WithToken(obsTok.secret))
+		c, err := muster.New(b.url(), muster.WithToken(obsTok.Secret))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,9 +222,9 @@ func checkRound(t *testing.T, r int, figs []roundFigures, long bool) {
 func hold(t *testing.T, r int, b *broker, prev string) string {
 	t.Helper()
 	if prev != "" {
-		do(context.Background(), client, "DELETE", b.url()+"/v1/sessions/"+prev, workTok.secret, "")
+		do(context.Background(), client, "DELETE", b.url()+"/v1/sessions/"+prev, workTok.Secret, "")
 	}
-	st, body, _ := do(context.Background(), client, "POST", b.url()+"/v1/sessions", workTok.secret, `{"owner_id":"resident","ttl_ms":60000}`)
+	st, body, _ := do(context.Background(), client, "POST", b.url()+"/v1/sessions", workTok.Secret, `{"owner_id":"resident","ttl_ms":60000}`)
 	var s struct {
 		ID string `json:"session_id"`
 	}
@@ -232,7 +232,7 @@ func hold(t *testing.T, r int, b *broker, prev string) string {
 		t.Fatalf("round %d: resident session: %d %s", r, st, body)
 	}
 	for i := range 5 {
-		st, body, _ := do(context.Background(), client, "POST", fmt.Sprintf("%s/v1/leases/work/resident/u%d/acquire", b.url(), i), workTok.secret,
+		st, body, _ := do(context.Background(), client, "POST", fmt.Sprintf("%s/v1/leases/work/resident/u%d/acquire", b.url(), i), workTok.Secret,
 			fmt.Sprintf(`{"session_id":%q,"ttl_ms":60000,"wait_ms":0}`, s.ID))
 		if st != 200 {
 			t.Fatalf("round %d: resident acquire: %d %s", r, st, body)
@@ -251,7 +251,7 @@ func checkSpecs(t *testing.T, r int, b *broker, l *ledger) {
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
-		st, body, _ := do(context.Background(), client, "GET", b.url()+"/v1/fleets/camp/specs?"+q.Encode(), workTok.secret, "")
+		st, body, _ := do(context.Background(), client, "GET", b.url()+"/v1/fleets/camp/specs?"+q.Encode(), workTok.Secret, "")
 		if st != 200 {
 			t.Fatalf("round %d: list specs: %d %s", r, st, body)
 		}
@@ -352,7 +352,7 @@ func listRoutes(b *broker) ([]string, bool) {
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
-		st, body, _ := do(context.Background(), client, "GET", b.url()+"/v1/leases?"+q.Encode(), obsTok.secret, "")
+		st, body, _ := do(context.Background(), client, "GET", b.url()+"/v1/leases?"+q.Encode(), obsTok.Secret, "")
 		if st != 200 {
 			return nil, false
 		}

@@ -33,7 +33,7 @@ func (w *workload) hostileSweeps(ctx context.Context) {
 			continue
 		}
 		start := time.Now()
-		st, resp, _ := do(ctx, client, "POST", w.b.url()+"/v1/fleets/hostile/sweep", hostileTok.secret, body)
+		st, resp, _ := do(ctx, client, "POST", w.b.url()+"/v1/fleets/hostile/sweep", hostileTok.Secret, body)
 		took := time.Since(start)
 		if st == 0 {
 			sleep(ctx, 20*time.Millisecond)
@@ -107,7 +107,7 @@ func (w *workload) sessionFlood(ctx context.Context) {
 			sleep(ctx, 10*time.Millisecond)
 			continue
 		}
-		st, body, _ := do(ctx, client, "POST", w.b.url()+"/v1/sessions", hostileTok.secret, `{"owner_id":"flood","ttl_ms":5000}`)
+		st, body, _ := do(ctx, client, "POST", w.b.url()+"/v1/sessions", hostileTok.Secret, `{"owner_id":"flood","ttl_ms":5000}`)
 		switch st {
 		case 201:
 			w.l.mu.Lock()
@@ -140,7 +140,7 @@ func (w *workload) streamFlood(ctx context.Context) {
 			continue
 		}
 		req, _ := http.NewRequestWithContext(ctx, "GET", w.b.url()+"/v1/leases/watch?selector="+url.QueryEscape("lease://hostile/**"), nil)
-		req.Header.Set("Authorization", "Bearer "+hostileTok.secret)
+		req.Header.Set("Authorization", "Bearer "+hostileTok.Secret)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			sleep(ctx, 20*time.Millisecond)

@@ -103,7 +103,7 @@ func (w *workload) worker(ctx context.Context, i int) {
 	sess := ""
 	for ctx.Err() == nil {
 		if sess == "" {
-			st, body, _ := do(ctx, client, "POST", w.b.url()+"/v1/sessions", workTok.secret, fmt.Sprintf(`{"owner_id":"w%d","ttl_ms":5000}`, i))
+			st, body, _ := do(ctx, client, "POST", w.b.url()+"/v1/sessions", workTok.Secret, fmt.Sprintf(`{"owner_id":"w%d","ttl_ms":5000}`, i))
 			if st == 429 {
 				w.l.violate("worker %d: a work session was refused while another family flooded: %s", i, body)
 			}
@@ -119,7 +119,7 @@ func (w *workload) worker(ctx context.Context, i int) {
 		route := fmt.Sprintf("lease://work/pool/r%d", rand.IntN(4))
 		path := w.b.url() + "/v1/leases/" + strings.TrimPrefix(route, "lease://")
 		sent := time.Now()
-		st, body, epoch := do(ctx, client, "POST", path+"/acquire", workTok.secret, fmt.Sprintf(`{"session_id":%q,"ttl_ms":2000,"wait_ms":300}`, sess))
+		st, body, epoch := do(ctx, client, "POST", path+"/acquire", workTok.Secret, fmt.Sprintf(`{"session_id":%q,"ttl_ms":2000,"wait_ms":300}`, sess))
 		recv := time.Now()
 		switch st {
 		case 200:
@@ -131,9 +131,9 @@ func (w *workload) worker(ctx context.Context, i int) {
 			w.l.grants = append(w.l.grants, grant{epoch: epoch, route: route, token: g.Token, sent: sent, recv: recv})
 			w.l.ops["acquire"]++
 			w.l.mu.Unlock()
-			do(ctx, client, "POST", path+"/extend", workTok.secret, fmt.Sprintf(`{"session_id":%q,"fencing_token":%d,"ttl_ms":2000}`, sess, g.Token))
+			do(ctx, client, "POST", path+"/extend", workTok.Secret, fmt.Sprintf(`{"session_id":%q,"fencing_token":%d,"ttl_ms":2000}`, sess, g.Token))
 			sleep(ctx, time.Duration(rand.IntN(20))*time.Millisecond)
-			if st, _, _ := do(ctx, client, "POST", path+"/release", workTok.secret, fmt.Sprintf(`{"session_id":%q,"fencing_token":%d}`, sess, g.Token)); st == 204 {
+			if st, _, _ := do(ctx, client, "POST", path+"/release", workTok.Secret, fmt.Sprintf(`{"session_id":%q,"fencing_token":%d}`, sess, g.Token)); st == 204 {
 				w.l.count("release")
 			}
 		case 404:
@@ -148,7 +148,7 @@ func (w *workload) worker(ctx context.Context, i int) {
 // spec satisfies: an acknowledged spec must never be lost.
 func (w *workload) registrar(ctx context.Context) {
 	for i := 0; ctx.Err() == nil; i++ {
-		st, body, _ := do(ctx, client, "POST", w.b.url()+"/v1/fleets/camp/specs", workTok.secret, fmt.Sprintf(`{"kind":"u","spec":{"i":%d}}`, i))
+		st, body, _ := do(ctx, client, "POST", w.b.url()+"/v1/fleets/camp/specs", workTok.Secret, fmt.Sprintf(`{"kind":"u","spec":{"i":%d}}`, i))
 		if st == 201 {
 			var r struct {
 				Name string `json:"name"`
@@ -168,7 +168,7 @@ func (w *workload) registrar(ctx context.Context) {
 			w.forgetOne(ctx)
 		}
 		if i%25 == 24 {
-			st, body, _ := do(ctx, client, "POST", w.b.url()+"/v1/fleets/camp/sweep", workTok.secret, everySpecSchema)
+			st, body, _ := do(ctx, client, "POST", w.b.url()+"/v1/fleets/camp/sweep", workTok.Secret, everySpecSchema)
 			if v := sweepViolation(st, body); v != "" {
 				w.l.violate("%s", v)
 			}
@@ -221,7 +221,7 @@ func (w *workload) forgetOne(ctx context.Context) {
 	if name == "" {
 		return
 	}
-	st, _, _ := do(ctx, client, "DELETE", w.b.url()+"/v1/fleets/camp/specs/"+name, workTok.secret, "")
+	st, _, _ := do(ctx, client, "DELETE", w.b.url()+"/v1/fleets/camp/specs/"+name, workTok.Secret, "")
 	w.l.mu.Lock()
 	defer w.l.mu.Unlock()
 	switch st {
@@ -245,7 +245,7 @@ func (w *workload) lister(ctx context.Context) {
 			if cursor != "" {
 				q.Set("cursor", cursor)
 			}
-			st, body, _ := do(ctx, client, "GET", w.b.url()+"/v1/leases?"+q.Encode(), obsTok.secret, "")
+			st, body, _ := do(ctx, client, "GET", w.b.url()+"/v1/leases?"+q.Encode(), obsTok.Secret, "")
 			if st != 200 {
 				break
 			}
@@ -273,7 +273,7 @@ func (w *workload) gapper(ctx context.Context) {
 			if cursor != "" {
 				q.Set("cursor", cursor)
 			}
-			st, body, _ := do(ctx, client, "GET", w.b.url()+"/v1/fleets/camp/gap?"+q.Encode(), obsTok.secret, "")
+			st, body, _ := do(ctx, client, "GET", w.b.url()+"/v1/fleets/camp/gap?"+q.Encode(), obsTok.Secret, "")
 			if st != 200 {
 				if st != 0 && st != 410 && st != 503 {
 					w.l.violate("gap page answered %d: %.200s", st, body)
@@ -302,7 +302,7 @@ func (w *workload) gapper(ctx context.Context) {
 // register, each cancelled after a few milliseconds.
 func (w *workload) vanisher(ctx context.Context) {
 	for ctx.Err() == nil {
-		st, body, _ := do(ctx, client, "POST", w.b.url()+"/v1/sessions", workTok.secret, `{"owner_id":"vanisher","ttl_ms":3000}`)
+		st, body, _ := do(ctx, client, "POST", w.b.url()+"/v1/sessions", workTok.Secret, `{"owner_id":"vanisher","ttl_ms":3000}`)
 		var s struct {
 			ID string `json:"session_id"`
 		}
@@ -312,10 +312,10 @@ func (w *workload) vanisher(ctx context.Context) {
 		}
 		for range 5 {
 			c, cancel := context.WithTimeout(ctx, time.Duration(5+rand.IntN(60))*time.Millisecond)
-			do(c, client, "POST", w.b.url()+"/v1/leases/work/pool/r0/acquire", workTok.secret, fmt.Sprintf(`{"session_id":%q,"ttl_ms":1000,"wait_ms":5000}`, s.ID))
+			do(c, client, "POST", w.b.url()+"/v1/leases/work/pool/r0/acquire", workTok.Secret, fmt.Sprintf(`{"session_id":%q,"ttl_ms":1000,"wait_ms":5000}`, s.ID))
 			cancel()
 			c, cancel = context.WithTimeout(ctx, time.Duration(1+rand.IntN(5))*time.Millisecond)
-			do(c, client, "POST", w.b.url()+"/v1/fleets/camp/specs", workTok.secret, `{"kind":"v","spec":{"i":-1}}`)
+			do(c, client, "POST", w.b.url()+"/v1/fleets/camp/specs", workTok.Secret, `{"kind":"v","spec":{"i":-1}}`)
 			cancel()
 			w.l.count("vanished")
 		}
@@ -329,7 +329,7 @@ func (w *workload) prober(ctx context.Context) {
 		if w.on() {
 			on = 1
 		}
-		st, _, _ := do(ctx, client, "GET", w.b.url()+"/v1/leases/work/pool/r1", obsTok.secret, "")
+		st, _, _ := do(ctx, client, "GET", w.b.url()+"/v1/leases/work/pool/r1", obsTok.Secret, "")
 		if st == 200 {
 			w.l.mu.Lock()
 			w.l.probes[on] = append(w.l.probes[on], time.Since(start))
@@ -347,7 +347,7 @@ func (w *workload) stalledReader(ctx context.Context) {
 	}
 	defer c.Close()
 	_ = c.(*net.TCPConn).SetReadBuffer(4096)
-	fmt.Fprintf(c, "GET /v1/leases/watch?selector=%s HTTP/1.1\r\nHost: muster\r\nAuthorization: Bearer %s\r\n\r\n", url.QueryEscape("lease://work/**"), obsTok.secret)
+	fmt.Fprintf(c, "GET /v1/leases/watch?selector=%s HTTP/1.1\r\nHost: muster\r\nAuthorization: Bearer %s\r\n\r\n", url.QueryEscape("lease://work/**"), obsTok.Secret)
 	<-ctx.Done()
 }
 

@@ -1,10 +1,7 @@
 package hostile
 
 import (
-	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -14,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,15 +22,10 @@ import (
 // own and read its leases; the probe family works leases while the hostile
 // requests run.
 var (
-	hostileTok = token{"hostile-secret", "hostile", []string{"fleet://**#*", "lease://hostile/**#read"}}
-	readerTok  = token{"reader-secret", "hostile", []string{"lease://hostile/**#read"}}
-	probeTok   = token{"probe-secret", "probe", []string{"lease://probe/**#*"}}
+	hostileTok = musterbin.Token{Secret: "hostile-secret", Family: "hostile", Grants: []string{"fleet://**#*", "lease://hostile/**#read"}}
+	readerTok  = musterbin.Token{Secret: "reader-secret", Family: "hostile", Grants: []string{"lease://hostile/**#read"}}
+	probeTok   = musterbin.Token{Secret: "probe-secret", Family: "probe", Grants: []string{"lease://probe/**#*"}}
 )
-
-type token struct {
-	secret, family string
-	grants         []string
-}
 
 // brokerMemory is the broker's data limit (RLIMIT_DATA, through prlimit):
 // a case that is not bounded ends the broker instead of the machine.
@@ -46,7 +37,7 @@ type broker struct {
 	addr   string
 	dir    string
 	cmd    *exec.Cmd
-	logs   *lockedBuffer
+	logs   *musterbin.LockedBuffer
 	exited chan struct{}
 }
 
@@ -68,18 +59,8 @@ func startBroker(t *testing.T, extra string, seed func(dataDir string)) *broker 
 		t.Fatalf("prlimit (util-linux) is needed to bound the broker: %v", err)
 	}
 	dir := t.TempDir()
-	var sb strings.Builder
-	sb.WriteString("tokens:\n")
-	for i, tk := range []token{hostileTok, readerTok, probeTok} {
-		sum := sha256.Sum256([]byte(tk.secret))
-		fmt.Fprintf(&sb, "  - name: t%d\n    sha256: %s\n    family: %s\n    grants:\n", i, hex.EncodeToString(sum[:]), tk.family)
-		for _, g := range tk.grants {
-			fmt.Fprintf(&sb, "      - %q\n", g)
-		}
-	}
-	sb.WriteString(extra)
 	cfg := filepath.Join(dir, "muster.yaml")
-	if err := os.WriteFile(cfg, []byte(sb.String()), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(musterbin.TokensConfig(hostileTok, readerTok, probeTok)+extra), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
@@ -92,7 +73,7 @@ func startBroker(t *testing.T, extra string, seed func(dataDir string)) *broker 
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	b := &broker{t: t, addr: addr, dir: dir, logs: &lockedBuffer{}}
+	b := &broker{t: t, addr: addr, dir: dir, logs: &musterbin.LockedBuffer{}}
 	b.cmd = exec.Command("prlimit", "--data="+strconv.Itoa(brokerMemory), "--",
 		binary(t), "serve", "--addr", addr, "--data-dir", data, "--config", cfg)
 	b.cmd.Stderr = b.logs
@@ -200,25 +181,10 @@ func (b *broker) children() []int {
 }
 
 // metric reads one sample of /metrics (name with its labels, as printed).
-func (b *broker) metric(sample string) float64 {
-	resp, err := http.Get(b.url() + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
-			v, _ := strconv.ParseFloat(rest, 64)
-			return v
-		}
-	}
-	return 0
-}
+func (b *broker) metric(sample string) float64 { return musterbin.Metric(b.url(), sample) }
 
 // do sends one request with tok's secret and reads the whole answer.
-func (b *broker) do(ctx context.Context, tok token, method, path, body string) (int, http.Header, []byte, error) {
+func (b *broker) do(ctx context.Context, tok musterbin.Token, method, path, body string) (int, http.Header, []byte, error) {
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
@@ -227,7 +193,7 @@ func (b *broker) do(ctx context.Context, tok token, method, path, body string) (
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+tok.secret)
+	req.Header.Set("Authorization", "Bearer "+tok.Secret)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -238,21 +204,4 @@ func (b *broker) do(ctx context.Context, tok token, method, path, body string) (
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, out, err
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/musterhq/muster/fleetstore"
+	"github.com/musterhq/muster/tests/musterbin"
 )
 
 // entry is one hostile request of the corpus and what it must get: a typed
@@ -25,7 +26,7 @@ import (
 type entry struct {
 	name, class string
 	long        bool // only with MUSTER_HOSTILE_LONG=1 (`make hostile-long`)
-	tok         token
+	tok         musterbin.Token
 	method      string
 	path, body  string
 	status      int    // 0: 200, or 400 invalid_request naming a limit
@@ -234,7 +235,7 @@ func seedStore(t *testing.T) func(string) {
 		defer st.Close()
 		for root, specs := range stored {
 			for _, spec := range specs {
-				if _, err := st.Register(context.Background(), hostileTok.family, root, "old", []byte(spec), 0); err != nil {
+				if _, err := st.Register(context.Background(), hostileTok.Family, root, "old", []byte(spec), 0); err != nil {
 					t.Fatalf("seed %s: %v", root, err)
 				}
 			}

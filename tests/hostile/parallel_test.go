@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/musterhq/muster/tests/musterbin"
 )
 
 // answers counts the statuses and codes of parallel requests.
@@ -34,7 +36,7 @@ func (a *answers) add(st int, h http.Header, body []byte, err error) {
 
 // parallel sends n copies of one request at once and returns the answers
 // and the broker's peak resident memory above its start.
-func parallel(t *testing.T, b *broker, n int, tok token, method, path, body string) (map[string]int, int64, time.Duration) {
+func parallel(t *testing.T, b *broker, n int, tok musterbin.Token, method, path, body string) (map[string]int, int64, time.Duration) {
 	peak := b.peak()
 	a := &answers{got: map[string]int{}}
 	var wg sync.WaitGroup
