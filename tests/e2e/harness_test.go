@@ -25,6 +25,7 @@ import (
 	"github.com/musterhq/muster/cmd/muster/app"
 	"github.com/musterhq/muster/core"
 	"github.com/musterhq/muster/tests/manualclock"
+	"github.com/musterhq/muster/tests/musterbin"
 )
 
 // The contract every response is validated against: the file, not the
@@ -57,22 +58,7 @@ func contractRouter(tb testing.TB) routers.Router {
 }
 
 // syncBuffer collects the broker's log lines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = musterbin.LockedBuffer
 
 // Broker is a real broker (the same Main as the binary) on a free loopback
 // port with a temp data dir and a manual clock.

@@ -300,22 +300,7 @@ func TestLeaseGrantToDepartedClientIsRolledBack(t *testing.T) {
 // metric sums the samples of name whose line contains every filter.
 func (b *Broker) metric(tb testing.TB, name string, filters ...string) float64 {
 	tb.Helper()
-	var sum float64
-	for _, line := range strings.Split(string(b.Do(tb, Request{Method: "GET", Path: "/metrics"}).Body), "\n") {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		ok := true
-		for _, f := range filters {
-			ok = ok && strings.Contains(line, f)
-		}
-		if !ok {
-			continue
-		}
-		var v float64
-		fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v)
-		sum += v
-	}
+	sum, _ := metricIn(string(b.Do(tb, Request{Method: "GET", Path: "/metrics"}).Body), name, filters...)
 	return sum
 }
 
