@@ -42,6 +42,13 @@ type Holding struct {
 	Item    *Item
 	Token   FencingToken
 	Outcome Outcome // set by Acquire only; OutcomeNone otherwise
+	// ExpiresAfterRequest, set by Acquire only, is how long after the
+	// acquisition arrived (the now of the Acquire call) the lease expires:
+	// the TTL for a grant at once, the wait plus the TTL for a grant to a
+	// waiter, what is left of the existing grant for OutcomeAlreadyHeld.
+	// A client that sent the request at t knows the lease is held until at
+	// least t + ExpiresAfterRequest: the request arrived after t.
+	ExpiresAfterRequest time.Duration
 }
 
 // LeaseStatus is the answer to a query of one route.
@@ -108,10 +115,13 @@ func (s *State) Acquire(now time.Time, req AcquireRequest) (Holding, Ticket, err
 	switch {
 	case l == nil:
 		s.stats.AcquireGranted++
-		return s.grant(now, f, r.Key(), ss, ttl), 0, nil
+		g := s.grant(now, f, r.Key(), ss, ttl)
+		g.ExpiresAfterRequest = ttl
+		return g, 0, nil
 	case l.holder == ss:
 		s.stats.AcquireAlreadyHeld++
-		return Holding{Item: l.item, Token: l.token, Outcome: OutcomeAlreadyHeld}, 0, nil
+		left := time.Duration(l.item.expiresAt - now.UnixNano())
+		return Holding{Item: l.item, Token: l.token, Outcome: OutcomeAlreadyHeld, ExpiresAfterRequest: max(left, 0)}, 0, nil
 	case wait == 0:
 		s.stats.AcquireHeld++
 		return Holding{}, 0, muster.Errorf(muster.CodeLeaseHeld, "the lease is held by another session")

@@ -331,3 +331,36 @@ func TestLeaseBoundsLeaveNoState(t *testing.T) {
 		t.Fatal("invalid input left state behind")
 	}
 }
+
+// ExpiresAfterRequest is the lease's expiry measured from the acquisition's
+// arrival: what a client adds to its send time for a local deadline that
+// is never later than the broker's expiry, and close to it after a wait.
+func TestExpiresAfterRequest(t *testing.T) {
+	f := newLeaseFixture(t, 1, 2)
+	h1 := f.mustAcquire(1, rA) // TTL 10 s, at once
+	if h1.ExpiresAfterRequest != 10*time.Second {
+		t.Fatalf("at once: %v, want the TTL", h1.ExpiresAfterRequest)
+	}
+	arrived := f.now
+	if _, ticket, err := f.acquire(2, rA, 3*time.Second, 30*time.Second); err != nil || ticket == 0 {
+		t.Fatalf("queue: %v", err)
+	}
+	f.now = f.now.Add(2700 * time.Millisecond)
+	if again := f.mustAcquire(1, rA); again.ExpiresAfterRequest != 10*time.Second-2700*time.Millisecond {
+		t.Fatalf("already held: %v, want what is left (7.3 s)", again.ExpiresAfterRequest)
+	}
+	if err := f.s.Release(f.now, ReleaseRequest{Family: "acme", Session: sid(1), Route: rA, Token: h1.Token}); err != nil {
+		t.Fatal(err)
+	}
+	res := f.s.TakeResults()
+	if len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("grant = %+v", res)
+	}
+	g := res[0].Grant
+	if g.ExpiresAfterRequest != 5700*time.Millisecond {
+		t.Fatalf("after a wait of 2.7 s: %v, want 5.7 s (wait + TTL)", g.ExpiresAfterRequest)
+	}
+	if expiry := time.Unix(0, g.Item.expiresAt); !arrived.Add(g.ExpiresAfterRequest).Equal(expiry) {
+		t.Fatalf("arrival + %v = %v, the expiry is %v", g.ExpiresAfterRequest, arrived.Add(g.ExpiresAfterRequest), expiry)
+	}
+}

@@ -13,6 +13,7 @@ type waiter struct {
 	fam      *family
 	key      string
 	ttl      time.Duration
+	queued   time.Time // when the acquisition arrived
 	deadline time.Time
 	next     *waiter // FIFO link
 	removed  bool
@@ -53,7 +54,7 @@ func (s *State) enqueue(now time.Time, f *family, key string, ss *session, ttl, 
 		return 0, muster.LimitErrorf(muster.CodeQueueFull, muster.ScopeBroker, "the broker holds its maximum of %d waiting acquisitions", s.cfg.MaxWaiters)
 	}
 	s.nextTicket++
-	w := &waiter{ticket: s.nextTicket, sess: ss, fam: f, key: key, ttl: ttl, deadline: now.Add(wait)}
+	w := &waiter{ticket: s.nextTicket, sess: ss, fam: f, key: key, ttl: ttl, queued: now, deadline: now.Add(wait)}
 	if q.tail == nil {
 		q.head = w
 	} else {
@@ -114,6 +115,7 @@ func (s *State) grantNext(now time.Time, f *family, key string) {
 		default:
 			s.dropWaiter(w, nil)
 			g := s.grant(now, f, key, w.sess, w.ttl)
+			g.ExpiresAfterRequest = now.Sub(w.queued) + w.ttl
 			s.stats.AcquireGrantedAfterWait++
 			s.results = append(s.results, WaitResult{Ticket: w.ticket, Grant: g})
 			return

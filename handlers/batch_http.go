@@ -99,6 +99,10 @@ func appendBatchResult(b []byte, op *wireOp, r *core.BatchResult) []byte {
 	} else if h := &r.Holding; h.Item != nil {
 		b = append(b, `"lease":{"acquired_at":`...)
 		b, _ = appendTime(b, h.Item.AcquiredAt(), true) // the broker clock: always in MarshalJSON's range
+		if h.Outcome != core.OutcomeNone {
+			b = append(b, `,"expires_after_request_ms":`...)
+			b = strconv.AppendInt(b, h.ExpiresAfterRequest.Milliseconds(), 10)
+		}
 		b = append(b, `,"expires_at":`...)
 		b, _ = appendTime(b, h.Item.ExpiresAt(), true)
 		b = append(b, `,"fencing_token":`...)

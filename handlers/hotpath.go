@@ -136,6 +136,10 @@ func appendLease(b []byte, l *api.Lease) ([]byte, bool) {
 	ok := true
 	b = append(b, `{"acquired_at":`...)
 	b, ok = appendTime(b, l.AcquiredAt, ok)
+	if l.ExpiresAfterRequestMs != nil {
+		b = append(b, `,"expires_after_request_ms":`...)
+		b = strconv.AppendInt(b, *l.ExpiresAfterRequestMs, 10)
+	}
 	b = append(b, `,"expires_at":`...)
 	b, ok = appendTime(b, l.ExpiresAt, ok)
 	b = append(b, `,"fencing_token":`...)

@@ -125,6 +125,7 @@ func findOp(c *contract, id string) *operation {
 func TestLeaseFieldsAreTheEncoders(t *testing.T) {
 	want := []string{
 		"AcquiredAt time.Time acquired_at",
+		"ExpiresAfterRequestMs *int64 expires_after_request_ms,omitempty",
 		"ExpiresAt time.Time expires_at",
 		"FencingToken int64 fencing_token",
 		"Outcome *api.LeaseOutcome outcome,omitempty",

@@ -26,6 +26,10 @@ func leaseBody(r core.Route, h core.Holding) api.Lease {
 		o := api.LeaseOutcomeAlreadyHeld
 		out.Outcome = &o
 	}
+	if h.Outcome != core.OutcomeNone {
+		ms := h.ExpiresAfterRequest.Milliseconds() // rounded down: still a lower bound
+		out.ExpiresAfterRequestMs = &ms
+	}
 	return out
 }
 

@@ -34,6 +34,9 @@ type Client struct {
 	noFollow  bool
 	follow    *follower
 	neverLost bool // conformance tests only (brokenNeverLost): a lease's loss is never reported
+	// sendPlusTTL: conformance tests only (brokenSendPlusTTL): a grant's
+	// local deadline is send + TTL, ignoring expires_after_request_ms.
+	sendPlusTTL bool
 }
 
 // Option configures a Client.

@@ -52,12 +52,14 @@ type obsStep struct {
 	TimeoutMs    *int64   `json:"timeout_ms"`
 	MaxMs        int64    `json:"max_ms"`
 	ExpectError  string   `json:"expect_error"`
-	// worker_acquire
+	// worker_acquire, worker_lost, worker_holds
 	Worker     string `json:"worker"`
 	Route      string `json:"route"`
 	TTLMs      int64  `json:"ttl_ms"`
+	WaitMs     int64  `json:"wait_ms"`
 	MinToken   int64  `json:"min_token"`
 	NewSession bool   `json:"new_session"`
+	ForMs      int64  `json:"for_ms"`
 }
 
 func (s obsStep) timeout() time.Duration {
@@ -250,6 +252,8 @@ func (r *runner) step(ctx context.Context, st obsStep, raw json.RawMessage) erro
 		return r.workerAcquire(ctx, st)
 	case "worker_lost":
 		return r.workerLost(st)
+	case "worker_holds":
+		return r.workerHolds(st)
 	}
 	return r.h.post(ctx, "/step", raw)
 }
@@ -275,6 +279,7 @@ func (r *runner) client(token string) (*Client, error) {
 		c.follow.sticky = true
 	}
 	c.neverLost = r.broken&brokenNeverLost != 0
+	c.sendPlusTTL = r.broken&brokenSendPlusTTL != 0
 	return c, nil
 }
 
@@ -338,6 +343,24 @@ func (r *runner) workerLost(st obsStep) error {
 	return nil
 }
 
+// workerHolds runs worker_holds: the lease of route that the worker's last
+// worker_acquire got reports no loss for for_ms.
+func (r *runner) workerHolds(st obsStep) error {
+	var l *Lease
+	if w := r.workers[st.Worker]; w != nil {
+		l = w.leases[st.Route]
+	}
+	if l == nil {
+		return fmt.Errorf("worker %q acquired no lease of %s", st.Worker, st.Route)
+	}
+	select {
+	case <-l.Lost():
+		return fmt.Errorf("the lease of %s was lost: %v", st.Route, l.Err())
+	case <-time.After(time.Duration(st.ForMs) * time.Millisecond):
+		return nil
+	}
+}
+
 func (w *worker) acquire(ctx context.Context, st obsStep) (*Lease, error) {
 	if w.session == nil {
 		s, err := w.c.NewSession(ctx, st.Worker, 10*time.Second)
@@ -347,7 +370,11 @@ func (w *worker) acquire(ctx context.Context, st obsStep) (*Lease, error) {
 		w.session = s
 		w.sessions = append(w.sessions, s)
 	}
-	return w.session.Acquire(ctx, st.Route, time.Duration(st.TTLMs)*time.Millisecond)
+	var opts []AcquireOption
+	if st.WaitMs > 0 {
+		opts = append(opts, Wait(time.Duration(st.WaitMs)*time.Millisecond))
+	}
+	return w.session.Acquire(ctx, st.Route, time.Duration(st.TTLMs)*time.Millisecond, opts...)
 }
 
 func (r *runner) observe(st obsStep) error {
@@ -561,6 +588,7 @@ var brokenVariants = map[string]brokenMode{
 	"forbidden-selector-stops-observer":     brokenRetryFatal,
 	"follow-owner":                          brokenNoFollow,
 	"failover-follow-owner":                 brokenStickyOwner,
+	"grant-after-wait-keeps-lease":          brokenSendPlusTTL,
 }
 
 // moreBrokenVariants are further broken clients a scenario must catch, each

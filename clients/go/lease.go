@@ -77,17 +77,16 @@ func (s *Session) Acquire(ctx context.Context, routeStr string, ttl time.Duratio
 // adopt makes the handle of a lease the broker granted (or answered
 // already_held for) to a request sent at t0 for ttl: the existing handle
 // when it is the same grant, otherwise a new one whose local deadline is
-// t0+ttl, or what remains of an already-held lease's TTL when that is less.
+// t0 + expires_after_request_ms (see localDeadline).
 func (s *Session) adopt(r route, out *api.Lease, t0 time.Time, ttl time.Duration) *Lease {
-	deadline := t0.Add(ttl)
 	if out.Outcome != nil && *out.Outcome == api.LeaseOutcomeAlreadyHeld {
 		if l := s.handle(r.String()); l != nil && l.token == out.FencingToken {
 			return l
 		}
-		// The TTL was not reset: never trust more than what remains.
-		if rem := time.Until(out.ExpiresAt); rem < ttl {
-			deadline = time.Now().Add(rem)
-		}
+	}
+	deadline := localDeadline(out, t0, ttl)
+	if s.c.sendPlusTTL {
+		deadline = t0.Add(ttl)
 	}
 	l := &Lease{
 		s: s, r: r, token: out.FencingToken,
@@ -101,6 +100,28 @@ func (s *Session) adopt(r route, out *api.Lease, t0 time.Time, ttl time.Duration
 		l.end(fmt.Errorf("%w: %w", ErrLeaseLost, s.Err()))
 	}
 	return l
+}
+
+// localDeadline is the local deadline of a lease an acquire sent at t0
+// (time.Now: it carries the monotonic clock) for ttl was answered with:
+// t0 + expires_after_request_ms, the broker's expiry measured from the
+// moment it took the request up, which came after t0. So the deadline is
+// never later than the broker's expiry, and after a wait in the queue it
+// stays as close to it as the network allows (send + TTL would be a wait
+// too early). A broker that does not send the member gets t0 + ttl: a lower
+// bound for a grant, and, for already_held, the part of it the broker's
+// expiry leaves (read on the broker's wall clock: the best it says).
+func localDeadline(out *api.Lease, t0 time.Time, ttl time.Duration) time.Time {
+	if out.ExpiresAfterRequestMs != nil {
+		return t0.Add(time.Duration(*out.ExpiresAfterRequestMs) * time.Millisecond)
+	}
+	deadline := t0.Add(ttl)
+	if out.Outcome != nil && *out.Outcome == api.LeaseOutcomeAlreadyHeld {
+		if rem := time.Until(out.ExpiresAt); rem < ttl {
+			deadline = time.Now().Add(rem)
+		}
+	}
+	return deadline
 }
 
 // Route is the lease's exact route.

@@ -42,6 +42,10 @@ const (
 	// brokenNeverLost builds the worker's client so that a lease's loss is
 	// never reported: Lost is never closed, Err stays nil.
 	brokenNeverLost
+	// brokenSendPlusTTL builds the worker's client with the old local
+	// deadline of a grant, send + TTL, which a wait in the queue makes
+	// early: the lease is declared lost right after it was granted.
+	brokenSendPlusTTL
 )
 
 // ignores reports whether the mode drops changes of kind k.

@@ -70,18 +70,19 @@ type step struct {
 	MatchesList  bool     `json:"matches_list"`
 	EpochNotMark bool     `json:"epoch_not_mark"`
 	MaxMs        int64    `json:"max_ms"`
-	Worker       string   `json:"worker"`      // worker_acquire, worker_lost
+	Worker       string   `json:"worker"`      // worker_acquire, worker_lost, worker_holds
 	MinToken     int64    `json:"min_token"`   // worker_acquire
 	NewSession   bool     `json:"new_session"` // worker_acquire
+	ForMs        int64    `json:"for_ms"`      // worker_holds
 }
 
 // observerOps are run by the runner, never by the harness: the observer
-// ops, worker_acquire (a session and a lease of the SDK under test) and
-// worker_lost (that lease's loss signal).
+// ops, worker_acquire (a session and a lease of the SDK under test),
+// worker_lost (that lease's loss signal) and worker_holds (its absence).
 var observerOps = map[string]bool{
 	"observe": true, "wait_ready": true, "expect_not_ready": true, "expect_view": true,
 	"mark_epoch": true, "expect_same_view": true, "expect_stopped": true, "close_observer": true,
-	"worker_acquire": true, "worker_lost": true,
+	"worker_acquire": true, "worker_lost": true, "worker_holds": true,
 }
 
 // harnessOps are the ops POST /step runs (README: "Steps").

@@ -310,7 +310,10 @@ type Keepalive struct {
 // Lease defines model for Lease.
 type Lease struct {
 	AcquiredAt time.Time `json:"acquired_at"`
-	ExpiresAt  time.Time `json:"expires_at"`
+
+	// ExpiresAfterRequestMs Set on acquire only: how long after the broker took the request up the lease expires, in milliseconds, on the broker's monotonic clock: `ttl_ms` for a grant at once, the time spent waiting in the queue plus `ttl_ms` for a grant after a wait, what is left of the existing grant for `already_held`. The request arrived after the client sent it, so the client's send time plus this is never later than the broker's expiry: the local deadline every SDK keeps.
+	ExpiresAfterRequestMs *int64    `json:"expires_after_request_ms,omitempty"`
+	ExpiresAt             time.Time `json:"expires_at"`
 
 	// FencingToken The revision at which the lease was granted; strictly increasing per route, stable across renewals, meaningless across routes or epochs.
 	FencingToken FencingToken `json:"fencing_token"`

@@ -689,6 +689,11 @@ export interface components {
              * @enum {string}
              */
             outcome?: "acquired" | "already_held";
+            /**
+             * Format: int64
+             * @description Set on acquire only: how long after the broker took the request up the lease expires, in milliseconds, on the broker's monotonic clock: `ttl_ms` for a grant at once, the time spent waiting in the queue plus `ttl_ms` for a grant after a wait, what is left of the existing grant for `already_held`. The request arrived after the client sent it, so the client's send time plus this is never later than the broker's expiry: the local deadline every SDK keeps.
+             */
+            expires_after_request_ms?: number;
         };
         BatchRequest: {
             session_id: components["schemas"]["SessionId"];
