@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -303,8 +304,13 @@ func TestCLILeaseRun(t *testing.T) {
 	c.env = []string{"MUSTER_SESSION=" + sess.SessionID}
 	c.ok("lease", "acquire", "lease://acme/cron/backup", "--ttl", "1m")
 	out, errOut, code = c.run("lease", "run", "lease://acme/cron/backup", "--", "sh", "-c", "echo ran")
-	if code != 1 || strings.Contains(out, "ran") || !strings.Contains(errOut, "lease_held") {
-		t.Fatalf("lease run on a held lease: exit %d\n%s%s", code, out, errOut)
+	if code != 75 || strings.Contains(out, "ran") || !strings.Contains(errOut, "lease_held") {
+		t.Fatalf("lease run on a held lease: exit %d, want 75\n%s%s", code, out, errOut)
+	}
+	start := time.Now()
+	out, errOut, code = c.run("lease", "run", "lease://acme/cron/backup", "--wait", "1500ms", "--", "sh", "-c", "echo ran")
+	if took := time.Since(start); code != 75 || strings.Contains(out, "ran") || !strings.Contains(errOut, "wait_timeout") || took < 1500*time.Millisecond {
+		t.Fatalf("lease run whose wait ran out: exit %d after %v, want 75 after 1.5 s\n%s%s", code, took, out, errOut)
 	}
 
 	// Ctrl-C to muster is passed on; the lease is released after.
@@ -330,7 +336,10 @@ func TestCLILeaseRun(t *testing.T) {
 		t.Fatalf("after SIGINT:\n%s", out)
 	}
 
-	// The lease is lost (the broker dies): the command gets SIGTERM.
+	// The lease is lost (the broker dies): the command is killed at once
+	// (another session may hold the lease from the broker's expiry on,
+	// and the loss is declared at a local deadline that is not after it),
+	// and lease run exits 76.
 	q := startProcess(t, "--addr", "127.0.0.1:0")
 	c2 := newCLI(t, q)
 	run := c2.command("lease", "run", "lease://acme/cron/lost", "--ttl", "1s", "--",
@@ -350,11 +359,11 @@ func TestCLILeaseRun(t *testing.T) {
 		t.Fatalf("command printed %q", l)
 	}
 	_ = q.cmd.Process.Kill()
-	start := time.Now()
+	start = time.Now()
 	rest2, _ := io.ReadAll(rd)
 	err = run.Wait()
-	if !errors.As(err, &ee) || ee.ExitCode() != 42 || string(rest2) != "got-sigterm\n" {
-		t.Fatalf("lease lost: %v, stdout %q, stderr %s", err, rest2, stderr.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != 76 || string(rest2) != "" {
+		t.Fatalf("lease lost: %v (after %v), want exit 76 with the command killed; stdout %q, stderr %s", err, time.Since(start), rest2, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "the lease is lost") {
 		t.Fatalf("lease run did not say why it stopped the command: %s", stderr.String())
@@ -362,6 +371,70 @@ func TestCLILeaseRun(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("the command was signalled %v after the broker died (lease TTL 1s)", d)
 	}
+}
+
+// TestCLILeaseRunNeverOverlaps: two `lease run`s of one route never run
+// their commands at once, though the first one is told to stop (SIGTERM)
+// and its command ignores that and runs on for seconds past its lease's
+// TTL: the lease is renewed until the command has exited. Each command
+// writes its start and end (the machine's clock) to one file; the second
+// must start after the first ended. The first used to stop renewing at the
+// SIGTERM and the second got the lease while the first command ran.
+func TestCLILeaseRunNeverOverlaps(t *testing.T) {
+	p := startProcess(t, "--addr", "127.0.0.1:0")
+	c := newCLI(t, p)
+	log := filepath.Join(t.TempDir(), "log")
+	body := func(name string, secs string) string {
+		return `trap '' TERM; echo "` + name + ` start $(date +%s.%N)" >> ` + log + `; sleep ` + secs + `; echo "` + name + ` end $(date +%s.%N)" >> ` + log
+	}
+	a := c.command("lease", "run", "lease://acme/jobs/nightly", "--ttl", "1s", "--", "sh", "-c", body("a", "4"))
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Process.Kill() })
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(readFile(t, log), "a start") {
+		if time.Now().After(deadline) {
+			t.Fatal("the first command did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b := c.command("lease", "run", "lease://acme/jobs/nightly", "--ttl", "1s", "--wait", "1m", "--", "sh", "-c", body("b", "0"))
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Process.Kill() })
+	time.Sleep(300 * time.Millisecond)
+	_ = a.Process.Signal(syscall.SIGTERM) // the command ignores it and runs 4 s
+	aErr, bErr := a.Wait(), b.Wait()
+	if aErr != nil || bErr != nil {
+		t.Fatalf("exits: first %v, second %v\n%s", aErr, bErr, readFile(t, log))
+	}
+	at := map[string]float64{}
+	for _, line := range strings.Split(strings.TrimSpace(readFile(t, log)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			t.Fatalf("log line %q", line)
+		}
+		v, err := strconv.ParseFloat(f[2], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at[f[0]+" "+f[1]] = v
+	}
+	t.Logf("first command %.3f..%.3f, second %.3f..%.3f", at["a start"], at["a end"], at["b start"], at["b end"])
+	if at["b start"] <= at["a end"] {
+		t.Fatalf("the second command started %.3f s before the first ended", at["a end"]-at["b start"])
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestCLIUsage(t *testing.T) {
