@@ -210,9 +210,16 @@ class SweepRequest:
 
 
 @dataclass(frozen=True)
+class InvalidSpec:
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class SweepResult:
     kept: list[SpecRow]
     dropped: list[str]
+    invalid: list[InvalidSpec] | None = None
 
 
 @dataclass(frozen=True)
@@ -270,6 +277,7 @@ MODELS: dict[str, type[Any]] = {
         SpecRow,
         SpecPage,
         SweepRequest,
+        InvalidSpec,
         SweepResult,
         PlanRequest,
         Plan,
