@@ -10,7 +10,7 @@ run:
 	$(GO) run ./cmd/muster serve
 
 build:
-	$(GO) build -o bin/muster ./cmd/muster
+	$(GO) build -buildvcs=auto -o bin/muster ./cmd/muster
 
 generate:
 	$(GO) generate ./api

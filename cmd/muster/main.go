@@ -34,6 +34,7 @@ func commands() []command {
 		{"session", "create, keep alive and end sessions (create|keepalive|end)", sessionCommand()},
 		{"lease", "leases: acquire|extend|release|get|list|watch, and run a command holding one", leaseCommand()},
 		{"fleet", "the desired set: register|forget|desired|plan|gap|sweep", fleetCommand()},
+		{"version", "print the version and commit of this binary (also --version)", version},
 	}
 }
 
@@ -68,6 +69,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "--version", "-version":
+		return version(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 && args[0] == "help" {
 			for _, c := range commands() {

@@ -428,6 +428,18 @@ func TestCLILeaseRunNeverOverlaps(t *testing.T) {
 	}
 }
 
+// TestCLIVersion: `muster version` and `muster --version` print one line
+// naming the binary, its module version, its commit and its Go version.
+func TestCLIVersion(t *testing.T) {
+	want := regexp.MustCompile(`^muster \S+ (unknown|[0-9a-f]{40}(\+modified)?) go1\.\S+\n$`)
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, err := exec.Command(musterBinary(t), args...).Output()
+		if err != nil || !want.Match(out) {
+			t.Errorf("muster %s: %q, %v", args[0], out, err)
+		}
+	}
+}
+
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -442,7 +454,7 @@ func TestCLIUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"session", "--help"}, {"lease", "--help"}, {"fleet", "--help"}, {"help", "lease"},
 		{"session", "create", "--help"}, {"lease", "acquire", "--help"}, {"lease", "watch", "-h"},
-		{"lease", "run", "--help"}, {"fleet", "sweep", "--help"},
+		{"lease", "run", "--help"}, {"fleet", "sweep", "--help"}, {"version", "--help"},
 	} {
 		out, errOut, code := c.run(args...)
 		if code != 0 || !strings.Contains(out, "usage:") || errOut != "" {
