@@ -227,7 +227,7 @@ func watch(ctx context.Context, c *muster.Client, cf *clientFlags, selectors []s
 				Revision int64     `json:"revision"`
 				Kind     string    `json:"kind"`
 				Selector string    `json:"selector"`
-				Route    string    `json:"route"`
+				Route    string    `json:"route,omitempty"`
 				Item     *itemJSON `json:"item,omitempty"`
 			}{rev, kind, sel, route, nil}
 			if it != nil {
@@ -261,6 +261,11 @@ func watch(ctx context.Context, c *muster.Client, cf *clientFlags, selectors []s
 				return err
 			}
 			items, cursor = page.Items, page.NextCursor
+		}
+		// The selector's snapshot is complete, even when it held nothing:
+		// a script knows where the changes start.
+		if err := line(m.Revision, "snapshot", p.Selector, nil, ""); err != nil {
+			return err
 		}
 	}
 	for {

@@ -243,6 +243,7 @@ func TestCLIWatch(t *testing.T) {
 	}
 	next(`^REVISION\s+KIND\s+ROUTE\s+OWNER$`)
 	next(`^1\s+held\s+lease://acme/r/doc-1\s+w1$`)
+	next(`^1\s+snapshot\s+\s+-$`)
 	c.ok("lease", "acquire", "lease://acme/r/doc-2")
 	next(`^2\s+acquired\s+lease://acme/r/doc-2\s+w1$`)
 	c.ok("lease", "release", "lease://acme/r/doc-1", "--fencing-token", "1")
@@ -261,6 +262,24 @@ func TestCLIWatch(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("watch did not exit after SIGINT")
 	}
+
+	// -o json over an empty snapshot: one snapshot record says it is
+	// complete, so a script knows the changes start after it.
+	e := c.command("lease", "watch", "lease://acme/empty/*", "-o", "json")
+	eout, err := e.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Process.Kill() })
+	first, err := bufio.NewReader(eout).ReadString('\n')
+	if err != nil || first != `{"revision":3,"kind":"snapshot","selector":"lease://acme/empty/*"}`+"\n" {
+		t.Fatalf("watch -o json of an empty selector printed %q (%v)", first, err)
+	}
+	_ = e.Process.Signal(syscall.SIGINT)
+	_ = e.Wait()
 }
 
 // TestCLILeaseRun: `muster lease run` holds the lease while the command
