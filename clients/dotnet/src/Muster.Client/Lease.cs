@@ -1,5 +1,4 @@
 using System;
-using System.Diagnostics;
 using System.Net.Http;
 using System.Threading;
 using System.Threading.Tasks;
@@ -60,11 +59,13 @@ namespace Muster.Client
         /// <summary>Null while the lease is held, then why it is not.</summary>
         public Exception Error { get { lock (mu) return error; } }
 
-        internal void Arm(DateTime deadline)
+        /// <summary>Arms the local deadline (a MonoClock reading): past it, the lease is
+        /// lost unless an extension moved it.</summary>
+        internal void Arm(TimeSpan deadline)
         {
             lock (mu)
             {
-                var due = deadline - DateTime.UtcNow;
+                var due = deadline - MonoClock.Now;
                 if (due < TimeSpan.Zero) due = TimeSpan.Zero;
                 if (timer == null) timer = new Timer(_ => Expired(), null, due, Timeout.InfiniteTimeSpan);
                 else timer.Change(due, Timeout.InfiniteTimeSpan);
@@ -80,7 +81,7 @@ namespace Muster.Client
         {
             var err = Error;
             if (err != null) throw err;
-            var t0 = Stopwatch.StartNew();
+            var t0 = MonoClock.Now;
             LeaseBody o;
             try
             {
@@ -95,16 +96,17 @@ namespace Muster.Client
             Extended(o, t0, ttl);
         }
 
-        /// <summary>Records a successful extension sent at t0 for ttl; throws the lease's
-        /// error when it was lost meanwhile.</summary>
-        internal void Extended(LeaseBody o, Stopwatch t0, TimeSpan ttl)
+        /// <summary>Records a successful extension sent at t0 (MonoClock) for ttl: the local
+        /// deadline moves to t0 + ttl. Throws the lease's error when it was lost
+        /// meanwhile.</summary>
+        internal void Extended(LeaseBody o, TimeSpan t0, TimeSpan ttl)
         {
             lock (mu)
             {
                 if (error != null) throw error;
                 expiresAt = o.ExpiresAt;
                 renewals = o.Renewals;
-                Arm(Session.Deadline(t0, ttl));
+                Arm(t0 + ttl);
             }
         }
 
