@@ -14,8 +14,10 @@ namespace Muster.Client
     /// LeaseReleasedException after its own release; otherwise a LeaseLostException
     /// whose InnerException is the cause: NotOwner, Fenced or LeaseExpired from the
     /// broker, LeaseExpired when the local deadline passed without a successful
-    /// extension (measured from the moment the request was sent, so it never lies
-    /// after the broker's), or the session's end.
+    /// extension, or the session's end. The local deadline is a lower bound of the
+    /// broker's expiry, on a monotonic clock: the acquire's send time plus the answer's
+    /// expires_after_request_ms (the wait in the queue plus the TTL), then each
+    /// successful extension's send time plus its TTL.
     /// </summary>
     public sealed class Lease
     {

@@ -107,11 +107,9 @@ namespace Muster.Client
 
         /// <summary>The handle of a lease the broker granted (or answered already_held for)
         /// to a request sent at t0 (MonoClock) for ttl: the tracked handle when it is the
-        /// same grant, otherwise a new one whose local deadline is t0 + ttl, or what remains
-        /// of an already-held lease's TTL when that is less.</summary>
+        /// same grant, otherwise a new one armed with LocalDeadline.</summary>
         internal Lease Adopt(Route r, LeaseBody o, TimeSpan t0, TimeSpan ttl)
         {
-            var deadline = t0 + ttl;
             if (o.Outcome == "already_held")
             {
                 lock (mu)
@@ -119,15 +117,34 @@ namespace Muster.Client
                     Lease l0;
                     if (leases.TryGetValue(r.ToString(), out l0) && l0.FencingToken == o.FencingToken) return l0;
                 }
-                // The TTL was not reset: never trust more than what remains (read once on
-                // the broker's wall clock; the deadline itself is on the monotonic clock).
-                var rem = o.ExpiresAt - DateTimeOffset.UtcNow;
-                if (rem < ttl) deadline = MonoClock.Now + rem;
             }
+            var deadline = c.SendPlusTtl ? t0 + ttl : LocalDeadline(o, t0, ttl);
             var l = new Lease(this, r, o);
             l.Arm(deadline);
             if (!Track(l)) l.End(new LeaseLostException(Error));
             return l;
+        }
+
+        /// <summary>
+        /// The local deadline (a MonoClock reading) of a lease an acquire sent at t0 for
+        /// ttl was answered with: t0 + expires_after_request_ms, the broker's expiry
+        /// counted from the moment it took the request up, which came after t0. So it is
+        /// never later than the broker's expiry, and after a wait in the queue it stays as
+        /// close to it as the round trip allows (t0 + ttl would be the whole wait early).
+        /// A broker that does not send the member gets t0 + ttl, and for already_held
+        /// never more than what the answer's expiry leaves (read against the wall clock:
+        /// the best such a broker says).
+        /// </summary>
+        internal static TimeSpan LocalDeadline(LeaseBody o, TimeSpan t0, TimeSpan ttl)
+        {
+            if (o.ExpiresAfterRequestMs.HasValue) return t0 + TimeSpan.FromMilliseconds(o.ExpiresAfterRequestMs.Value);
+            var deadline = t0 + ttl;
+            if (o.Outcome == "already_held")
+            {
+                var rem = o.ExpiresAt - DateTimeOffset.UtcNow;
+                if (rem < ttl) deadline = MonoClock.Now + rem;
+            }
+            return deadline;
         }
 
         /// <summary>
