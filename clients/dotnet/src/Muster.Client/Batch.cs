@@ -1,6 +1,5 @@
 using System;
 using System.Collections.Generic;
-using System.Diagnostics;
 using System.Net;
 using System.Net.Http;
 using System.Threading;
@@ -125,7 +124,7 @@ namespace Muster.Client
                 sent.Add(i);
             }
             if (sent.Count == 0) return output;
-            var t0 = Stopwatch.StartNew();
+            var t0 = MonoClock.Now;
             BatchResponse resp;
             try
             {
@@ -196,7 +195,7 @@ namespace Muster.Client
 
         /// <summary>Applies one broker result to the SDK's handles, as the single operation
         /// would.</summary>
-        private BatchResult Settle(Entry e, BatchResultBody r, Stopwatch t0, BatchResult output)
+        private BatchResult Settle(Entry e, BatchResultBody r, TimeSpan t0, BatchResult output)
         {
             var error = r.Ok ? null : ResultError(r);
             switch (e.Op)

@@ -1,5 +1,4 @@
 using System;
-using System.Diagnostics;
 using System.Net.Http;
 using System.Threading;
 using System.Threading.Tasks;
@@ -15,8 +14,10 @@ namespace Muster.Client
     /// LeaseReleasedException after its own release; otherwise a LeaseLostException
     /// whose InnerException is the cause: NotOwner, Fenced or LeaseExpired from the
     /// broker, LeaseExpired when the local deadline passed without a successful
-    /// extension (measured from the moment the request was sent, so it never lies
-    /// after the broker's), or the session's end.
+    /// extension, or the session's end. The local deadline is a lower bound of the
+    /// broker's expiry, on a monotonic clock: the acquire's send time plus the answer's
+    /// expires_after_request_ms (the wait in the queue plus the TTL), then each
+    /// successful extension's send time plus its TTL.
     /// </summary>
     public sealed class Lease
     {
@@ -60,11 +61,13 @@ namespace Muster.Client
         /// <summary>Null while the lease is held, then why it is not.</summary>
         public Exception Error { get { lock (mu) return error; } }
 
-        internal void Arm(DateTime deadline)
+        /// <summary>Arms the local deadline (a MonoClock reading): past it, the lease is
+        /// lost unless an extension moved it.</summary>
+        internal void Arm(TimeSpan deadline)
         {
             lock (mu)
             {
-                var due = deadline - DateTime.UtcNow;
+                var due = deadline - MonoClock.Now;
                 if (due < TimeSpan.Zero) due = TimeSpan.Zero;
                 if (timer == null) timer = new Timer(_ => Expired(), null, due, Timeout.InfiniteTimeSpan);
                 else timer.Change(due, Timeout.InfiniteTimeSpan);
@@ -80,7 +83,7 @@ namespace Muster.Client
         {
             var err = Error;
             if (err != null) throw err;
-            var t0 = Stopwatch.StartNew();
+            var t0 = MonoClock.Now;
             LeaseBody o;
             try
             {
@@ -95,16 +98,17 @@ namespace Muster.Client
             Extended(o, t0, ttl);
         }
 
-        /// <summary>Records a successful extension sent at t0 for ttl; throws the lease's
-        /// error when it was lost meanwhile.</summary>
-        internal void Extended(LeaseBody o, Stopwatch t0, TimeSpan ttl)
+        /// <summary>Records a successful extension sent at t0 (MonoClock) for ttl: the local
+        /// deadline moves to t0 + ttl. Throws the lease's error when it was lost
+        /// meanwhile.</summary>
+        internal void Extended(LeaseBody o, TimeSpan t0, TimeSpan ttl)
         {
             lock (mu)
             {
                 if (error != null) throw error;
                 expiresAt = o.ExpiresAt;
                 renewals = o.Renewals;
-                Arm(Session.Deadline(t0, ttl));
+                Arm(t0 + ttl);
             }
         }
 

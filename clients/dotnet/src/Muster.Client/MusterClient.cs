@@ -69,6 +69,10 @@ namespace Muster.Client
         /// <summary>Conformance tests only: a lease's loss is never reported (Lost is never cancelled).</summary>
         internal bool NeverLost { get; set; }
 
+        /// <summary>Conformance tests only: a grant's local deadline is the old send + TTL,
+        /// ignoring expires_after_request_ms (a wait in the queue makes it early).</summary>
+        internal bool SendPlusTtl { get; set; }
+
         /// <summary>A client of the broker at baseUrl (e.g. "http://127.0.0.1:7420").
         /// Throws ArgumentException for anything but http(s)://host[:port].</summary>
         public MusterClient(string baseUrl, MusterClientOptions options = null)

@@ -111,5 +111,7 @@ namespace Muster.Client
         StickyOwner = 2048,
         /// <summary>The runner's clients never report a lease's loss (Lost is never cancelled).</summary>
         NeverLost = 4096,
+        /// <summary>The runner's clients give a grant the old local deadline, send + TTL.</summary>
+        SendPlusTtl = 8192,
     }
 }

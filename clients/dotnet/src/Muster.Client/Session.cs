@@ -1,6 +1,5 @@
 using System;
 using System.Collections.Generic;
-using System.Diagnostics;
 using System.Net.Http;
 using System.Threading;
 using System.Threading.Tasks;
@@ -51,12 +50,9 @@ namespace Muster.Client
 
         internal MusterClient Client { get { return c; } }
 
-        internal void Start(Stopwatch t0) { Tasks.Forget(Task.Run(() => KeepaliveAsync(Deadline(t0, Ttl)))); }
-
-        internal static DateTime Deadline(Stopwatch sinceSend, TimeSpan d)
-        {
-            return DateTime.UtcNow - sinceSend.Elapsed + d;
-        }
+        /// <summary>Starts the keepalive loop of a session whose creating request was sent
+        /// at t0 (MonoClock).</summary>
+        internal void Start(TimeSpan t0) { Tasks.Forget(Task.Run(() => KeepaliveAsync(t0 + Ttl))); }
 
         /// <summary>Ends the session at the broker (its leases are released there) and
         /// locally (every Lease is lost). Closing a session that already ended only stops
@@ -96,7 +92,7 @@ namespace Muster.Client
             if (err != null) throw err;
             var body = new AcquireRequest { SessionId = Id, TtlMs = MusterClient.Ms(ttl) };
             if (options != null && options.Wait > TimeSpan.Zero) body.WaitMs = MusterClient.Ms(options.Wait);
-            var t0 = Stopwatch.StartNew();
+            var t0 = MonoClock.Now;
             var o = await c.CallAsync<LeaseBody>(HttpMethod.Post, r.Path("/acquire"), body, 200, ct).ConfigureAwait(false);
             return Adopt(r, o, t0, ttl);
         }
@@ -110,12 +106,10 @@ namespace Muster.Client
         }
 
         /// <summary>The handle of a lease the broker granted (or answered already_held for)
-        /// to a request sent at t0 for ttl: the tracked handle when it is the same grant,
-        /// otherwise a new one whose local deadline is t0 + ttl, or what remains of an
-        /// already-held lease's TTL when that is less.</summary>
-        internal Lease Adopt(Route r, LeaseBody o, Stopwatch t0, TimeSpan ttl)
+        /// to a request sent at t0 (MonoClock) for ttl: the tracked handle when it is the
+        /// same grant, otherwise a new one armed with LocalDeadline.</summary>
+        internal Lease Adopt(Route r, LeaseBody o, TimeSpan t0, TimeSpan ttl)
         {
-            var deadline = Deadline(t0, ttl);
             if (o.Outcome == "already_held")
             {
                 lock (mu)
@@ -123,14 +117,34 @@ namespace Muster.Client
                     Lease l0;
                     if (leases.TryGetValue(r.ToString(), out l0) && l0.FencingToken == o.FencingToken) return l0;
                 }
-                // The TTL was not reset: never trust more than what remains.
-                var rem = o.ExpiresAt - DateTimeOffset.UtcNow;
-                if (rem < ttl) deadline = DateTime.UtcNow + rem;
             }
+            var deadline = c.SendPlusTtl ? t0 + ttl : LocalDeadline(o, t0, ttl);
             var l = new Lease(this, r, o);
             l.Arm(deadline);
             if (!Track(l)) l.End(new LeaseLostException(Error));
             return l;
+        }
+
+        /// <summary>
+        /// The local deadline (a MonoClock reading) of a lease an acquire sent at t0 for
+        /// ttl was answered with: t0 + expires_after_request_ms, the broker's expiry
+        /// counted from the moment it took the request up, which came after t0. So it is
+        /// never later than the broker's expiry, and after a wait in the queue it stays as
+        /// close to it as the round trip allows (t0 + ttl would be the whole wait early).
+        /// A broker that does not send the member gets t0 + ttl, and for already_held
+        /// never more than what the answer's expiry leaves (read against the wall clock:
+        /// the best such a broker says).
+        /// </summary>
+        internal static TimeSpan LocalDeadline(LeaseBody o, TimeSpan t0, TimeSpan ttl)
+        {
+            if (o.ExpiresAfterRequestMs.HasValue) return t0 + TimeSpan.FromMilliseconds(o.ExpiresAfterRequestMs.Value);
+            var deadline = t0 + ttl;
+            if (o.Outcome == "already_held")
+            {
+                var rem = o.ExpiresAt - DateTimeOffset.UtcNow;
+                if (rem < ttl) deadline = MonoClock.Now + rem;
+            }
+            return deadline;
         }
 
         /// <summary>
@@ -193,8 +207,8 @@ namespace Muster.Client
 
         /// <summary>Keeps the session alive every TTL/3 until stopped. A failed keepalive
         /// is retried with backoff; when none got through by the local deadline (a lower
-        /// bound of the broker's), the session is lost.</summary>
-        private async Task KeepaliveAsync(DateTime deadline)
+        /// bound of the broker's, on the MonoClock), the session is lost.</summary>
+        private async Task KeepaliveAsync(TimeSpan deadline)
         {
             Exception lost = null;
             try
@@ -209,7 +223,7 @@ namespace Muster.Client
         }
 
         /// <summary>Runs until stopped (null) or until the session is lost (the cause).</summary>
-        private async Task<Exception> KeepaliveLoopAsync(DateTime deadline)
+        private async Task<Exception> KeepaliveLoopAsync(TimeSpan deadline)
         {
             var ct = stop.Token;
             var interval = TimeSpan.FromTicks(Ttl.Ticks / 3);
@@ -219,20 +233,20 @@ namespace Muster.Client
             while (true)
             {
                 if (!await Tasks.SleepAsync(wait, ct).ConfigureAwait(false) || Error != null) return null;
-                if (lastErr != null && DateTime.UtcNow >= deadline)
+                if (lastErr != null && MonoClock.Now >= deadline)
                 {
                     return new SessionLostException("no keepalive got through within the TTL: " + lastErr.Message, lastErr);
                 }
-                var t0 = Stopwatch.StartNew();
+                var t0 = MonoClock.Now;
                 try
                 {
                     using (var rcts = CancellationTokenSource.CreateLinkedTokenSource(ct))
                     {
-                        var left = deadline - DateTime.UtcNow;
+                        var left = deadline - MonoClock.Now;
                         rcts.CancelAfter(left > TimeSpan.Zero ? left : TimeSpan.FromMilliseconds(1));
                         await c.CallAsync<object>(HttpMethod.Post, "/v1/sessions/" + MusterClient.Seg(Id) + "/keepalive", null, 200, rcts.Token).ConfigureAwait(false);
                     }
-                    deadline = Deadline(t0, Ttl);
+                    deadline = t0 + Ttl;
                     lastErr = null;
                     backoff.Reset();
                     wait = interval;
@@ -249,7 +263,7 @@ namespace Muster.Client
                 {
                     if (lastErr == null || !(e is OperationCanceledException)) lastErr = e;
                     var b = backoff.Next();
-                    var left = deadline - DateTime.UtcNow;
+                    var left = deadline - MonoClock.Now;
                     wait = b < left ? b : (left > TimeSpan.Zero ? left : TimeSpan.Zero);
                 }
             }
@@ -292,7 +306,7 @@ namespace Muster.Client
         /// request only.</summary>
         public async Task<Session> CreateSessionAsync(string ownerId, TimeSpan ttl, CancellationToken ct = default(CancellationToken))
         {
-            var t0 = Stopwatch.StartNew();
+            var t0 = MonoClock.Now;
             var b = await CallAsync<SessionBody>(HttpMethod.Post, "/v1/sessions",
                 new CreateSessionRequest { OwnerId = ownerId, TtlMs = Ms(ttl) }, 201, ct).ConfigureAwait(false);
             var s = new Session(this, b);

@@ -74,6 +74,10 @@ namespace Muster.Client.Wire
         [JsonProperty("expires_at")] public DateTimeOffset ExpiresAt;
         [JsonProperty("renewals")] public long Renewals;
         [JsonProperty("outcome")] public string Outcome;
+        /// <summary>Acquire only: how long after the broker took the request up the lease
+        /// expires (the wait plus the TTL after a wait; what is left for already_held).
+        /// Null from an older broker.</summary>
+        [JsonProperty("expires_after_request_ms")] public long? ExpiresAfterRequestMs;
     }
 
     internal sealed class BatchOp

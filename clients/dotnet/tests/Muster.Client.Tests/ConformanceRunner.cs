@@ -12,7 +12,8 @@ namespace Muster.Client.Tests
 {
     /// <summary>
     /// Runs one scenario file of clients/conformance: the eight observer ops with this
-    /// SDK's observer and worker_acquire with its sessions, every other op forwarded
+    /// SDK's observer, worker_acquire with its sessions and worker_lost and worker_holds
+    /// with the lease's loss signal, every other op forwarded
     /// verbatim to the harness's POST /step.
     /// </summary>
     internal sealed class ConformanceRunner
@@ -21,6 +22,7 @@ namespace Muster.Client.Tests
         {
             "observe", "wait_ready", "expect_not_ready", "expect_view", "mark_epoch",
             "expect_same_view", "expect_stopped", "close_observer", "worker_acquire", "worker_lost",
+            "worker_holds",
         };
 
         /// <summary>A worker of the scenario: one client for the whole scenario (it keeps
@@ -153,11 +155,13 @@ namespace Muster.Client.Tests
             {
                 StickyOwner = (faults & ObserverFaults.StickyOwner) != 0,
                 NeverLost = (faults & ObserverFaults.NeverLost) != 0,
+                SendPlusTtl = (faults & ObserverFaults.SendPlusTtl) != 0,
             };
         }
 
         /// <summary>worker_acquire: the worker (its client built on first use) creates a
-        /// session when it has none or new_session asks, and acquires route. An error
+        /// session when it has none or new_session asks, and acquires route (waiting up to
+        /// wait_ms in the route's queue when given). An error
         /// advised Backoff (a transport error, a failover in progress) is retried until
         /// timeout_ms; the fencing token must be at least min_token and above every token
         /// of the route seen before.</summary>
@@ -172,6 +176,9 @@ namespace Muster.Client.Tests
                 workers[name] = w;
             }
             if (st["new_session"] != null && (bool)st["new_session"]) w.Current = null;
+            var opts = st["wait_ms"] != null && (long)st["wait_ms"] > 0
+                ? new AcquireOptions { Wait = TimeSpan.FromMilliseconds((long)st["wait_ms"]) }
+                : null;
             var sw = Stopwatch.StartNew();
             Lease lease;
             while (true)
@@ -183,7 +190,7 @@ namespace Muster.Client.Tests
                         w.Current = await w.C.CreateSessionAsync(name, TimeSpan.FromSeconds(10)).ConfigureAwait(false);
                         w.Sessions.Add(w.Current);
                     }
-                    lease = await w.Current.AcquireAsync(route, TimeSpan.FromMilliseconds((long)st["ttl_ms"])).ConfigureAwait(false);
+                    lease = await w.Current.AcquireAsync(route, TimeSpan.FromMilliseconds((long)st["ttl_ms"]), opts).ConfigureAwait(false);
                     break;
                 }
                 catch (Exception e)
@@ -203,17 +210,28 @@ namespace Muster.Client.Tests
             return null;
         }
 
-        /// <summary>worker_lost: the lease of route that the worker's last worker_acquire
-        /// got reports its loss (Lost cancelled, Error a LeaseLostException) within
-        /// timeout_ms.</summary>
-        private async Task<string> WorkerLostAsync(JObject st)
+        /// <summary>The lease of the step's route that the step's worker got with its last
+        /// worker_acquire; null (and why) when there is none.</summary>
+        private Lease WorkerLease(JObject st, out string problem)
         {
             var name = (string)st["worker"];
             var route = (string)st["route"];
             Worker w;
             Lease lease = null;
             if (workers.TryGetValue(name ?? "", out w)) w.Leases.TryGetValue(route ?? "", out lease);
-            if (lease == null) return string.Format("worker {0} acquired no lease of {1}", name, route);
+            problem = lease == null ? string.Format("worker {0} acquired no lease of {1}", name, route) : null;
+            return lease;
+        }
+
+        /// <summary>worker_lost: the lease of route that the worker's last worker_acquire
+        /// got reports its loss (Lost cancelled, Error a LeaseLostException) within
+        /// timeout_ms.</summary>
+        private async Task<string> WorkerLostAsync(JObject st)
+        {
+            var route = (string)st["route"];
+            string problem;
+            var lease = WorkerLease(st, out problem);
+            if (lease == null) return problem;
             var lost = new TaskCompletionSource<bool>();
             using (lease.Lost.Register(() => lost.TrySetResult(true)))
             {
@@ -226,6 +244,29 @@ namespace Muster.Client.Tests
             return null;
         }
 
+        /// <summary>worker_holds: the lease of route that the worker's last worker_acquire
+        /// got reports no loss (Lost stays uncancelled) for for_ms.</summary>
+        private async Task<string> WorkerHoldsAsync(JObject st)
+        {
+            var route = (string)st["route"];
+            string problem;
+            var lease = WorkerLease(st, out problem);
+            if (lease == null) return problem;
+            var forMs = TimeSpan.FromMilliseconds(st["for_ms"] != null ? (long)st["for_ms"] : 0);
+            if (lease.Lost.IsCancellationRequested) return string.Format("the lease of {0} was lost before the step: {1}", route, lease.Error);
+            var sw = Stopwatch.StartNew();
+            var lost = new TaskCompletionSource<TimeSpan>();
+            using (lease.Lost.Register(() => lost.TrySetResult(sw.Elapsed)))
+            {
+                if (await Task.WhenAny(lost.Task, Task.Delay(forMs)).ConfigureAwait(false) == lost.Task)
+                {
+                    return string.Format("the lease of {0} was lost {1:F0} ms into the {2:F0} ms it must hold: {3}",
+                        route, lost.Task.Result.TotalMilliseconds, forMs.TotalMilliseconds, lease.Error);
+                }
+            }
+            return null;
+        }
+
         private async Task<string> ObserverStepAsync(string op, JObject st)
         {
             switch (op)
@@ -234,6 +275,8 @@ namespace Muster.Client.Tests
                     return await WorkerAcquireAsync(st).ConfigureAwait(false);
                 case "worker_lost":
                     return await WorkerLostAsync(st).ConfigureAwait(false);
+                case "worker_holds":
+                    return await WorkerHoldsAsync(st).ConfigureAwait(false);
                 case "observe":
                     {
                         var opts = new ObserveOptions();

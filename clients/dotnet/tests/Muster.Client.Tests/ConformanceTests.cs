@@ -88,6 +88,7 @@ namespace Muster.Client.Tests
             { "forbidden-selector-stops-observer", ObserverFaults.RetryFatal },
             { "follow-owner", ObserverFaults.NoFollow },
             { "failover-follow-owner", ObserverFaults.StickyOwner },
+            { "grant-after-wait-keeps-lease", ObserverFaults.SendPlusTtl },
         };
 
         /// <summary>
@@ -145,9 +146,11 @@ namespace Muster.Client.Tests
             Assert.IsEmpty(passed.ToList(), "scenarios that passed with a broken observer");
         }
 
-        /// <summary>Further broken clients a scenario must catch, each at the named step
-        /// (the Go runner's moreBrokenVariants).</summary>
+        /// <summary>Broken clients a scenario must catch at the named step: further ones
+        /// (the Go runner's moreBrokenVariants), and Broken's own variants whose failure
+        /// must come from the fault, not from an earlier step.</summary>
         [TestCase("19_failover_follow_owner.json", "NeverLost", "worker_lost")]
+        [TestCase("20_grant_after_wait_keeps_lease.json", "SendPlusTtl", "worker_holds")]
         public void MoreBrokenClientsAreCaught(string file, string fault, string step)
         {
             var faults = (ObserverFaults)Enum.Parse(typeof(ObserverFaults), fault) | ObserverFaults.NoReconcile;
