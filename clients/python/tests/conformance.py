@@ -35,6 +35,7 @@ OBSERVER_OPS = {
     "close_observer",
     "worker_acquire",
     "worker_lost",
+    "worker_holds",
 }
 
 
@@ -196,11 +197,13 @@ class Runner:
         c = muster.Client(self.h.proxy, token=self.h.secrets[token], without_follow=ob.BROKEN_NO_FOLLOW in self.broken)
         c._sticky_owner = ob.BROKEN_STICKY_OWNER in self.broken
         c._never_lost = ob.BROKEN_NEVER_LOST in self.broken
+        c._send_plus_ttl = ob.BROKEN_SEND_PLUS_TTL in self.broken
         return c
 
     async def op_worker_acquire(self, st: dict[str, Any]) -> None:
         """The worker (its client built on first use) creates a session when it
-        has none or new_session asks, and acquires route. An error advised
+        has none or new_session asks, and acquires route (waiting up to
+        wait_ms in its queue when given). An error advised
         backoff (a transport error, a failover in progress) is retried until
         timeout_ms; the fencing token must be at least min_token and above
         every token of the route seen before."""
@@ -216,7 +219,7 @@ class Runner:
                 if w.session is None:
                     w.session = await w.client.new_session(name, 10)
                     w.sessions.append(w.session)
-                lease = await w.session.acquire(route, st["ttl_ms"] / 1000)
+                lease = await w.session.acquire(route, st["ttl_ms"] / 1000, wait=st.get("wait_ms", 0) / 1000)
                 break
             except (muster.MusterError, httpx.TransportError) as e:
                 if muster.advice(e) is not muster.Retry.BACKOFF or time.monotonic() >= deadline:
@@ -228,14 +231,19 @@ class Runner:
         self.highest[route] = lease.fencing_token
         w.leases[route] = lease
 
+    def worker_lease(self, st: dict[str, Any]) -> muster.Lease:
+        """The lease of route that the worker's last worker_acquire got."""
+        w = self.workers.get(st["worker"])
+        lease = w.leases.get(st["route"]) if w is not None else None
+        if lease is None:
+            raise StepFailed(f"worker {st['worker']!r} acquired no lease of {st['route']}")
+        return lease
+
     async def op_worker_lost(self, st: dict[str, Any]) -> None:
         """The lease of route that the worker's last worker_acquire got reports
         its loss (``lost`` set, ``error`` a LeaseLostError) within timeout_ms."""
         route = st["route"]
-        w = self.workers.get(st["worker"])
-        lease = w.leases.get(route) if w is not None else None
-        if lease is None:
-            raise StepFailed(f"worker {st['worker']!r} acquired no lease of {route}")
+        lease = self.worker_lease(st)
         try:
             async with asyncio.timeout(timeout_of(st)):
                 await lease.lost.wait()
@@ -243,6 +251,17 @@ class Runner:
             raise StepFailed(f"the lease of {route} reported no loss within {timeout_of(st)}s") from None
         if not isinstance(lease.error, muster.LeaseLostError):
             raise StepFailed(f"the lease of {route} ended with {lease.error!r}, want a LeaseLostError")
+
+    async def op_worker_holds(self, st: dict[str, Any]) -> None:
+        """The lease of route that the worker's last worker_acquire got reports
+        no loss (``lost`` stays unset) for for_ms."""
+        lease = self.worker_lease(st)
+        try:
+            async with asyncio.timeout(st["for_ms"] / 1000):
+                await lease.lost.wait()
+        except TimeoutError:
+            return
+        raise StepFailed(f"the lease of {st['route']} was lost: {lease.error!r}")
 
     async def op_observe(self, st: dict[str, Any]) -> None:
         c = self.client(st["token"])

@@ -41,6 +41,12 @@ BROKEN_VARIANTS: dict[str, frozenset[str]] = {
     "forbidden-selector-stops-observer": frozenset({ob.BROKEN_RETRY_FATAL}),
     "follow-owner": frozenset({ob.BROKEN_NO_FOLLOW}),
     "failover-follow-owner": frozenset({ob.BROKEN_STICKY_OWNER}),
+    "grant-after-wait-keeps-lease": frozenset({ob.BROKEN_SEND_PLUS_TTL}),
+}
+
+#: The step at which a scenario must catch its broken variant, where it matters.
+CAUGHT_AT: dict[str, str] = {
+    "grant-after-wait-keeps-lease": "worker_holds",
 }
 
 
@@ -134,6 +140,12 @@ async def test_every_scenario_catches_its_broken_observer(harness: Harness) -> N
             print(f"{name}: caught at {failure}")  # shown with -s, or on a failure
     passed = [name for name, failure in results if failure == ""]
     assert not passed, f"scenarios that passed with a broken observer: {passed}"
+    elsewhere = [
+        f"{name}: {failure}"
+        for name, failure in results
+        if name in CAUGHT_AT and failure is not None and f"({CAUGHT_AT[name]})" not in failure
+    ]
+    assert not elsewhere, f"broken variants caught at another step than {CAUGHT_AT}: {elsewhere}"
 
 
 @pytest.mark.parametrize(("name", "broken", "step"), MORE_BROKEN_VARIANTS)

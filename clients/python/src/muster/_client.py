@@ -72,6 +72,7 @@ class Client:
         self._owner: str | None = None  # the base URL requests go to; None: base_url
         self._sticky_owner = False  # conformance tests only: never forget the owner
         self._never_lost = False  # conformance tests only: a lease's loss is never reported
+        self._send_plus_ttl = False  # conformance tests only: a grant's local deadline is send + TTL
 
     @property
     def base_url(self) -> str:

@@ -86,6 +86,7 @@ class Lease:
     expires_at: datetime
     renewals: int
     outcome: str | None = None
+    expires_after_request_ms: int | None = None
 
 
 @dataclass(frozen=True)

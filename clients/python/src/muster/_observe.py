@@ -84,6 +84,9 @@ BROKEN_NO_FOLLOW = "no_follow"
 BROKEN_STICKY_OWNER = "sticky_owner"
 #: The runner's clients never report a lease's loss (``lost`` is never set).
 BROKEN_NEVER_LOST = "never_lost"
+#: The runner's clients give a grant the old local deadline, send + TTL, which a
+#: wait in the queue makes early: the lease is lost right after it was granted.
+BROKEN_SEND_PLUS_TTL = "send_plus_ttl"
 
 
 @dataclass

@@ -165,19 +165,16 @@ class Session:
 
     def _adopt(self, r: Route, out: m.Lease, t0: float, ttl: float) -> Lease:
         """The handle of a lease the broker granted (or answered already_held
-        for) to a request sent at loop time t0 for ttl: the tracked handle when
-        it is the same grant, otherwise a new one whose local deadline is
-        t0 + ttl, or what remains of an already-held lease's TTL when less."""
+        for) to a request sent at loop time t0 for ttl (a single or a batch
+        acquire): the tracked handle when it is the same grant, otherwise a
+        new one whose local deadline is t0 + expires_after_request_ms (see
+        _local_deadline)."""
         loop = asyncio.get_running_loop()
-        deadline = t0 + ttl
         if out.outcome == "already_held":
             held = self._leases.get(str(r))
             if held is not None and held.fencing_token == out.fencing_token:
                 return held
-            # The TTL was not reset: never trust more than what remains.
-            rem = (out.expires_at - datetime.now(UTC)).total_seconds()
-            if rem < ttl:
-                deadline = loop.time() + rem
+        deadline = t0 + ttl if self._c._send_plus_ttl else _local_deadline(out, t0, ttl)
         lease = Lease(self, r, out)
         lease._timer = loop.call_at(deadline, lease._expired)
         if self._error is not None:
@@ -247,6 +244,28 @@ class Session:
         return await open_watch(self._c, self, list(selectors))
 
 
+def _local_deadline(out: m.Lease, t0: float, ttl: float) -> float:
+    """The local deadline, in loop time (monotonic), of a lease that an
+    acquire sent at loop time t0 for ttl was answered with: t0 +
+    expires_after_request_ms, the broker's expiry counted from the moment it
+    took the request up, which came after t0. So the deadline is never later
+    than the broker's expiry, and after a wait in the queue it stays as close
+    to it as the network allows (t0 + ttl would be the whole wait early). A
+    broker that does not send the member (an older one) gets t0 + ttl: a
+    lower bound for a grant, and, for already_held, no more than what the
+    answer's expires_at leaves (read against the wall clock: all such a
+    broker says), counted from now on the loop's clock."""
+    if out.expires_after_request_ms is not None:
+        return t0 + out.expires_after_request_ms / 1000
+    deadline = t0 + ttl
+    if out.outcome == "already_held":
+        # The TTL was not reset: never trust more than what remains.
+        rem = (out.expires_at - datetime.now(UTC)).total_seconds()
+        if rem < ttl:
+            deadline = asyncio.get_running_loop().time() + rem
+    return deadline
+
+
 def _ownership_gone(e: MusterError) -> bool:
     """Answers that mean the lease is not this session's."""
     return isinstance(e, NotOwnerError | FencedError | LeaseExpiredError | SessionNotFoundError)
@@ -260,8 +279,11 @@ class Lease:
     ReleasedError after its own release; otherwise a LeaseLostError whose
     ``cause`` is NotOwnerError, FencedError or LeaseExpiredError from the
     broker, LeaseExpiredError when the local deadline passed without a
-    successful extension (measured from the moment the request was sent, so
-    it never lies after the broker's), or the session's end.
+    successful extension, or the session's end. The local deadline is a
+    lower bound of the broker's expiry, on the event loop's (monotonic)
+    clock: the acquire's send time + the answer's expires_after_request_ms
+    (after a wait in the queue, the wait + the TTL), then each successful
+    extension's send time + its TTL.
     """
 
     def __init__(self, s: Session, r: Route, wire: m.Lease) -> None:
