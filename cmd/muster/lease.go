@@ -213,11 +213,44 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 }
 
 // watch prints the marker's snapshot (every page), then each change, until
-// ctx ends (errInterrupted: a clean exit) or the stream does.
+// ctx ends (errInterrupted: a clean exit). When the stream ends for a
+// reason a new stream repairs (the broker restarted or shut down, the
+// network failed, the stream overflowed), it says so on stderr and watches
+// again, after 50 ms doubling to 2 s: a new snapshot follows, as the
+// observer's recovery does. Other errors end it.
 func watch(ctx context.Context, c *muster.Client, cf *clientFlags, selectors []string, out io.Writer) error {
+	if !cf.json() {
+		fmt.Fprintf(out, "%-8s %-15s %-40s %s\n", "REVISION", "KIND", "ROUTE", "OWNER")
+	}
+	delay := 50 * time.Millisecond
+	for {
+		printed, err := watchOnce(ctx, c, cf, selectors, out)
+		var oe outputError
+		switch {
+		case ctx.Err() != nil || errors.Is(err, errInterrupted):
+			return errInterrupted
+		case errors.As(err, &oe) || muster.Advice(err) == muster.RetryNo:
+			return err
+		}
+		if printed {
+			delay = 50 * time.Millisecond
+		}
+		fmt.Fprintf(os.Stderr, "muster lease watch: %s; watching again in %v (a new snapshot follows)\n", displayf(err), delay)
+		select {
+		case <-ctx.Done():
+			return errInterrupted
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// watchOnce is one stream of watch; printed reports whether it got as far
+// as its snapshot.
+func watchOnce(ctx context.Context, c *muster.Client, cf *clientFlags, selectors []string, out io.Writer) (printed bool, err error) {
 	sub, err := c.Watch(ctx, selectors...)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer sub.Close()
 	m := sub.Marker()
@@ -233,24 +266,21 @@ func watch(ctx context.Context, c *muster.Client, cf *clientFlags, selectors []s
 			if it != nil {
 				v.Item = toItemJSON(*it)
 			}
-			return printJSON(out, v)
+			return output(printJSON(out, v))
 		}
 		owner := "-"
 		if it != nil {
 			owner = it.OwnerID
 		}
 		_, err := fmt.Fprintf(out, "%-8d %-15s %-40s %s\n", rev, display(kind), display(route), display(owner))
-		return err
-	}
-	if !cf.json() {
-		fmt.Fprintf(out, "%-8s %-15s %-40s %s\n", "REVISION", "KIND", "ROUTE", "OWNER")
+		return output(err)
 	}
 	for _, p := range m.Selectors {
 		items, cursor := p.Items, p.NextCursor
 		for {
 			for _, it := range items {
 				if err := line(m.Revision, "held", p.Selector, &it, it.Route); err != nil {
-					return err
+					return true, err
 				}
 			}
 			if cursor == "" {
@@ -258,34 +288,48 @@ func watch(ctx context.Context, c *muster.Client, cf *clientFlags, selectors []s
 			}
 			page, err := c.ListPage(ctx, p.Selector, muster.ListOptions{Cursor: cursor})
 			if err != nil {
-				return err
+				return true, err
 			}
 			items, cursor = page.Items, page.NextCursor
 		}
 		// The selector's snapshot is complete, even when it held nothing:
 		// a script knows where the changes start.
 		if err := line(m.Revision, "snapshot", p.Selector, nil, ""); err != nil {
-			return err
+			return true, err
 		}
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			return errInterrupted
+			return true, errInterrupted
 		case ch, ok := <-sub.Events():
 			if !ok {
 				if ctx.Err() != nil {
-					return errInterrupted
+					return true, errInterrupted
 				}
-				return sub.Err()
+				return true, sub.Err()
 			}
 			var it *muster.Item
 			if ch.Kind == muster.Acquired {
 				it = &ch.Item
 			}
 			if err := line(ch.Revision, string(ch.Kind), ch.Selector, it, ch.Route); err != nil {
-				return err
+				return true, err
 			}
 		}
 	}
+}
+
+// outputError is a failure to write what watch prints (a closed pipe): it
+// ends watch, whatever the stream does.
+type outputError struct{ err error }
+
+func (e outputError) Error() string { return e.err.Error() }
+func (e outputError) Unwrap() error { return e.err }
+
+func output(err error) error {
+	if err != nil {
+		return outputError{err}
+	}
+	return nil
 }

@@ -282,6 +282,60 @@ func TestCLIWatch(t *testing.T) {
 	_ = e.Wait()
 }
 
+// TestCLIWatchFollowsRestart: `lease watch` outlives a broker restart, as
+// the dashboard and the SDK observers do: it says so on stderr and prints
+// the new broker's snapshot (it used to exit 1).
+func TestCLIWatchFollowsRestart(t *testing.T) {
+	p := startProcess(t, "--addr", "127.0.0.1:0")
+	c := newCLI(t, p)
+	w := c.command("lease", "watch", "lease://acme/r/*", "-o", "json")
+	stdout, err := w.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	w.Stderr = &stderr
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Process.Kill() })
+	rd := bufio.NewReader(stdout)
+	readLine := func() string {
+		t.Helper()
+		l, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("watch ended: %v\n%s", err, stderr.String())
+		}
+		return l
+	}
+	if l := readLine(); !strings.Contains(l, `"kind":"snapshot"`) {
+		t.Fatalf("first line %q", l)
+	}
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	q := startProcess(t, "--addr", p.addr)
+	c2 := newCLI(t, q)
+	var sess struct {
+		SessionID string `json:"session_id"`
+	}
+	c2.json(&sess, "session", "create", "--owner", "after")
+	c2.env = []string{"MUSTER_SESSION=" + sess.SessionID}
+	c2.ok("lease", "acquire", "lease://acme/r/doc-9")
+	// The new snapshot (with or without doc-9: the watch may be back
+	// before or after the acquire), then doc-9 either way.
+	var seen string
+	for !strings.Contains(seen, "doc-9") {
+		seen += readLine()
+	}
+	if !strings.Contains(seen, `"kind":"snapshot"`) || !strings.Contains(stderr.String(), "watching again") {
+		t.Fatalf("after the restart: stdout %q, stderr %q", seen, stderr.String())
+	}
+	_ = w.Process.Signal(syscall.SIGINT)
+	if err := w.Wait(); err != nil {
+		t.Fatalf("watch after Ctrl-C: %v", err)
+	}
+}
+
 // TestCLILeaseRun: `muster lease run` holds the lease while the command
 // runs (renewing it), gives the command the route and fencing token,
 // passes on its exit status, releases the lease after, and signals the
