@@ -164,6 +164,7 @@ func (b *Batch) Do(ctx context.Context) ([]BatchResult, error) {
 				}
 			}
 		}
+		b.s.notFound(err)
 		return nil, err
 	}
 	if len(resp.Results) != len(sent) {

@@ -28,8 +28,9 @@ type Client struct {
 	sse   *http.Client // the same transport without a client timeout, for streams
 	raw   *api.Client
 
-	mu    sync.Mutex
-	epoch string
+	mu       sync.Mutex
+	epoch    string
+	sessions map[*Session]struct{} // live sessions, for prompt loss (loss.go)
 
 	noFollow  bool
 	follow    *follower
@@ -37,6 +38,9 @@ type Client struct {
 	// sendPlusTTL: conformance tests only (brokenSendPlusTTL): a grant's
 	// local deadline is send + TTL, ignoring expires_after_request_ms.
 	sendPlusTTL bool
+	// lateLoss: conformance tests only (brokenLateLoss): sessions are lost
+	// at their keepalive only, never promptly (loss.go).
+	lateLoss bool
 }
 
 // Option configures a Client.
@@ -105,6 +109,7 @@ func (c *Client) sawEpoch(resp *http.Response) {
 		c.mu.Lock()
 		c.epoch = e
 		c.mu.Unlock()
+		c.brokerGone(answeredBy(resp), e)
 	}
 }
 
@@ -122,7 +127,11 @@ func (c *Client) call(resp *http.Response, err error, want int, out any) error {
 		return err
 	}
 	if resp.StatusCode != want {
-		return problemError(resp, body)
+		perr := problemError(resp, body)
+		if errors.Is(perr, ErrFamilyUnavailable) {
+			c.brokerGone(answeredBy(resp), "")
+		}
+		return perr
 	}
 	if out == nil {
 		return nil

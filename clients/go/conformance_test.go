@@ -60,6 +60,9 @@ type obsStep struct {
 	MinToken   int64  `json:"min_token"`
 	NewSession bool   `json:"new_session"`
 	ForMs      int64  `json:"for_ms"`
+	// SessionTTLMs is the TTL of the session worker_acquire creates
+	// (default 10 s).
+	SessionTTLMs int64 `json:"session_ttl_ms"`
 }
 
 func (s obsStep) timeout() time.Duration {
@@ -280,6 +283,7 @@ func (r *runner) client(token string) (*Client, error) {
 	}
 	c.neverLost = r.broken&brokenNeverLost != 0
 	c.sendPlusTTL = r.broken&brokenSendPlusTTL != 0
+	c.lateLoss = r.broken&brokenLateLoss != 0
 	return c, nil
 }
 
@@ -363,7 +367,11 @@ func (r *runner) workerHolds(st obsStep) error {
 
 func (w *worker) acquire(ctx context.Context, st obsStep) (*Lease, error) {
 	if w.session == nil {
-		s, err := w.c.NewSession(ctx, st.Worker, 10*time.Second)
+		ttl := 10 * time.Second
+		if st.SessionTTLMs > 0 {
+			ttl = time.Duration(st.SessionTTLMs) * time.Millisecond
+		}
+		s, err := w.c.NewSession(ctx, st.Worker, ttl)
 		if err != nil {
 			return nil, err
 		}
@@ -589,6 +597,7 @@ var brokenVariants = map[string]brokenMode{
 	"follow-owner":                          brokenNoFollow,
 	"failover-follow-owner":                 brokenStickyOwner,
 	"grant-after-wait-keeps-lease":          brokenSendPlusTTL,
+	"restart-loses-lease-promptly":          brokenLateLoss,
 }
 
 // moreBrokenVariants are further broken clients a scenario must catch, each

@@ -69,6 +69,7 @@ func (s *Session) Acquire(ctx context.Context, routeStr string, ttl time.Duratio
 	var out api.Lease
 	resp, err := s.c.raw.AcquireLease(ctx, r.realm, r.area, r.resource, body)
 	if err := s.c.call(resp, err, 200, &out); err != nil {
+		s.notFound(err)
 		return nil, err
 	}
 	return s.adopt(r, &out, t0, ttl), nil
@@ -172,6 +173,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	resp, err := l.s.c.raw.ExtendLease(ctx, l.r.realm, l.r.area, l.r.resource,
 		api.ExtendRequest{SessionId: l.s.id, FencingToken: l.token, TtlMs: ttl.Milliseconds()})
 	if err := l.s.c.call(resp, err, 200, &out); err != nil {
+		l.s.notFound(err)
 		if ownershipGone(err) {
 			l.end(fmt.Errorf("%w: %w", ErrLeaseLost, err))
 			return l.Err()
@@ -210,6 +212,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	resp, err := l.s.c.raw.ReleaseLease(ctx, l.r.realm, l.r.area, l.r.resource,
 		api.ReleaseRequest{SessionId: l.s.id, FencingToken: l.token})
 	err = l.s.c.call(resp, err, 204, nil)
+	l.s.notFound(err)
 	switch {
 	case err == nil:
 		l.end(ErrReleased)

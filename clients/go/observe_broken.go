@@ -46,6 +46,10 @@ const (
 	// deadline of a grant, send + TTL, which a wait in the queue makes
 	// early: the lease is declared lost right after it was granted.
 	brokenSendPlusTTL
+	// brokenLateLoss builds the worker's client so that a session is lost
+	// at its keepalive only: a new epoch from its broker, family_unavailable
+	// or session_not_found to another request end nothing at once.
+	brokenLateLoss
 )
 
 // ignores reports whether the mode drops changes of kind k.

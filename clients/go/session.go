@@ -29,6 +29,7 @@ type Session struct {
 	ownerID     string
 	incarnation string
 	epoch       string
+	host        string // the broker that answered its creation: it holds it
 	ttl         time.Duration
 
 	stop     context.CancelFunc
@@ -47,16 +48,18 @@ func (c *Client) NewSession(ctx context.Context, ownerID string, ttl time.Durati
 	t0 := time.Now()
 	var out api.Session
 	resp, err := c.raw.CreateSession(ctx, api.CreateSessionRequest{OwnerId: ownerID, TtlMs: ttl.Milliseconds()})
+	host := answeredBy(resp)
 	if err := c.call(resp, err, 201, &out); err != nil {
 		return nil, err
 	}
 	loopCtx, stop := context.WithCancel(context.Background())
 	s := &Session{
 		c: c, id: out.SessionId, ownerID: out.OwnerId, incarnation: out.HolderIncarnation,
-		epoch: out.Epoch, ttl: time.Duration(out.TtlMs) * time.Millisecond,
+		epoch: out.Epoch, host: host, ttl: time.Duration(out.TtlMs) * time.Millisecond,
 		stop: stop, loopDone: make(chan struct{}),
 		leases: make(map[string]*Lease), done: make(chan struct{}),
 	}
+	c.trackSession(s)
 	go s.keepalive(loopCtx, t0.Add(s.ttl))
 	return s, nil
 }
@@ -119,6 +122,8 @@ func (s *Session) end(cause error) {
 	s.leases = nil
 	close(s.done)
 	s.mu.Unlock()
+	s.c.untrackSession(s)
+	s.stop()
 	for _, l := range leases {
 		l.end(fmt.Errorf("%w: %w", ErrLeaseLost, cause))
 	}
@@ -167,6 +172,14 @@ func (s *Session) keepalive(ctx context.Context, deadline time.Time) {
 			}
 			timer.Reset(max(0, min(backoff.next(), time.Until(deadline))))
 		}
+	}
+}
+
+// notFound ends the session at once when err is the broker's
+// session_not_found for one of its requests (prompt loss: loss.go).
+func (s *Session) notFound(err error) {
+	if errors.Is(err, ErrSessionNotFound) && !s.c.lateLoss {
+		s.end(fmt.Errorf("%w: %w", ErrSessionLost, err))
 	}
 }
 

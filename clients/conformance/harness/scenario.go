@@ -70,10 +70,11 @@ type step struct {
 	MatchesList  bool     `json:"matches_list"`
 	EpochNotMark bool     `json:"epoch_not_mark"`
 	MaxMs        int64    `json:"max_ms"`
-	Worker       string   `json:"worker"`      // worker_acquire, worker_lost, worker_holds
-	MinToken     int64    `json:"min_token"`   // worker_acquire
-	NewSession   bool     `json:"new_session"` // worker_acquire
-	ForMs        int64    `json:"for_ms"`      // worker_holds
+	Worker       string   `json:"worker"`         // worker_acquire, worker_lost, worker_holds
+	MinToken     int64    `json:"min_token"`      // worker_acquire
+	NewSession   bool     `json:"new_session"`    // worker_acquire
+	ForMs        int64    `json:"for_ms"`         // worker_holds
+	SessionTTLMs int64    `json:"session_ttl_ms"` // worker_acquire
 }
 
 // observerOps are run by the runner, never by the harness: the observer
