@@ -333,8 +333,9 @@ impl std::fmt::Display for Route {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn routes_parse_or_are_invalid_route() {
@@ -390,6 +391,14 @@ mod tests {
     async fn fake(
         answer: impl Fn(&str) -> (u16, &'static str, String) + Send + Sync + 'static,
     ) -> (String, Arc<Mutex<Vec<String>>>) {
+        fake_after(move |line| (Duration::ZERO, answer(line))).await
+    }
+
+    /// [`fake`] whose `answer` also says how long to wait before answering
+    /// (a broker that kept the request in a queue).
+    pub(crate) async fn fake_after(
+        answer: impl Fn(&str) -> (Duration, (u16, &'static str, String)) + Send + Sync + 'static,
+    ) -> (String, Arc<Mutex<Vec<String>>>) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let ln = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", ln.local_addr().unwrap());
@@ -430,7 +439,8 @@ mod tests {
                     seen.lock()
                         .unwrap()
                         .push(format!("{line} auth={auth} {body}"));
-                    let (status, ct, out) = answer(&line);
+                    let (delay, (status, ct, out)) = answer(&line);
+                    tokio::time::sleep(delay).await;
                     let resp = format!(
                         "HTTP/1.1 {status} X\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{out}",
                         out.len()
