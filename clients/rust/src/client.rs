@@ -42,6 +42,8 @@ pub(crate) struct Inner {
     sticky_owner: bool,
     /// Conformance tests only: a lease's loss is never reported.
     pub(crate) never_lost: bool,
+    /// Conformance tests only: a grant's local deadline is send + TTL.
+    pub(crate) send_plus_ttl: bool,
 }
 
 /// Configures a [`Client`]; see [`Client::builder`].
@@ -53,6 +55,7 @@ pub struct ClientBuilder {
     without_follow: bool,
     sticky_owner: bool,
     never_lost: bool,
+    send_plus_ttl: bool,
 }
 
 impl ClientBuilder {
@@ -65,12 +68,13 @@ impl ClientBuilder {
     }
 
     /// Builds a deliberately broken client (`no_follow`, `sticky_owner`,
-    /// `never_lost`), for the conformance tests only.
+    /// `never_lost`, `send_plus_ttl`), for the conformance tests only.
     #[doc(hidden)]
     pub fn faults(mut self, f: crate::Faults) -> Self {
         self.without_follow |= f.no_follow;
         self.sticky_owner = f.sticky_owner;
         self.never_lost = f.never_lost;
+        self.send_plus_ttl = f.send_plus_ttl;
         self
     }
 
@@ -115,6 +119,7 @@ impl ClientBuilder {
                 owner: Mutex::new(None),
                 sticky_owner: self.sticky_owner,
                 never_lost: self.never_lost,
+                send_plus_ttl: self.send_plus_ttl,
             }),
         })
     }
@@ -136,6 +141,7 @@ impl Client {
             without_follow: false,
             sticky_owner: false,
             never_lost: false,
+            send_plus_ttl: false,
         }
     }
 
@@ -333,8 +339,9 @@ impl std::fmt::Display for Route {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn routes_parse_or_are_invalid_route() {
@@ -390,6 +397,14 @@ mod tests {
     async fn fake(
         answer: impl Fn(&str) -> (u16, &'static str, String) + Send + Sync + 'static,
     ) -> (String, Arc<Mutex<Vec<String>>>) {
+        fake_after(move |line| (Duration::ZERO, answer(line))).await
+    }
+
+    /// [`fake`] whose `answer` also says how long to wait before answering
+    /// (a broker that kept the request in a queue).
+    pub(crate) async fn fake_after(
+        answer: impl Fn(&str) -> (Duration, (u16, &'static str, String)) + Send + Sync + 'static,
+    ) -> (String, Arc<Mutex<Vec<String>>>) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let ln = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", ln.local_addr().unwrap());
@@ -430,7 +445,8 @@ mod tests {
                     seen.lock()
                         .unwrap()
                         .push(format!("{line} auth={auth} {body}"));
-                    let (status, ct, out) = answer(&line);
+                    let (delay, (status, ct, out)) = answer(&line);
+                    tokio::time::sleep(delay).await;
                     let resp = format!(
                         "HTTP/1.1 {status} X\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{out}",
                         out.len()

@@ -39,9 +39,15 @@ impl AcquireOptions {
 /// [`Lease::error`] says why: [`Error::Released`] after its own
 /// [`Lease::release`]; otherwise [`Error::LeaseLost`] with the cause inside:
 /// `NotOwner`, `Fenced` or `LeaseExpired` from the broker, `LeaseExpired`
-/// when the local deadline passed without a successful extension (measured
-/// from the moment the request was sent, so it never lies after the
-/// broker's), or the session's end.
+/// when the local deadline passed without a successful extension, or the
+/// session's end.
+///
+/// The local deadline is a lower bound of the broker's expiry, measured on
+/// the monotonic clock from the moment the request was sent: send +
+/// `expires_after_request_ms` of the acquire's answer (the TTL, plus the
+/// wait when the grant came after a wait in the queue; what is left for
+/// `already_held`), send + TTL for an extension, and send + TTL after an
+/// acquire answered by an older broker that does not send the member.
 #[derive(Debug, Clone)]
 pub struct Lease {
     inner: Arc<LeaseInner>,
@@ -146,8 +152,8 @@ impl Session {
 
 /// The handle of a lease the broker granted (or answered `already_held` for)
 /// to a request sent at `t0` for `ttl`: the tracked handle when it is the
-/// same grant, otherwise a new one whose local deadline is `t0 + ttl`, or
-/// what remains of an already-held lease's TTL when that is less.
+/// same grant, otherwise a new one whose local deadline is
+/// [`local_deadline`].
 pub(crate) fn adopt(
     s: &Arc<SessionInner>,
     r: Route,
@@ -155,20 +161,18 @@ pub(crate) fn adopt(
     t0: Instant,
     ttl: Duration,
 ) -> Lease {
-    let mut deadline = t0 + ttl;
     if out.outcome == Some(Outcome::AlreadyHeld) {
         if let Some(l) = s.handle(&r.to_string()) {
             if l.inner.token == out.fencing_token {
                 return l;
             }
         }
-        // The TTL was not reset: never trust more than what remains.
-        let rem = out.expires_at - OffsetDateTime::now_utc();
-        let rem = Duration::try_from(rem).unwrap_or(Duration::ZERO);
-        if rem < ttl {
-            deadline = Instant::now() + rem;
-        }
     }
+    let deadline = if s.client.inner.send_plus_ttl {
+        t0 + ttl // the old rule: the conformance tests' broken client only
+    } else {
+        local_deadline(&out, t0, ttl)
+    };
     let l = Lease {
         inner: Arc::new(LeaseInner {
             session: s.clone(),
@@ -192,6 +196,31 @@ pub(crate) fn adopt(
         l.end(Error::LeaseLost(Box::new(cause)));
     }
     l
+}
+
+/// The local deadline of a lease an acquire sent at `t0` (on the monotonic
+/// clock) for `ttl` was answered with: `t0 + expires_after_request_ms`, the
+/// broker's expiry counted from the moment it took the request up, which
+/// came after `t0`. So the deadline is never later than the broker's expiry,
+/// and after a wait in the queue it stays as close to it as the round trip
+/// allows (`t0 + ttl` would be the whole wait early). A broker that does not
+/// send the member (an older one) gets `t0 + ttl`, and for `already_held`
+/// never more than what its `expires_at` leaves (read on the wall clocks:
+/// the best such a broker says).
+fn local_deadline(out: &LeaseGrant, t0: Instant, ttl: Duration) -> Instant {
+    if let Some(ms) = out.expires_after_request_ms {
+        let after = Duration::from_millis(ms.max(0) as u64);
+        // An absurd value must not panic on overflow: fall back to the TTL.
+        return t0.checked_add(after).unwrap_or(t0 + ttl);
+    }
+    let deadline = t0 + ttl;
+    if out.outcome == Some(Outcome::AlreadyHeld) {
+        // The TTL was not reset: never trust more than what remains.
+        let rem = out.expires_at - OffsetDateTime::now_utc();
+        let rem = Duration::try_from(rem).unwrap_or(Duration::ZERO);
+        return deadline.min(Instant::now() + rem);
+    }
+    deadline
 }
 
 impl Lease {
@@ -375,5 +404,136 @@ async fn deadline_timer(l: Lease) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::client::tests::fake_after;
+    use crate::{AcquireOptions, Client, Error};
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    /// A lease's answer (`expires_at` years away on the wall clock, which
+    /// the local deadline must not read when the member is there).
+    fn grant(outcome: &str, expires_after_request_ms: Option<u64>) -> String {
+        let member = expires_after_request_ms
+            .map(|ms| format!(r#","expires_after_request_ms":{ms}"#))
+            .unwrap_or_default();
+        format!(
+            r#"{{"route":"lease://acme/jobs/x","fencing_token":7,"acquired_at":"2030-01-01T00:00:00Z","expires_at":"2040-01-01T00:00:00Z","renewals":0,"outcome":"{outcome}"{member}}}"#
+        )
+    }
+
+    /// A fake broker that creates sessions (TTL 60 s: no keepalive during a
+    /// test) and answers acquisitions (and batches) with `lease` after
+    /// `delay`.
+    async fn broker(delay: Duration, lease: String) -> Client {
+        let (url, _) = fake_after(move |line| {
+            let json = "application/json";
+            if line.starts_with("POST /v1/sessions ") {
+                let s = r#"{"session_id":"0123456789abcdef0123456789abcdef","holder_incarnation":"h1","owner_id":"w","ttl_ms":60000,"expires_at":"2040-01-01T00:00:00Z","epoch":"e1"}"#;
+                (Duration::ZERO, (201, json, s.to_string()))
+            } else if line.starts_with("POST /v1/leases/batch ") {
+                let b = format!(
+                    r#"{{"results":[{{"op":"acquire","route":"lease://acme/jobs/x","ok":true,"lease":{lease}}}],"revision":9}}"#
+                );
+                (delay, (200, json, b))
+            } else if line.contains("/acquire ") {
+                (delay, (200, json, lease.clone()))
+            } else {
+                (Duration::ZERO, (204, json, String::new()))
+            }
+        })
+        .await;
+        Client::new(&url).unwrap()
+    }
+
+    /// Waits for the loss of `l` until `until`: whether it came.
+    async fn lost_by(l: &super::Lease, until: Instant) -> bool {
+        tokio::time::timeout_at(until, l.lost().cancelled())
+            .await
+            .is_ok()
+    }
+
+    fn expired_locally(l: &super::Lease) -> bool {
+        matches!(l.error(), Some(Error::LeaseLost(ref c)) if matches!(**c, Error::LeaseExpired(_)))
+    }
+
+    /// A grant after a wait of 900 ms for a TTL of 1 s: the broker's expiry
+    /// is 1.9 s after it took the request up. The lease stays held until
+    /// send + 1.9 s (send + TTL would lose it 100 ms after it arrived), and
+    /// is lost around then without an extension.
+    #[tokio::test]
+    async fn a_grant_after_a_wait_is_held_until_send_plus_expires_after_request() {
+        let c = broker(MS(900), grant("acquired", Some(1900))).await;
+        let s = c.new_session("w", Duration::from_secs(60)).await.unwrap();
+        let t0 = Instant::now();
+        let opts = AcquireOptions::default().wait(Duration::from_secs(5));
+        let l = s
+            .acquire("lease://acme/jobs/x", MS(1000), opts)
+            .await
+            .unwrap();
+        assert!(t0.elapsed() >= MS(900), "answered after {:?}", t0.elapsed());
+        // The deadline is send + 1.9 s and send came after t0: never before.
+        assert!(
+            !lost_by(&l, t0 + MS(1850)).await,
+            "lost {:?} after the send: {:?}",
+            t0.elapsed(),
+            l.error()
+        );
+        assert!(lost_by(&l, t0 + MS(1900 + 1500)).await, "never lost");
+        assert!(t0.elapsed() >= MS(1900), "lost after {:?}", t0.elapsed());
+        assert!(expired_locally(&l), "{:?}", l.error());
+        drop(s);
+    }
+
+    /// `already_held` whose grant has 400 ms left: lost then, whatever the
+    /// TTL asked and the broker's wall-clock `expires_at` say.
+    #[tokio::test]
+    async fn already_held_keeps_what_the_broker_says_is_left() {
+        let c = broker(Duration::ZERO, grant("already_held", Some(400))).await;
+        let s = c.new_session("w", Duration::from_secs(60)).await.unwrap();
+        let t0 = Instant::now();
+        let l = s
+            .acquire("lease://acme/jobs/x", MS(10_000), AcquireOptions::default())
+            .await
+            .unwrap();
+        assert!(!lost_by(&l, t0 + MS(380)).await, "lost early");
+        assert!(lost_by(&l, t0 + MS(400 + 1500)).await, "never lost");
+        assert!(expired_locally(&l), "{:?}", l.error());
+    }
+
+    /// An older broker sends no `expires_after_request_ms`: send + TTL.
+    #[tokio::test]
+    async fn without_the_member_the_deadline_is_send_plus_ttl() {
+        let c = broker(Duration::ZERO, grant("acquired", None)).await;
+        let s = c.new_session("w", Duration::from_secs(60)).await.unwrap();
+        let t0 = Instant::now();
+        let l = s
+            .acquire("lease://acme/jobs/x", MS(500), AcquireOptions::default())
+            .await
+            .unwrap();
+        assert!(!lost_by(&l, t0 + MS(480)).await, "lost early");
+        assert!(lost_by(&l, t0 + MS(500 + 1500)).await, "never lost");
+        assert!(expired_locally(&l), "{:?}", l.error());
+    }
+
+    /// A batch's acquisitions follow the same rule: `already_held` with
+    /// 1.2 s left of a grant for a longer TTL than the 200 ms asked.
+    #[tokio::test]
+    async fn a_batch_acquisition_is_held_until_send_plus_expires_after_request() {
+        let c = broker(MS(300), grant("already_held", Some(1200))).await;
+        let s = c.new_session("w", Duration::from_secs(60)).await.unwrap();
+        let t0 = Instant::now();
+        let mut b = s.batch();
+        b.acquire("lease://acme/jobs/x", MS(200));
+        let out = b.send().await.unwrap();
+        let l = out[0].lease.clone().expect("a lease");
+        assert!(!lost_by(&l, t0 + MS(1150)).await, "lost early");
+        assert!(lost_by(&l, t0 + MS(1200 + 1500)).await, "never lost");
+        assert!(expired_locally(&l), "{:?}", l.error());
     }
 }

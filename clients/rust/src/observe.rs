@@ -89,6 +89,10 @@ pub struct Faults {
     /// A client built with these faults never reports a lease's loss:
     /// [`crate::Lease::lost`] is never cancelled.
     pub never_lost: bool,
+    /// A client built with these faults gives a grant the old local
+    /// deadline, send + TTL, ignoring `expires_after_request_ms`: a lease
+    /// granted after a wait in the queue is lost right after it arrives.
+    pub send_plus_ttl: bool,
 }
 
 impl Faults {

@@ -106,6 +106,14 @@ pub struct LeaseGrant {
     /// Set on acquire only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
+    /// Set on acquire only (absent from an older broker): how long after the
+    /// broker took the request up the lease expires, in milliseconds, on the
+    /// broker's monotonic clock: `ttl_ms` for a grant at once, the wait in
+    /// the queue plus `ttl_ms` for a grant after a wait, what is left of the
+    /// existing grant for `already_held`. The send time plus this is the
+    /// SDK's local deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_after_request_ms: Option<i64>,
 }
 
 /// The kind of a batch operation (schema `BatchOpKind`).
