@@ -329,12 +329,9 @@ func (r *runner) workerAcquire(ctx context.Context, st obsStep) error {
 // worker_acquire got reports its loss (Lost closed, Err matching
 // ErrLeaseLost) within timeout_ms.
 func (r *runner) workerLost(st obsStep) error {
-	var l *Lease
-	if w := r.workers[st.Worker]; w != nil {
-		l = w.leases[st.Route]
-	}
-	if l == nil {
-		return fmt.Errorf("worker %q acquired no lease of %s", st.Worker, st.Route)
+	l, err := r.workerLease(st)
+	if err != nil {
+		return err
 	}
 	select {
 	case <-l.Lost():
@@ -347,15 +344,21 @@ func (r *runner) workerLost(st obsStep) error {
 	return nil
 }
 
+// workerLease is the lease of route that the worker's last worker_acquire
+// got.
+func (r *runner) workerLease(st obsStep) (*Lease, error) {
+	if w := r.workers[st.Worker]; w != nil && w.leases[st.Route] != nil {
+		return w.leases[st.Route], nil
+	}
+	return nil, fmt.Errorf("worker %q acquired no lease of %s", st.Worker, st.Route)
+}
+
 // workerHolds runs worker_holds: the lease of route that the worker's last
 // worker_acquire got reports no loss for for_ms.
 func (r *runner) workerHolds(st obsStep) error {
-	var l *Lease
-	if w := r.workers[st.Worker]; w != nil {
-		l = w.leases[st.Route]
-	}
-	if l == nil {
-		return fmt.Errorf("worker %q acquired no lease of %s", st.Worker, st.Route)
+	l, err := r.workerLease(st)
+	if err != nil {
+		return err
 	}
 	select {
 	case <-l.Lost():

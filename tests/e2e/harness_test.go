@@ -3,10 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -92,10 +89,7 @@ func (b *Broker) Events() []core.Event {
 }
 
 // TokenSpec configures one token for MustStartBroker.
-type TokenSpec struct {
-	Secret, Family string
-	Grants         []string
-}
+type TokenSpec = musterbin.Token
 
 // MustStartBroker starts a broker on a manual clock and stops it when the
 // test ends. With no tokens it runs in dev mode.
@@ -158,18 +152,8 @@ func startBroker(tb testing.TB, o brokerOptions) *Broker {
 	}
 	m.StoreURL = o.storeURL
 	if len(tokens) > 0 {
-		var sb strings.Builder
-		sb.WriteString("tokens:\n")
-		for i, t := range tokens {
-			sum := sha256.Sum256([]byte(t.Secret))
-			fmt.Fprintf(&sb, "  - name: token-%d\n    sha256: %s\n    family: %s\n    grants:\n", i, hex.EncodeToString(sum[:]), t.Family)
-			for _, g := range t.Grants {
-				fmt.Fprintf(&sb, "      - %q\n", g)
-			}
-		}
-		sb.WriteString(o.config)
 		m.ConfigPath = filepath.Join(dir, "muster.yaml")
-		if err := os.WriteFile(m.ConfigPath, []byte(sb.String()), 0o600); err != nil {
+		if err := os.WriteFile(m.ConfigPath, []byte(musterbin.TokensConfig(tokens...)+o.config), 0o600); err != nil {
 			tb.Fatal(err)
 		}
 	}
