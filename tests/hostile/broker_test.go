@@ -25,6 +25,9 @@ var (
 	hostileTok = musterbin.Token{Secret: "hostile-secret", Family: "hostile", Grants: []string{"fleet://**#*", "lease://hostile/**#read"}}
 	readerTok  = musterbin.Token{Secret: "reader-secret", Family: "hostile", Grants: []string{"lease://hostile/**#read"}}
 	probeTok   = musterbin.Token{Secret: "probe-secret", Family: "probe", Grants: []string{"lease://probe/**#*"}}
+	// secondTok and thirdTok are two more families that sweep.
+	secondTok = musterbin.Token{Secret: "second-secret", Family: "second", Grants: []string{"fleet://**#*"}}
+	thirdTok  = musterbin.Token{Secret: "third-secret", Family: "third", Grants: []string{"fleet://**#*"}}
 )
 
 // brokerMemory is the broker's data limit (RLIMIT_DATA, through prlimit):
@@ -60,7 +63,7 @@ func startBroker(t *testing.T, extra string, seed func(dataDir string)) *broker 
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "muster.yaml")
-	if err := os.WriteFile(cfg, []byte(musterbin.TokensConfig(hostileTok, readerTok, probeTok)+extra), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(musterbin.TokensConfig(hostileTok, readerTok, probeTok, secondTok, thirdTok)+extra), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")

@@ -113,3 +113,45 @@ func TestQueuedSweeps(t *testing.T) {
 		t.Errorf("broker peak resident memory grew by %d MiB, bound %d MiB", growth>>20, maxGrowth>>20)
 	}
 }
+
+// The abuse report's two runaway sweeps took both sweep slots (one per
+// family, two in all) and a trivial sweep of a third family waited 33 s.
+// A runaway sweep now ends at its worker's CPU limit, so the third family
+// waits at most about one such limit.
+func TestThirdFamilySweepsMeanwhile(t *testing.T) {
+	b := startBroker(t, "", nil)
+	schema, spec := enumBurn()
+	for _, tok := range []musterbin.Token{hostileTok, secondTok} {
+		if st, _, out, err := b.do(t.Context(), tok, "POST", "/v1/fleets/burn/specs", `{"kind":"k","spec":`+spec+`}`); st != 201 {
+			t.Fatalf("register: %d %v %s", st, err, out)
+		}
+	}
+	if st, _, out, err := b.do(t.Context(), thirdTok, "POST", "/v1/fleets/quiet/specs", `{"kind":"k","spec":{"topic":"a"}}`); st != 201 {
+		t.Fatalf("register: %d %v %s", st, err, out)
+	}
+	runaway := make(chan int, 2)
+	for _, tok := range []musterbin.Token{hostileTok, secondTok} {
+		go func() {
+			st, _, _, _ := b.do(t.Context(), tok, "POST", sweepPath("burn"), sweepBody(schema))
+			runaway <- st
+		}()
+	}
+	for len(b.children()) < 2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	st, _, out, err := b.do(t.Context(), thirdTok, "POST", sweepPath("quiet"), sweepBody(`{"required":["topic"]}`))
+	took := time.Since(start)
+	t.Logf("two runaway sweeps of two families hold both slots: the third family's sweep answered %d after %v", st, took)
+	if err != nil || st != 200 {
+		t.Fatalf("third family's sweep: %d %v %s", st, err, out)
+	}
+	if took > 4*time.Second {
+		t.Errorf("the third family's sweep waited %v; a runaway sweep ends at its 2 s CPU limit", took)
+	}
+	for range 2 {
+		if st := <-runaway; st != 400 {
+			t.Errorf("a runaway sweep answered %d, want 400 (its CPU limit)", st)
+		}
+	}
+}
