@@ -1644,7 +1644,7 @@ var Lease = class {
    */
   async extend(ttlMs, options = {}) {
     if (this.err !== null) throw this.err;
-    const t0 = Date.now();
+    const t0 = performance.now();
     const c = this.#s.client;
     let out;
     try {
@@ -1665,7 +1665,10 @@ var Lease = class {
     }
     this.extended(out, t0, ttlMs);
   }
-  /** @internal records a successful extension sent at t0 for ttlMs; throws err when the lease was lost meanwhile. */
+  /**
+   * @internal records a successful extension sent at t0 (performance.now)
+   * for ttlMs; throws err when the lease was lost meanwhile.
+   */
   extended(out, t0, ttlMs) {
     if (this.err !== null) throw this.err;
     this.#expiresAt = new Date(out.expires_at);
@@ -1705,12 +1708,12 @@ var Lease = class {
       this.end(new LeaseLostError(e));
     }
   }
-  /** @internal (re)arms the local deadline. */
+  /** @internal (re)arms the local deadline, a time on the monotonic clock (performance.now). */
   arm(deadline) {
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => {
       this.end(new LeaseLostError(new MusterError("lease_expired", "the local deadline passed without a successful extension")));
-    }, Math.max(0, deadline - Date.now()));
+    }, Math.max(0, deadline - performance.now()));
   }
   /** @internal records why the lease is not held, once. */
   end(cause) {
@@ -1729,24 +1732,30 @@ async function acquire(s, route, ttlMs, o) {
   if (s.err !== null) throw s.err;
   const body = { session_id: s.id, ttl_ms: ttlMs, wait_ms: 0 };
   if (o.waitMs !== void 0 && o.waitMs > 0) body.wait_ms = o.waitMs;
-  const t0 = Date.now();
+  const t0 = performance.now();
   const c = s.client;
   const out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, signal: o.signal }), 200);
   return adopt(s, r, out, t0, ttlMs);
 }
 function adopt(s, r, out, t0, ttlMs) {
-  let deadline = t0 + ttlMs;
   const key = `lease://${r.realm}/${r.area}/${r.resource}`;
   if (out.outcome === "already_held") {
     const l2 = s.handle(key);
     if (l2 !== void 0 && l2.fencingToken === out.fencing_token) return l2;
-    const rem = new Date(out.expires_at).getTime() - Date.now();
-    if (rem < ttlMs) deadline = Date.now() + rem;
   }
   const l = new Lease(s, r, out);
-  l.arm(deadline);
+  l.arm(localDeadline(out, t0, ttlMs));
   if (!s.track(l)) l.end(new LeaseLostError(s.err));
   return l;
+}
+function localDeadline(out, t0, ttlMs) {
+  if (typeof out.expires_after_request_ms === "number") return t0 + out.expires_after_request_ms;
+  let deadline = t0 + ttlMs;
+  if (out.outcome === "already_held") {
+    const rem = new Date(out.expires_at).getTime() - Date.now();
+    if (rem < ttlMs) deadline = performance.now() + rem;
+  }
+  return deadline;
 }
 async function withLease(s, route, ttlMs, fn, o) {
   const l = await acquire(s, route, ttlMs, o);
@@ -1853,7 +1862,7 @@ var Batch = class {
       sent.push(i);
     }
     if (sent.length === 0) return out;
-    const t0 = Date.now();
+    const t0 = performance.now();
     const c = s.client;
     let resp;
     try {
