@@ -212,7 +212,7 @@ export function adopt(s: Session, r: Route, out: AcquireAnswer, t0: number, ttlM
     if (l !== undefined && l.fencingToken === out.fencing_token) return l;
   }
   const l = new Lease(s, r, out);
-  l.arm(localDeadline(out, t0, ttlMs));
+  l.arm(s.client.sendPlusTtl ? t0 + ttlMs : localDeadline(out, t0, ttlMs));
   if (!s.track(l)) l.end(new LeaseLostError(s.err));
   return l;
 }

@@ -141,6 +141,7 @@ function runnerClient(proxy: string, secret: string, broken: number): MusterClie
   const c = new MusterClient(proxy, { token: secret, withoutFollow: (broken & Broken.NoFollow) !== 0 });
   c.stickyOwner = (broken & Broken.StickyOwner) !== 0;
   c.neverLost = (broken & Broken.NeverLost) !== 0;
+  c.sendPlusTtl = (broken & Broken.SendPlusTtl) !== 0;
   return c;
 }
 

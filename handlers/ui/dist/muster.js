@@ -885,7 +885,13 @@ var Broken = {
   /** The runner's clients follow wrong_broker but keep an owner that stopped answering. */
   StickyOwner: 1 << 11,
   /** The runner's clients never report a lease's loss (`lost` never aborts). */
-  NeverLost: 1 << 12
+  NeverLost: 1 << 12,
+  /**
+   * The runner's clients set a grant's local deadline to send + TTL, the old
+   * rule, which a wait in the queue makes early: the lease is lost right
+   * after it was granted.
+   */
+  SendPlusTtl: 1 << 13
 };
 var brokenKey = /* @__PURE__ */ Symbol("muster.broken");
 
@@ -1744,7 +1750,7 @@ function adopt(s, r, out, t0, ttlMs) {
     if (l2 !== void 0 && l2.fencingToken === out.fencing_token) return l2;
   }
   const l = new Lease(s, r, out);
-  l.arm(localDeadline(out, t0, ttlMs));
+  l.arm(s.client.sendPlusTtl ? t0 + ttlMs : localDeadline(out, t0, ttlMs));
   if (!s.track(l)) l.end(new LeaseLostError(s.err));
   return l;
 }
@@ -2140,6 +2146,11 @@ var MusterClient = class {
   stickyOwner = false;
   /** @internal conformance tests only: a lease's loss is never reported (`lost` never aborts). */
   neverLost = false;
+  /**
+   * @internal conformance tests only: a grant's local deadline is send + TTL
+   * (the old rule), ignoring the answer's expires_after_request_ms.
+   */
+  sendPlusTtl = false;
   #epoch = "";
   constructor(baseUrl, options = {}) {
     let u;
