@@ -180,3 +180,35 @@ test("the deadline is on the monotonic clock: a wall clock step changes nothing"
     await s.close();
   }
 });
+
+test("the session's keepalive deadline is on the monotonic clock too", async () => {
+  const realNow = Date.now;
+  // The first keepalive fails while the wall clock steps an hour ahead; the
+  // retry gets through. A deadline read on the wall clock would have lost
+  // the session at the failure.
+  let keepalives = 0;
+  const f = async (input: Request | string | URL, init?: RequestInit): Promise<Response> => {
+    const req = input instanceof Request ? input : new Request(input, init);
+    const path = new URL(req.url).pathname;
+    await Promise.resolve();
+    if (path === "/v1/sessions") return json({ ...session, ttl_ms: 1_000 }, 201);
+    if (path.endsWith("/keepalive")) {
+      if (++keepalives === 1) {
+        Date.now = () => realNow() + 3_600_000;
+        throw new TypeError("fetch failed");
+      }
+      return json(session);
+    }
+    return new Response(null, { status: 204 });
+  };
+  const c = new MusterClient("http://fake:1", { fetch: f as typeof globalThis.fetch });
+  const s = await c.session("w", 1_000);
+  try {
+    await sleep(900);
+    assert.ok(keepalives >= 2, `${keepalives} keepalives`);
+    assert.equal(s.err, null, "the session lives on its retried keepalive");
+  } finally {
+    Date.now = realNow;
+    await s.close();
+  }
+});

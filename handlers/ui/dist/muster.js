@@ -1302,6 +1302,7 @@ var Observer = class {
   #retry;
   #reconcile;
   #readyAt = 0;
+  // when the view last became ready, on the monotonic clock (performance.now)
   #done;
   #resolveDone;
   /** @internal use MusterClient.observe. */
@@ -1466,7 +1467,7 @@ var Observer = class {
     this.#err = null;
     this.#stats.bootstraps++;
     this.#notify();
-    this.#readyAt = Date.now();
+    this.#readyAt = performance.now();
     clearTimeout(this.#reconcile);
     if (!(this.#broken & Broken.NoReconcile)) {
       this.#reconcile = setTimeout(() => {
@@ -1497,7 +1498,7 @@ var Observer = class {
     clearTimeout(this.#reconcile);
     this.#notReady(sub.err ?? new Error("muster: watch stream ended"));
     if (this.#pending === null) {
-      if (Date.now() - this.#readyAt >= recoverMaxMs) {
+      if (performance.now() - this.#readyAt >= recoverMaxMs) {
         this.#bo.reset();
         this.#schedule(0);
       } else {
@@ -1979,7 +1980,7 @@ var Session = class _Session {
   }
   /** @internal use MusterClient.session. */
   static async create(c, ownerId, ttlMs, o) {
-    const t0 = Date.now();
+    const t0 = performance.now();
     const out = await c.call(c.raw.POST("/v1/sessions", { body: { owner_id: ownerId, ttl_ms: ttlMs }, signal: o.signal }), 201);
     const s = new _Session(c, out);
     s.#loop = s.#keepalive(t0 + s.ttlMs);
@@ -2063,7 +2064,9 @@ var Session = class _Session {
   /**
    * Keeps the session alive every TTL/3 until stopped. A failed keepalive is
    * retried with backoff; when none got through by the local deadline (a
-   * lower bound of the broker's), the session is lost.
+   * lower bound of the broker's: the send time of the last keepalive that got
+   * through, or of the creation, plus the TTL, on the monotonic clock), the
+   * session is lost.
    */
   async #keepalive(deadline) {
     const stop = this.#stopLoop.signal;
@@ -2078,11 +2081,11 @@ var Session = class _Session {
         return;
       }
       if (this.err !== null) return;
-      if (lastErr !== null && Date.now() >= deadline) {
+      if (lastErr !== null && performance.now() >= deadline) {
         this.#end(new SessionLostError("no keepalive got through within the TTL", lastErr));
         return;
       }
-      const t0 = Date.now();
+      const t0 = performance.now();
       const rac = new AbortController();
       const onStop = () => rac.abort();
       stop.addEventListener("abort", onStop, { once: true });
@@ -2103,7 +2106,7 @@ var Session = class _Session {
           return;
         }
         if (lastErr === null || !isAbort(e)) lastErr = e;
-        wait = Math.max(0, Math.min(bo.next(), deadline - Date.now()));
+        wait = Math.max(0, Math.min(bo.next(), deadline - performance.now()));
       } finally {
         clearTimeout(t);
         stop.removeEventListener("abort", onStop);
