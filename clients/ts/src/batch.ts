@@ -122,7 +122,7 @@ export class Batch {
       sent.push(i);
     }
     if (sent.length === 0) return out;
-    const t0 = Date.now();
+    const t0 = performance.now(); // the local deadlines' send time, on the monotonic clock
     const c = s.client;
     let resp;
     try {

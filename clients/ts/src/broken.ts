@@ -31,6 +31,12 @@ export const Broken = {
   StickyOwner: 1 << 11,
   /** The runner's clients never report a lease's loss (`lost` never aborts). */
   NeverLost: 1 << 12,
+  /**
+   * The runner's clients set a grant's local deadline to send + TTL, the old
+   * rule, which a wait in the queue makes early: the lease is lost right
+   * after it was granted.
+   */
+  SendPlusTtl: 1 << 13,
 } as const;
 
 /** The hidden ObserveOptions key that selects broken modes. */

@@ -60,6 +60,11 @@ export class MusterClient {
   stickyOwner = false;
   /** @internal conformance tests only: a lease's loss is never reported (`lost` never aborts). */
   neverLost = false;
+  /**
+   * @internal conformance tests only: a grant's local deadline is send + TTL
+   * (the old rule), ignoring the answer's expires_after_request_ms.
+   */
+  sendPlusTtl = false;
   #epoch = "";
 
   constructor(baseUrl: string, options: ClientOptions = {}) {

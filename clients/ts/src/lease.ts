@@ -1,4 +1,5 @@
 /** Leases: the only ownership handle of this package. */
+import type { components } from "./api/schema.js";
 import type { RequestOptions } from "./client.js";
 import { LeaseLostError, MusterError, ReleasedError, isCode } from "./errors.js";
 import { parseRoute, type Route } from "./list.js";
@@ -22,8 +23,13 @@ export interface AcquireOptions extends RequestOptions {
  * reason: a ReleasedError after its own release; otherwise a LeaseLostError
  * whose cause is a MusterError not_owner, fenced or lease_expired from the
  * broker, a local lease_expired when the local deadline passed without a
- * successful extension (measured from the moment the request was sent, so it
- * never lies after the broker's), or the session's end.
+ * successful extension, or the session's end.
+ *
+ * The local deadline is a lower bound of the broker's expiry, kept on the
+ * monotonic clock (performance.now, never the wall clock): for an acquisition
+ * sent at `send`, send + the answer's expires_after_request_ms (the TTL, plus
+ * the time the request waited in the queue for a grant after a wait; what is
+ * left for already_held); for an extension sent at `send`, send + its TTL.
  */
 export class Lease {
   /** The exact route. */
@@ -87,7 +93,7 @@ export class Lease {
    */
   async extend(ttlMs: number, options: RequestOptions = {}): Promise<void> {
     if (this.err !== null) throw this.err;
-    const t0 = Date.now();
+    const t0 = performance.now();
     const c = this.#s.client;
     let out;
     try {
@@ -109,7 +115,10 @@ export class Lease {
     this.extended(out, t0, ttlMs);
   }
 
-  /** @internal records a successful extension sent at t0 for ttlMs; throws err when the lease was lost meanwhile. */
+  /**
+   * @internal records a successful extension sent at t0 (performance.now)
+   * for ttlMs; throws err when the lease was lost meanwhile.
+   */
   extended(out: { expires_at: string; renewals: number }, t0: number, ttlMs: number): void {
     if (this.err !== null) throw this.err;
     this.#expiresAt = new Date(out.expires_at);
@@ -152,12 +161,12 @@ export class Lease {
     }
   }
 
-  /** @internal (re)arms the local deadline. */
+  /** @internal (re)arms the local deadline, a time on the monotonic clock (performance.now). */
   arm(deadline: number): void {
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => {
       this.end(new LeaseLostError(new MusterError("lease_expired", "the local deadline passed without a successful extension")));
-    }, Math.max(0, deadline - Date.now()));
+    }, Math.max(0, deadline - performance.now()));
   }
 
   /** @internal records why the lease is not held, once. */
@@ -181,38 +190,52 @@ export async function acquire(s: Session, route: string, ttlMs: number, o: Acqui
   if (s.err !== null) throw s.err;
   const body: { session_id: string; ttl_ms: number; wait_ms: number } = { session_id: s.id, ttl_ms: ttlMs, wait_ms: 0 };
   if (o.waitMs !== undefined && o.waitMs > 0) body.wait_ms = o.waitMs;
-  const t0 = Date.now();
+  const t0 = performance.now();
   const c = s.client;
   const out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, signal: o.signal }), 200);
   return adopt(s, r, out, t0, ttlMs);
 }
 
+/** The lease answer of an acquisition, single or in a batch. */
+type AcquireAnswer = components["schemas"]["Lease"];
+
 /**
  * @internal the handle of a lease the broker granted (or answered
- * already_held for) to a request sent at t0 for ttlMs: the tracked handle
- * when it is the same grant, otherwise a new one whose local deadline is
- * t0 + ttlMs, or what remains of an already-held lease's TTL when that is less.
+ * already_held for) to a request sent at t0 (performance.now) for ttlMs: the
+ * tracked handle when it is the same grant, otherwise a new one whose local
+ * deadline is localDeadline's.
  */
-export function adopt(
-  s: Session,
-  r: Route,
-  out: { fencing_token: number; acquired_at: string; expires_at: string; renewals: number; outcome?: string },
-  t0: number,
-  ttlMs: number,
-): Lease {
-  let deadline = t0 + ttlMs;
+export function adopt(s: Session, r: Route, out: AcquireAnswer, t0: number, ttlMs: number): Lease {
   const key = `lease://${r.realm}/${r.area}/${r.resource}`;
   if (out.outcome === "already_held") {
     const l = s.handle(key);
     if (l !== undefined && l.fencingToken === out.fencing_token) return l;
-    // The TTL was not reset: never trust more than what remains.
-    const rem = new Date(out.expires_at).getTime() - Date.now();
-    if (rem < ttlMs) deadline = Date.now() + rem;
   }
   const l = new Lease(s, r, out);
-  l.arm(deadline);
+  l.arm(s.client.sendPlusTtl ? t0 + ttlMs : localDeadline(out, t0, ttlMs));
   if (!s.track(l)) l.end(new LeaseLostError(s.err));
   return l;
+}
+
+/**
+ * @internal the local deadline, on the monotonic clock, of a lease an
+ * acquisition sent at t0 (performance.now) for ttlMs was answered with: t0 +
+ * expires_after_request_ms, the broker's expiry counted from the moment it
+ * took the request up, which came after t0. So the deadline is never later
+ * than the broker's expiry, and after a wait in the queue it stays as close to
+ * it as the network allows (t0 + ttlMs would be the whole wait early). A
+ * broker that does not send the member gets t0 + ttlMs: a lower bound for a
+ * grant, and for already_held (whose TTL was not reset) at most what the
+ * broker's expires_at leaves, read on the wall clock as the best it says.
+ */
+export function localDeadline(out: AcquireAnswer, t0: number, ttlMs: number): number {
+  if (typeof out.expires_after_request_ms === "number") return t0 + out.expires_after_request_ms;
+  let deadline = t0 + ttlMs;
+  if (out.outcome === "already_held") {
+    const rem = new Date(out.expires_at).getTime() - Date.now();
+    if (rem < ttlMs) deadline = performance.now() + rem;
+  }
+  return deadline;
 }
 
 /** @internal Session.withLease. */

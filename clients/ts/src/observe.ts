@@ -128,7 +128,7 @@ export class Observer {
   #pending: Promise<void> | null = null;
   #retry: ReturnType<typeof setTimeout> | undefined;
   #reconcile: ReturnType<typeof setTimeout> | undefined;
-  #readyAt = 0;
+  #readyAt = 0; // when the view last became ready, on the monotonic clock (performance.now)
   #done: Promise<void>;
   #resolveDone!: () => void;
 
@@ -308,7 +308,7 @@ export class Observer {
     this.#err = null;
     this.#stats.bootstraps++;
     this.#notify();
-    this.#readyAt = Date.now();
+    this.#readyAt = performance.now();
     clearTimeout(this.#reconcile);
     if (!(this.#broken & Broken.NoReconcile)) {
       this.#reconcile = setTimeout(() => {
@@ -340,7 +340,7 @@ export class Observer {
     clearTimeout(this.#reconcile);
     this.#notReady(sub.err ?? new Error("muster: watch stream ended"));
     if (this.#pending === null) {
-      if (Date.now() - this.#readyAt >= recoverMaxMs) {
+      if (performance.now() - this.#readyAt >= recoverMaxMs) {
         this.#bo.reset(); // it was stable: recover at once
         this.#schedule(0);
       } else {

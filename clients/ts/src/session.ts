@@ -46,7 +46,7 @@ export class Session {
 
   /** @internal use MusterClient.session. */
   static async create(c: MusterClient, ownerId: string, ttlMs: number, o: SessionOptions): Promise<Session> {
-    const t0 = Date.now();
+    const t0 = performance.now();
     const out = await c.call(c.raw.POST("/v1/sessions", { body: { owner_id: ownerId, ttl_ms: ttlMs }, signal: o.signal }), 201);
     const s = new Session(c, out);
     s.#loop = s.#keepalive(t0 + s.ttlMs);
@@ -140,7 +140,9 @@ export class Session {
   /**
    * Keeps the session alive every TTL/3 until stopped. A failed keepalive is
    * retried with backoff; when none got through by the local deadline (a
-   * lower bound of the broker's), the session is lost.
+   * lower bound of the broker's: the send time of the last keepalive that got
+   * through, or of the creation, plus the TTL, on the monotonic clock), the
+   * session is lost.
    */
   async #keepalive(deadline: number): Promise<void> {
     const stop = this.#stopLoop.signal;
@@ -155,11 +157,11 @@ export class Session {
         return;
       }
       if (this.err !== null) return;
-      if (lastErr !== null && Date.now() >= deadline) {
+      if (lastErr !== null && performance.now() >= deadline) {
         this.#end(new SessionLostError("no keepalive got through within the TTL", lastErr));
         return;
       }
-      const t0 = Date.now();
+      const t0 = performance.now();
       const rac = new AbortController();
       const onStop = (): void => rac.abort();
       stop.addEventListener("abort", onStop, { once: true });
@@ -180,7 +182,7 @@ export class Session {
           return;
         }
         if (lastErr === null || !isAbort(e)) lastErr = e;
-        wait = Math.max(0, Math.min(bo.next(), deadline - Date.now()));
+        wait = Math.max(0, Math.min(bo.next(), deadline - performance.now()));
       } finally {
         clearTimeout(t);
         stop.removeEventListener("abort", onStop);

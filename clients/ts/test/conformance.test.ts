@@ -27,6 +27,12 @@ export const brokenVariants: Record<string, number> = {
   "forbidden-selector-stops-observer": Broken.RetryFatal,
   "follow-owner": Broken.NoFollow,
   "failover-follow-owner": Broken.StickyOwner,
+  "grant-after-wait-keeps-lease": Broken.SendPlusTtl,
+};
+
+/** Where a scenario's broken variant is a broken client, the step at which it must fail. */
+const brokenSteps: Record<string, string> = {
+  "grant-after-wait-keeps-lease": "worker_holds",
 };
 
 /** Further broken clients a scenario must catch, each at the named step (the Go runner's moreBrokenVariants). */
@@ -72,6 +78,7 @@ describe("conformance", () => {
     "forbidden-selector-stops-observer",
     "follow-owner",
     "failover-follow-owner",
+    "grant-after-wait-keeps-lease",
   ]);
   for (const sc of scenarios) {
     if (!all && !quick.has(sc.name)) continue;
@@ -87,6 +94,10 @@ describe("conformance", () => {
         return;
       }
       assert.ok(err !== null, "the scenario passed with a broken observer");
+      const step = brokenSteps[sc.name];
+      if (step !== undefined) {
+        assert.ok(err instanceof Error && err.message.includes(`(${step})`), `with a broken client: ${err instanceof Error ? err.message : "a non-Error"}, want a failure at ${step}`);
+      }
       t.diagnostic(`caught: ${err instanceof Error ? err.message : "a non-Error"}`);
     });
   }

@@ -141,6 +141,7 @@ function runnerClient(proxy: string, secret: string, broken: number): MusterClie
   const c = new MusterClient(proxy, { token: secret, withoutFollow: (broken & Broken.NoFollow) !== 0 });
   c.stickyOwner = (broken & Broken.StickyOwner) !== 0;
   c.neverLost = (broken & Broken.NeverLost) !== 0;
+  c.sendPlusTtl = (broken & Broken.SendPlusTtl) !== 0;
   return c;
 }
 
@@ -172,8 +173,20 @@ export const nodeObservers: ObserverFactory = (proxy, secret, selector, opts) =>
   });
 };
 
-/** The ten ops this runner runs itself; every other op goes to the harness. */
-const observerOps = new Set(["observe", "wait_ready", "expect_not_ready", "expect_view", "mark_epoch", "expect_same_view", "expect_stopped", "close_observer", "worker_acquire", "worker_lost"]);
+/** The eleven ops this runner runs itself; every other op goes to the harness. */
+const observerOps = new Set([
+  "observe",
+  "wait_ready",
+  "expect_not_ready",
+  "expect_view",
+  "mark_epoch",
+  "expect_same_view",
+  "expect_stopped",
+  "close_observer",
+  "worker_acquire",
+  "worker_lost",
+  "worker_holds",
+]);
 
 /** A worker of the scenario: one client for the whole scenario, its sessions, and per route the last lease worker_acquire got. */
 interface Worker {
@@ -191,7 +204,8 @@ interface Workers {
 
 /**
  * worker_acquire: the worker (its client built on first use) creates a
- * session when it has none or new_session asks, and acquires route. An error
+ * session when it has none or new_session asks, and acquires route (waiting
+ * up to wait_ms in the route's queue when given: AcquireOptions.waitMs). An error
  * advised backoff (a transport error, a failover in progress) is retried
  * until timeout_ms; the fencing token must be at least min_token and above
  * every token of the route seen before.
@@ -201,6 +215,7 @@ async function workerAcquire(h: Harness, s: Record<string, unknown>, ws: Workers
   const route = s["route"] as string;
   const ttl = s["ttl_ms"] as number;
   const timeout = typeof s["timeout_ms"] === "number" ? s["timeout_ms"] : 5_000;
+  const waitMs = typeof s["wait_ms"] === "number" ? s["wait_ms"] : 0;
   let w = ws.byName.get(name);
   if (w === undefined) {
     const token = s["token"] as string;
@@ -215,7 +230,7 @@ async function workerAcquire(h: Harness, s: Record<string, unknown>, ws: Workers
         w.session = await w.c.session(name, 10_000);
         w.sessions.push(w.session);
       }
-      const l = await w.session.acquire(route, ttl);
+      const l = await w.session.acquire(route, ttl, waitMs > 0 ? { waitMs } : {});
       const min = typeof s["min_token"] === "number" ? s["min_token"] : 0;
       const high = ws.highest.get(route) ?? 0;
       if (l.fencingToken < min || l.fencingToken <= high) throw new Error(`fencing token ${l.fencingToken}, want at least ${min} and above ${high}`);
@@ -254,6 +269,31 @@ async function workerLost(s: Record<string, unknown>, ws: Workers): Promise<void
   if (!(l.err instanceof LeaseLostError)) throw new Error(`the lease of ${route} ended with ${String(l.err)}, want a LeaseLostError`);
 }
 
+/**
+ * worker_holds: the lease of route that the worker's last worker_acquire got
+ * reports no loss (`lost` stays unaborted, the signal worker_lost checks) for
+ * for_ms.
+ */
+async function workerHolds(s: Record<string, unknown>, ws: Workers): Promise<void> {
+  const route = s["route"] as string;
+  const forMs = typeof s["for_ms"] === "number" ? s["for_ms"] : 0;
+  const l = need(ws.byName.get(s["worker"] as string)?.leases.get(route), `lease of ${route} acquired by worker ${String(s["worker"])}`);
+  if (!l.lost.aborted) {
+    let t: ReturnType<typeof setTimeout> | undefined;
+    let onLost = (): void => undefined;
+    await Promise.race([
+      new Promise<void>((r) => {
+        onLost = () => r();
+        l.lost.addEventListener("abort", onLost, { once: true });
+      }),
+      new Promise<void>((r) => (t = setTimeout(r, forMs))),
+    ]);
+    clearTimeout(t);
+    l.lost.removeEventListener("abort", onLost);
+  }
+  if (l.lost.aborted) throw new Error(`the lease of ${route} was lost within ${forMs} ms: ${String(l.err)}`);
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Whether route matches selector: `*` is exactly one segment, `**` zero or more. */
@@ -285,6 +325,7 @@ export async function runScenario(h: Harness, sc: Scenario, broken = 0, factory:
       try {
         if (op === "worker_acquire") await workerAcquire(h, step, workers, broken);
         else if (op === "worker_lost") await workerLost(step, workers);
+        else if (op === "worker_holds") await workerHolds(step, workers);
         else if (observerOps.has(op)) await runObserverOp(h, step, observers, marks, broken, factory);
         else await h.step(step);
       } catch (e) {

@@ -65,6 +65,31 @@ describe("against the real broker", () => {
     }
   });
 
+  test("a grant after a wait close to the TTL is held for its TTL, then lost locally without extension", async () => {
+    const s = await c.session("holder", 5_000);
+    const s2 = await c.session("waiter", 5_000);
+    try {
+      const route = "lease://acme/wait/one";
+      const l = await s.acquire(route, 10_000);
+      const sent = performance.now();
+      const waiting = s2.acquire(route, 1_500, { waitMs: 5_000 });
+      await new Promise((r) => setTimeout(r, 1_300));
+      await l.release();
+      const l2 = await waiting;
+      const granted = performance.now();
+      assert.ok(granted - sent >= 1_300);
+      // send + TTL has passed or nearly: the deadline is the grant's TTL on.
+      await new Promise((r) => setTimeout(r, 1_100));
+      assert.equal(errOf(l2), null, `lost within ${Math.round(performance.now() - granted)} ms of the grant`);
+      await eventually(() => errOf(l2) !== null, 1_500, "the local deadline");
+      assert.ok(l2.err instanceof LeaseLostError && isCode(l2.err.cause, "lease_expired"), String(l2.err));
+      assert.ok(performance.now() - granted < 2_200, `lost ${Math.round(performance.now() - granted)} ms after the grant`);
+    } finally {
+      await s.close();
+      await s2.close();
+    }
+  });
+
   test("the keepalive keeps a session beyond its TTL; a lease without extension is lost locally", async () => {
     const s = await c.session("keeper", 1_000);
     try {

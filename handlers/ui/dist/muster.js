@@ -885,7 +885,13 @@ var Broken = {
   /** The runner's clients follow wrong_broker but keep an owner that stopped answering. */
   StickyOwner: 1 << 11,
   /** The runner's clients never report a lease's loss (`lost` never aborts). */
-  NeverLost: 1 << 12
+  NeverLost: 1 << 12,
+  /**
+   * The runner's clients set a grant's local deadline to send + TTL, the old
+   * rule, which a wait in the queue makes early: the lease is lost right
+   * after it was granted.
+   */
+  SendPlusTtl: 1 << 13
 };
 var brokenKey = /* @__PURE__ */ Symbol("muster.broken");
 
@@ -1296,6 +1302,7 @@ var Observer = class {
   #retry;
   #reconcile;
   #readyAt = 0;
+  // when the view last became ready, on the monotonic clock (performance.now)
   #done;
   #resolveDone;
   /** @internal use MusterClient.observe. */
@@ -1460,7 +1467,7 @@ var Observer = class {
     this.#err = null;
     this.#stats.bootstraps++;
     this.#notify();
-    this.#readyAt = Date.now();
+    this.#readyAt = performance.now();
     clearTimeout(this.#reconcile);
     if (!(this.#broken & Broken.NoReconcile)) {
       this.#reconcile = setTimeout(() => {
@@ -1491,7 +1498,7 @@ var Observer = class {
     clearTimeout(this.#reconcile);
     this.#notReady(sub.err ?? new Error("muster: watch stream ended"));
     if (this.#pending === null) {
-      if (Date.now() - this.#readyAt >= recoverMaxMs) {
+      if (performance.now() - this.#readyAt >= recoverMaxMs) {
         this.#bo.reset();
         this.#schedule(0);
       } else {
@@ -1644,7 +1651,7 @@ var Lease = class {
    */
   async extend(ttlMs, options = {}) {
     if (this.err !== null) throw this.err;
-    const t0 = Date.now();
+    const t0 = performance.now();
     const c = this.#s.client;
     let out;
     try {
@@ -1665,7 +1672,10 @@ var Lease = class {
     }
     this.extended(out, t0, ttlMs);
   }
-  /** @internal records a successful extension sent at t0 for ttlMs; throws err when the lease was lost meanwhile. */
+  /**
+   * @internal records a successful extension sent at t0 (performance.now)
+   * for ttlMs; throws err when the lease was lost meanwhile.
+   */
   extended(out, t0, ttlMs) {
     if (this.err !== null) throw this.err;
     this.#expiresAt = new Date(out.expires_at);
@@ -1705,12 +1715,12 @@ var Lease = class {
       this.end(new LeaseLostError(e));
     }
   }
-  /** @internal (re)arms the local deadline. */
+  /** @internal (re)arms the local deadline, a time on the monotonic clock (performance.now). */
   arm(deadline) {
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => {
       this.end(new LeaseLostError(new MusterError("lease_expired", "the local deadline passed without a successful extension")));
-    }, Math.max(0, deadline - Date.now()));
+    }, Math.max(0, deadline - performance.now()));
   }
   /** @internal records why the lease is not held, once. */
   end(cause) {
@@ -1729,24 +1739,30 @@ async function acquire(s, route, ttlMs, o) {
   if (s.err !== null) throw s.err;
   const body = { session_id: s.id, ttl_ms: ttlMs, wait_ms: 0 };
   if (o.waitMs !== void 0 && o.waitMs > 0) body.wait_ms = o.waitMs;
-  const t0 = Date.now();
+  const t0 = performance.now();
   const c = s.client;
   const out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, signal: o.signal }), 200);
   return adopt(s, r, out, t0, ttlMs);
 }
 function adopt(s, r, out, t0, ttlMs) {
-  let deadline = t0 + ttlMs;
   const key = `lease://${r.realm}/${r.area}/${r.resource}`;
   if (out.outcome === "already_held") {
     const l2 = s.handle(key);
     if (l2 !== void 0 && l2.fencingToken === out.fencing_token) return l2;
-    const rem = new Date(out.expires_at).getTime() - Date.now();
-    if (rem < ttlMs) deadline = Date.now() + rem;
   }
   const l = new Lease(s, r, out);
-  l.arm(deadline);
+  l.arm(s.client.sendPlusTtl ? t0 + ttlMs : localDeadline(out, t0, ttlMs));
   if (!s.track(l)) l.end(new LeaseLostError(s.err));
   return l;
+}
+function localDeadline(out, t0, ttlMs) {
+  if (typeof out.expires_after_request_ms === "number") return t0 + out.expires_after_request_ms;
+  let deadline = t0 + ttlMs;
+  if (out.outcome === "already_held") {
+    const rem = new Date(out.expires_at).getTime() - Date.now();
+    if (rem < ttlMs) deadline = performance.now() + rem;
+  }
+  return deadline;
 }
 async function withLease(s, route, ttlMs, fn, o) {
   const l = await acquire(s, route, ttlMs, o);
@@ -1853,7 +1869,7 @@ var Batch = class {
       sent.push(i);
     }
     if (sent.length === 0) return out;
-    const t0 = Date.now();
+    const t0 = performance.now();
     const c = s.client;
     let resp;
     try {
@@ -1964,7 +1980,7 @@ var Session = class _Session {
   }
   /** @internal use MusterClient.session. */
   static async create(c, ownerId, ttlMs, o) {
-    const t0 = Date.now();
+    const t0 = performance.now();
     const out = await c.call(c.raw.POST("/v1/sessions", { body: { owner_id: ownerId, ttl_ms: ttlMs }, signal: o.signal }), 201);
     const s = new _Session(c, out);
     s.#loop = s.#keepalive(t0 + s.ttlMs);
@@ -2048,7 +2064,9 @@ var Session = class _Session {
   /**
    * Keeps the session alive every TTL/3 until stopped. A failed keepalive is
    * retried with backoff; when none got through by the local deadline (a
-   * lower bound of the broker's), the session is lost.
+   * lower bound of the broker's: the send time of the last keepalive that got
+   * through, or of the creation, plus the TTL, on the monotonic clock), the
+   * session is lost.
    */
   async #keepalive(deadline) {
     const stop = this.#stopLoop.signal;
@@ -2063,11 +2081,11 @@ var Session = class _Session {
         return;
       }
       if (this.err !== null) return;
-      if (lastErr !== null && Date.now() >= deadline) {
+      if (lastErr !== null && performance.now() >= deadline) {
         this.#end(new SessionLostError("no keepalive got through within the TTL", lastErr));
         return;
       }
-      const t0 = Date.now();
+      const t0 = performance.now();
       const rac = new AbortController();
       const onStop = () => rac.abort();
       stop.addEventListener("abort", onStop, { once: true });
@@ -2088,7 +2106,7 @@ var Session = class _Session {
           return;
         }
         if (lastErr === null || !isAbort(e)) lastErr = e;
-        wait = Math.max(0, Math.min(bo.next(), deadline - Date.now()));
+        wait = Math.max(0, Math.min(bo.next(), deadline - performance.now()));
       } finally {
         clearTimeout(t);
         stop.removeEventListener("abort", onStop);
@@ -2131,6 +2149,11 @@ var MusterClient = class {
   stickyOwner = false;
   /** @internal conformance tests only: a lease's loss is never reported (`lost` never aborts). */
   neverLost = false;
+  /**
+   * @internal conformance tests only: a grant's local deadline is send + TTL
+   * (the old rule), ignoring the answer's expires_after_request_ms.
+   */
+  sendPlusTtl = false;
   #epoch = "";
   constructor(baseUrl, options = {}) {
     let u;
