@@ -127,11 +127,7 @@ func (c *Client) call(resp *http.Response, err error, want int, out any) error {
 		return err
 	}
 	if resp.StatusCode != want {
-		perr := problemError(resp, body)
-		if errors.Is(perr, ErrFamilyUnavailable) {
-			c.brokerGone(answeredBy(resp), "")
-		}
-		return perr
+		return c.problem(resp, body)
 	}
 	if out == nil {
 		return nil
@@ -140,6 +136,16 @@ func (c *Client) call(resp *http.Response, err error, want int, out any) error {
 		return fmt.Errorf("muster: decoding a %d answer: %w", resp.StatusCode, err)
 	}
 	return nil
+}
+
+// problem is problemError for an answer of this client's: a
+// family_unavailable from a session's broker ends its sessions (loss.go).
+func (c *Client) problem(resp *http.Response, body []byte) error {
+	perr := problemError(resp, body)
+	if errors.Is(perr, ErrFamilyUnavailable) {
+		c.brokerGone(answeredBy(resp), "")
+	}
+	return perr
 }
 
 // problemError turns a non-success answer into an *Error: the problem body's

@@ -155,7 +155,7 @@ func (c *Client) watch(ctx context.Context, s *Session, selectors []string) (*Su
 		if resp.StatusCode == http.StatusOK {
 			return nil, fmt.Errorf("muster: watch answered %q, not an event stream", mt)
 		}
-		return nil, problemError(resp, body)
+		return nil, c.problem(resp, body)
 	}
 	sub := &Subscription{
 		c: c, session: s, bySub: make(map[string]string),
