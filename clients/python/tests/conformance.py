@@ -198,6 +198,7 @@ class Runner:
         c._sticky_owner = ob.BROKEN_STICKY_OWNER in self.broken
         c._never_lost = ob.BROKEN_NEVER_LOST in self.broken
         c._send_plus_ttl = ob.BROKEN_SEND_PLUS_TTL in self.broken
+        c._late_loss = ob.BROKEN_LATE_LOSS in self.broken
         return c
 
     async def op_worker_acquire(self, st: dict[str, Any]) -> None:
