@@ -198,11 +198,13 @@ class Runner:
         c._sticky_owner = ob.BROKEN_STICKY_OWNER in self.broken
         c._never_lost = ob.BROKEN_NEVER_LOST in self.broken
         c._send_plus_ttl = ob.BROKEN_SEND_PLUS_TTL in self.broken
+        c._late_loss = ob.BROKEN_LATE_LOSS in self.broken
         return c
 
     async def op_worker_acquire(self, st: dict[str, Any]) -> None:
-        """The worker (its client built on first use) creates a session when it
-        has none or new_session asks, and acquires route (waiting up to
+        """The worker (its client built on first use) creates a session (TTL
+        session_ttl_ms, default 10 s) when it has none or new_session asks,
+        and acquires route (waiting up to
         wait_ms in its queue when given). An error advised
         backoff (a transport error, a failover in progress) is retried until
         timeout_ms; the fencing token must be at least min_token and above
@@ -217,7 +219,7 @@ class Runner:
         while True:
             try:
                 if w.session is None:
-                    w.session = await w.client.new_session(name, 10)
+                    w.session = await w.client.new_session(name, st.get("session_ttl_ms", 10000) / 1000)
                     w.sessions.append(w.session)
                 lease = await w.session.acquire(route, st["ttl_ms"] / 1000, wait=st.get("wait_ms", 0) / 1000)
                 break

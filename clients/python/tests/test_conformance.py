@@ -42,11 +42,13 @@ BROKEN_VARIANTS: dict[str, frozenset[str]] = {
     "follow-owner": frozenset({ob.BROKEN_NO_FOLLOW}),
     "failover-follow-owner": frozenset({ob.BROKEN_STICKY_OWNER}),
     "grant-after-wait-keeps-lease": frozenset({ob.BROKEN_SEND_PLUS_TTL}),
+    "restart-loses-lease-promptly": frozenset({ob.BROKEN_LATE_LOSS}),
 }
 
 #: The step at which a scenario must catch its broken variant, where it matters.
 CAUGHT_AT: dict[str, str] = {
     "grant-after-wait-keeps-lease": "worker_holds",
+    "restart-loses-lease-promptly": "worker_lost",
 }
 
 

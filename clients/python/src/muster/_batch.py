@@ -21,6 +21,7 @@ from ._errors import (
     SessionNotFoundError,
     error_for,
 )
+from ._loss import not_found
 from ._session import Lease, _ownership_gone
 
 if TYPE_CHECKING:
@@ -144,6 +145,7 @@ class Batch:
                 m.BatchResponse, "POST", "/v1/leases/batch", 200, body=m.BatchRequest(session_id=s.id, ops=ops)
             )
         except SessionNotFoundError as e:
+            not_found(s, e)
             for i in sent:
                 lease = self._ops[i].lease
                 if lease is not None:

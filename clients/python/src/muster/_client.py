@@ -13,7 +13,8 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from . import _models as m
-from ._errors import InvalidRouteError, MusterError, error_for
+from ._errors import FamilyUnavailableError, InvalidRouteError, MusterError, error_for
+from ._loss import answered_by, broker_gone
 from ._types import Item, LeaseStatus, Page
 
 if TYPE_CHECKING:
@@ -73,6 +74,8 @@ class Client:
         self._sticky_owner = False  # conformance tests only: never forget the owner
         self._never_lost = False  # conformance tests only: a lease's loss is never reported
         self._send_plus_ttl = False  # conformance tests only: a grant's local deadline is send + TTL
+        self._late_loss = False  # conformance tests only: sessions are lost at their keepalive only (_loss)
+        self._sessions: set[Session] = set()  # live sessions, for prompt loss (_loss)
 
     @property
     def base_url(self) -> str:
@@ -109,9 +112,21 @@ class Client:
         return h
 
     def _saw_epoch(self, resp: httpx.Response) -> None:
+        """Records the epoch of an answer or a stream; the sessions of the
+        broker that answered are lost when it is another one (_loss)."""
         e = resp.headers.get("Muster-Epoch")
         if e:
             self._epoch = e
+            broker_gone(self, answered_by(resp), e)
+
+    def _problem(self, resp: httpx.Response, body: bytes) -> MusterError:
+        """problem_error for an answer of this client's broker: a
+        family_unavailable loses the sessions of the broker that answered
+        (_loss)."""
+        err = problem_error(resp, body)
+        if isinstance(err, FamilyUnavailableError):
+            broker_gone(self, answered_by(resp), "")
+        return err
 
     async def _send(
         self, method: str, path: str, *, content: bytes | None = None, params: Any = None, headers: dict[str, str]
@@ -156,6 +171,18 @@ class Client:
     ) -> Any:
         """Runs one request/response operation: a status other than ``want``
         raises a MusterError; the JSON body of the answer is returned."""
+        return (await self._call_at(method, path, want, body=body, params=params))[0]
+
+    async def _call_at(
+        self,
+        method: str,
+        path: str,
+        want: int,
+        *,
+        body: object = None,
+        params: Any = None,
+    ) -> tuple[Any, str]:
+        """_call, also returning the host (host:port) that answered."""
         content = None
         headers = self._headers()
         if body is not None:
@@ -167,11 +194,11 @@ class Client:
         finally:
             await resp.aclose()
         if resp.status_code != want:
-            raise problem_error(resp, raw)
+            raise self._problem(resp, raw)
         if not raw:
-            return None
+            return None, answered_by(resp)
         try:
-            return json.loads(raw)
+            return json.loads(raw), answered_by(resp)
         except ValueError as e:
             raise m.DecodeError(f"muster: decoding a {resp.status_code} answer: {e}") from None
 

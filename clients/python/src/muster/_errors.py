@@ -391,8 +391,10 @@ class LeaseLostError(MusterException):
 
 
 class SessionLostError(MusterException):
-    """Every reason a Session ended other than its own close: the broker
-    answered session_not_found, or no keepalive got through within the TTL."""
+    """Every reason a Session ended other than its own close: the broker that
+    holds it answered for another lifetime (another Muster-Epoch: it
+    restarted) or family_unavailable, the broker answered session_not_found
+    to one of its requests, or no keepalive got through within the TTL."""
 
     def __init__(self, detail: str, cause: BaseException | None = None) -> None:
         self.cause = cause

@@ -87,6 +87,10 @@ BROKEN_NEVER_LOST = "never_lost"
 #: The runner's clients give a grant the old local deadline, send + TTL, which a
 #: wait in the queue makes early: the lease is lost right after it was granted.
 BROKEN_SEND_PLUS_TTL = "send_plus_ttl"
+#: The runner's clients lose a session at its keepalive only: another epoch
+#: from its broker, family_unavailable or session_not_found to another of its
+#: requests end nothing at once (muster._loss off).
+BROKEN_LATE_LOSS = "late_loss"
 
 
 @dataclass

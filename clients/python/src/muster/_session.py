@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
 
+from . import _loss
 from . import _models as m
 from ._backoff import Backoff, ms
 from ._client import Route, parse_route
@@ -46,8 +47,9 @@ class Session:
     ``async with await client.new_session(...) as s:``.
     """
 
-    def __init__(self, c: Client, wire: m.Session) -> None:
+    def __init__(self, c: Client, wire: m.Session, host: str = "") -> None:
         self._c = c
+        self._host = host  # the broker (host:port) that answered its creation: it holds it
         self.id = wire.session_id  #: a secret: whoever has it can release this session's leases
         self.owner_id = wire.owner_id
         self.holder_incarnation = wire.holder_incarnation  #: as shown in inventory items
@@ -63,10 +65,11 @@ class Session:
     async def _create(cls, c: Client, owner_id: str, ttl: float) -> Session:
         loop = asyncio.get_running_loop()
         t0 = loop.time()
-        wire = await c._decode_call(
-            m.Session, "POST", "/v1/sessions", 201, body=m.CreateSessionRequest(owner_id=owner_id, ttl_ms=ms(ttl))
+        raw, host = await c._call_at(
+            "POST", "/v1/sessions", 201, body=m.CreateSessionRequest(owner_id=owner_id, ttl_ms=ms(ttl))
         )
-        s = cls(c, wire)
+        s = cls(c, m.decode(m.Session, raw), host)
+        _loss.track(c, s)
         s._task = asyncio.create_task(s._keepalive(t0 + s.ttl), name=f"muster-keepalive-{s.owner_id}")
         return s
 
@@ -101,10 +104,14 @@ class Session:
             await self._c._call("DELETE", f"/v1/sessions/{self.id}", 204)
 
     def _end(self, cause: MusterException) -> None:
-        """Records why the session ended, once, and loses its leases."""
+        """Records why the session ended, once, stops its keepalive and loses
+        its leases."""
         if self._error is not None:
             return
         self._error = cause
+        _loss.untrack(self._c, self)
+        if self._task is not None and self._task is not asyncio.current_task():
+            self._task.cancel()
         leases, self._leases = self._leases, {}
         self.done.set()
         for lease in leases.values():
@@ -160,7 +167,11 @@ class Session:
         loop = asyncio.get_running_loop()
         body = m.AcquireRequest(session_id=self.id, ttl_ms=ms(ttl), wait_ms=ms(wait) if wait > 0 else None)
         t0 = loop.time()
-        out = await self._c._decode_call(m.Lease, "POST", f"/v1/leases/{r.path}/acquire", 200, body=body)
+        try:
+            out = await self._c._decode_call(m.Lease, "POST", f"/v1/leases/{r.path}/acquire", 200, body=body)
+        except SessionNotFoundError as e:
+            _loss.not_found(self, e)
+            raise
         return self._adopt(r, out, t0, ttl)
 
     def _adopt(self, r: Route, out: m.Lease, t0: float, ttl: float) -> Lease:
@@ -320,6 +331,7 @@ class Lease:
         try:
             out = await self._s._c._decode_call(m.Lease, "POST", f"/v1/leases/{self._r.path}/extend", 200, body=body)
         except MusterError as e:
+            _loss.not_found(self._s, e)
             if _ownership_gone(e):
                 lost = LeaseLostError(e)
                 self._end(lost)
@@ -352,6 +364,7 @@ class Lease:
         try:
             await self._s._c._call("POST", f"/v1/leases/{self._r.path}/release", 204, body=body)
         except MusterError as e:
+            _loss.not_found(self._s, e)
             if _ownership_gone(e):
                 self._end(LeaseLostError(e))
                 return

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from . import _models as m
-from ._client import MAX_BODY, problem_error
+from ._client import MAX_BODY
 from ._errors import (
     ClosedError,
     InvalidRequestError,
@@ -54,7 +54,7 @@ async def open_watch(c: Client, s: Session | None, selectors: list[str]) -> Subs
                     break
             if resp.status_code == 200:
                 raise StreamEndedError(f"muster: watch answered {mt!r}, not an event stream")
-            raise problem_error(resp, bytes(body[:MAX_BODY]))
+            raise c._problem(resp, bytes(body[:MAX_BODY]))
         sub = Subscription(c, s, resp)
         await sub._read_marker()
     except BaseException:

@@ -1,0 +1,70 @@
+"""Prompt loss, as in clients/go/loss.go. A session is lost the moment the
+client learns that it ended, not at its next keepalive
+(docs/client-operations.md, "Prompt loss"):
+
+- any answer or stream from the broker that holds the session (the host that
+  answered its creation, after following wrong_broker) carries another epoch
+  (Muster-Epoch): that broker restarted, or the family came back to it as a
+  new lifetime, and its sessions are gone;
+- that broker answers family_unavailable: it stopped serving the family, and
+  its sessions with it;
+- the broker answers session_not_found to a request of the session (acquire,
+  extend, release, batch; the keepalive does it itself).
+
+A connection error alone proves nothing: the session's local deadline decides
+then. The session ends with a SessionLostError saying why, its leases with a
+LeaseLostError caused by it, and its keepalive stops.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import httpx
+
+from ._errors import SessionLostError, SessionNotFoundError
+
+if TYPE_CHECKING:
+    from ._client import Client
+    from ._session import Session
+
+
+def answered_by(resp: httpx.Response) -> str:
+    """The host (host:port) that answered resp: the owner a wrong_broker
+    answer was followed to, or the base URL's; "" when unknown."""
+    try:
+        return resp.request.url.netloc.decode("ascii")
+    except RuntimeError:  # a response built without its request
+        return ""
+
+
+def track(c: Client, s: Session) -> None:
+    """Registers a live session of c for prompt loss."""
+    c._sessions.add(s)
+
+
+def untrack(c: Client, s: Session) -> None:
+    """Forgets a session that ended."""
+    c._sessions.discard(s)
+
+
+def broker_gone(c: Client, host: str, epoch: str) -> None:
+    """Ends, at once, every session of c held by host that the answer proves
+    gone: those whose epoch differs from ``epoch`` (a new lifetime answered),
+    or all of them (``epoch`` "": the broker stopped serving the family)."""
+    if not host or c._late_loss:
+        return
+    gone = [s for s in c._sessions if s._host == host and (not epoch or s.epoch != epoch)]
+    for s in gone:
+        if epoch:
+            why = f"its broker {host} answered for another lifetime (epoch {epoch}, the session's {s.epoch})"
+        else:
+            why = f"its broker {host} no longer serves the family (family_unavailable)"
+        s._end(SessionLostError(why))
+
+
+def not_found(s: Session, err: BaseException) -> None:
+    """Ends s at once when err is the broker's session_not_found to one of
+    its requests."""
+    if isinstance(err, SessionNotFoundError) and not s._c._late_loss:
+        s._end(SessionLostError("the broker answered session_not_found", err))

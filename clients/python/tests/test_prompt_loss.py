@@ -1,0 +1,293 @@
+"""Prompt loss (docs/client-operations.md, "Prompt loss"): a session, and
+every lease it holds, is lost at once, not at its next keepalive, when the
+broker that holds it (the host that answered its creation) answers with
+another Muster-Epoch, answers family_unavailable, or answers
+session_not_found to one of the session's requests. A connection error alone
+changes nothing. Against fake brokers (an httpx.MockTransport that answers per
+host) where the broker must answer on cue, and against the real one for a
+restart."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+import muster
+import muster.sync
+
+from .conftest import TOKENS, Broker
+
+pytestmark = pytest.mark.anyio
+
+R = "lease://acme/jobs/a"
+R2 = "lease://acme/jobs/b"
+
+SESSION = {
+    "session_id": "0123456789abcdef0123456789abcdef",
+    "holder_incarnation": "h",
+    "owner_id": "w",
+    "ttl_ms": 600000,  # keepalives 200 s apart: only prompt loss ends the session within a test
+    "expires_at": "2030-01-01T00:00:00Z",
+    "epoch": "e1",
+}
+
+
+def problem(status: int, code: str, epoch: str = "e1") -> httpx.Response:
+    body = {"type": "about:blank", "title": "x", "status": status, "code": code}
+    return httpx.Response(
+        status, json=body, headers={"Content-Type": "application/problem+json", "Muster-Epoch": epoch}
+    )
+
+
+def wire_lease(route: str, token: int) -> dict[str, Any]:
+    now = datetime.now(UTC)
+    return {
+        "route": route,
+        "fencing_token": token,
+        "acquired_at": now.isoformat(),
+        "expires_at": (now + timedelta(minutes=10)).isoformat(),
+        "renewals": 0,
+        "outcome": "acquired",
+        "expires_after_request_ms": 600000,
+    }
+
+
+def ok(body: Any, status: int = 200, epoch: str = "e1") -> httpx.Response:
+    return httpx.Response(status, json=body, headers={"Muster-Epoch": epoch})
+
+
+Answer = Callable[[httpx.Request], httpx.Response | None]
+
+
+class Brokers:
+    """Fake brokers by host: they create sessions and grant every acquire
+    (epoch e1) until ``answer`` returns something else for a request."""
+
+    def __init__(self) -> None:
+        self.answer: Answer = lambda req: None
+        self.seen: list[str] = []
+        self.token = 0
+
+    def handle(self, req: httpx.Request) -> httpx.Response:
+        req.read()
+        host, path = req.url.netloc.decode(), req.url.path
+        self.seen.append(f"{req.method} {host}{path}")
+        got = self.answer(req)
+        if got is not None:
+            return got
+        if req.method == "DELETE":
+            return httpx.Response(204, headers={"Muster-Epoch": "e1"})
+        if path == "/v1/sessions":
+            return ok(SESSION, 201)
+        if path.endswith("/acquire"):
+            self.token += 1
+            route = "lease://" + path.removeprefix("/v1/leases/").removesuffix("/acquire")
+            return ok(wire_lease(route, self.token))
+        if path.endswith("/extend"):
+            return ok({**wire_lease(R, self.token), "outcome": None})
+        return ok({"route": R2, "held": False, "waiters": 0})  # GET of a route
+
+    def client(self, base: str = "http://b:1") -> muster.Client:
+        return muster.Client(base, token="t", http_client=httpx.AsyncClient(transport=httpx.MockTransport(self.handle)))
+
+
+async def session_with_leases(c: muster.Client) -> tuple[muster.Session, muster.Lease, muster.Lease]:
+    s = await c.new_session("w", 600)
+    return s, await s.acquire(R, 600), await s.acquire(R2, 600)
+
+
+def assert_lost(s: muster.Session, leases: list[muster.Lease], why: str) -> None:
+    """The session is lost now (no wait), with a SessionLostError saying why,
+    and every lease with it, caused by the session's loss."""
+    assert s.done.is_set(), "the session is not lost"
+    assert isinstance(s.error, muster.SessionLostError), repr(s.error)
+    assert why in str(s.error), str(s.error)
+    for lease in leases:
+        assert lease.lost.is_set(), f"{lease.route} not lost"
+        assert isinstance(lease.error, muster.LeaseLostError) and lease.error.cause is s.error
+
+
+async def assert_keepalive_stopped(s: muster.Session) -> None:
+    await asyncio.sleep(0)  # the cancellation is delivered at the task's next step
+    assert s._task is not None and s._task.done()
+
+
+async def test_another_epoch_from_the_sessions_broker_loses_it_at_once() -> None:
+    b = Brokers()
+    async with b.client() as c:
+        s, a, a2 = await session_with_leases(c)
+        other = await c.new_session("w2", 600)
+        b.answer = lambda req: ok({"route": R2, "held": False, "waiters": 0}, epoch="e2")
+        await c.get(R2)  # any answer of the session's broker: here a read of no lease of it
+        assert_lost(s, [a, a2], "another lifetime (epoch e2, the session's e1)")
+        assert_lost(other, [], "another lifetime")
+        assert muster.advice(s.error) is muster.Retry.RESTART
+        await assert_keepalive_stopped(s)
+        with pytest.raises(muster.SessionLostError):
+            await s.acquire(R, 1)
+        await s.close()
+        assert isinstance(s.error, muster.SessionLostError)
+        await other.close()
+
+
+async def test_a_watch_stream_of_another_epoch_loses_it_too() -> None:
+    b = Brokers()
+    marker = b'event: snapshot\ndata: {"epoch":"e2","revision":1,"subscriptions":[]}\n\n'
+
+    def answer(req: httpx.Request) -> httpx.Response | None:
+        if req.url.path == "/v1/leases/watch":
+            return httpx.Response(
+                200, content=marker, headers={"Content-Type": "text/event-stream", "Muster-Epoch": "e2"}
+            )
+        return None
+
+    async with b.client() as c:
+        s, a, _ = await session_with_leases(c)
+        b.answer = answer
+        sub = await c.watch("lease://acme/jobs/*")
+        assert_lost(s, [a], "another lifetime")
+        await sub.aclose()
+        await s.close()
+
+
+async def test_the_same_epoch_and_other_brokers_change_nothing() -> None:
+    """The session lives at owner:2 (followed from first:1): answers of
+    first:1 with its own epoch, a connection error of owner:2, and answers
+    with the session's epoch leave it alone."""
+    b = Brokers()
+    down = False
+
+    def answer(req: httpx.Request) -> httpx.Response | None:
+        host = req.url.netloc.decode()
+        if down:
+            raise httpx.ConnectError("refused")
+        if host == "first:1" and req.url.path == "/v1/sessions":
+            return httpx.Response(
+                421,
+                json={"type": "about:blank", "status": 421, "code": "wrong_broker", "owner": "http://owner:2"},
+                headers={"Content-Type": "application/problem+json", "Muster-Epoch": "f1"},
+            )
+        if host == "first:1":
+            return ok({"route": R2, "held": False, "waiters": 0}, epoch="f2")
+        return None
+
+    b.answer = answer
+    async with b.client("http://first:1") as c:
+        s, a, a2 = await session_with_leases(c)
+        assert b.seen[:2] == ["POST first:1/v1/sessions", "POST owner:2/v1/sessions"]
+        await c.get(R2)  # the session's broker, the session's epoch
+        down = True
+        with pytest.raises(httpx.ConnectError):
+            await c.get(R2)  # a connection error: the client goes back to first:1
+        with pytest.raises(httpx.ConnectError):
+            await a.extend(600)  # ... which does not answer either
+        down = False
+        await c.get(R2)  # first:1 answers, in its own lifetime
+        assert b.seen[-1] == "GET first:1/v1/leases/acme/jobs/b"
+        b.answer = lambda req: problem(503, "family_unavailable", epoch="f3")
+        with pytest.raises(muster.FamilyUnavailableError):
+            await c.get(R2)  # another broker stopped serving the family: not the session's
+        assert s.error is None and a.error is None and a2.error is None
+        assert s._task is not None and not s._task.done()
+        b.answer = lambda req: None
+        await s.close()
+
+
+async def test_family_unavailable_from_the_sessions_broker_loses_it() -> None:
+    b = Brokers()
+    async with b.client() as c:
+        s, a, a2 = await session_with_leases(c)
+        b.answer = lambda req: problem(503, "family_unavailable")
+        with pytest.raises(muster.FamilyUnavailableError):
+            await c.list_page("lease://acme/**")
+        assert_lost(s, [a, a2], "no longer serves the family")
+        await assert_keepalive_stopped(s)
+        await s.close()
+
+
+def not_found_for(path_end: str) -> Answer:
+    def answer(req: httpx.Request) -> httpx.Response | None:
+        if req.url.path.endswith(path_end):
+            return problem(404, "session_not_found")
+        return None
+
+    return answer
+
+
+@pytest.mark.parametrize("op", ["acquire", "extend", "release", "batch"])
+async def test_session_not_found_to_one_of_its_requests_loses_it(op: str) -> None:
+    b = Brokers()
+    async with b.client() as c:
+        s, a, a2 = await session_with_leases(c)
+        b.answer = not_found_for("/" + op)
+        if op == "acquire":
+            with pytest.raises(muster.SessionNotFoundError) as nf:
+                await s.acquire("lease://acme/jobs/c", 600)
+            assert isinstance(s.error, muster.SessionLostError) and s.error.cause is nf.value
+        elif op == "extend":
+            with pytest.raises(muster.LeaseLostError) as lost:
+                await a.extend(600)
+            assert lost.value is a.error
+        elif op == "release":
+            await a.release()  # returns: the lease is known not to be held
+        else:
+            with pytest.raises(muster.SessionNotFoundError):
+                await s.batch().extend(a, 600).do()
+        assert_lost(s, [a, a2], "session_not_found")
+        await assert_keepalive_stopped(s)
+        await s.close()
+
+
+async def test_a_connection_error_changes_nothing() -> None:
+    b = Brokers()
+
+    def refuse(req: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused")
+
+    async with b.client() as c:
+        s, a, _ = await session_with_leases(c)
+        b.answer = refuse
+        for call in (lambda: s.acquire("lease://acme/jobs/c", 600), lambda: a.extend(600), lambda: c.get(R)):
+            with pytest.raises(httpx.ConnectError):
+                await call()
+        with pytest.raises(httpx.ConnectError):
+            await s.batch().extend(a, 600).do()
+        assert s.error is None and a.error is None
+        b.answer = lambda req: None
+        await s.close()
+
+
+async def test_the_real_broker_restarting(broker: Broker) -> None:
+    """The first answer of the restarted broker loses the session and its
+    lease, whatever the request: the keepalive is 200 s away."""
+    async with muster.Client(broker.url, token=TOKENS["a"][0]) as c:
+        s = await c.new_session("w1", 600)
+        lease = await s.acquire(R, 600)
+        await asyncio.to_thread(broker.restart)
+        assert not s.done.is_set()
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        status = await c.get(R)
+        assert s.done.is_set() and loop.time() - t0 < 5
+        assert not status.held  # the broker restarted without it
+        assert_lost(s, [lease], "another lifetime")
+        s2 = await c.new_session("w1", 600)  # a new session of the new lifetime lives
+        lease2 = await s2.acquire(R, 600)
+        assert s2.error is None and lease2.error is None and (await c.get(R)).held
+        await s2.close()
+        await s.close()
+
+
+def test_the_sync_facade_follows(broker: Broker) -> None:
+    with muster.sync.Client(broker.url, token=TOKENS["a"][0]) as c, c.new_session("script", ttl=600) as s:
+        lease = s.acquire(R, ttl=600)
+        broker.restart()
+        assert not s.done.is_set() and not lease.lost.is_set()
+        assert not c.get(R).held
+        assert s.done.is_set() and lease.lost.is_set()
+        assert isinstance(s.error, muster.SessionLostError) and isinstance(lease.error, muster.LeaseLostError)
