@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 )
@@ -18,8 +19,9 @@ import (
 const hostile = "w\x1b[2J\x00\nforged-row 9 9\r\u009b31m\x7f\u202eevil"
 
 // fakeBroker answers the lease reads of the CLI with hostile values: GET of
-// a route, a LIST page, a watch stream of a marker and one change, and a
-// problem whose detail is hostile too.
+// a route, a LIST page, a watch stream of a marker and one change (then
+// forbidden for the next stream), and a problem whose detail is hostile
+// too.
 func fakeBroker(t *testing.T) string {
 	t.Helper()
 	item := map[string]any{
@@ -48,7 +50,14 @@ func fakeBroker(t *testing.T) string {
 	mux.HandleFunc("GET /v1/leases", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, 200, "application/json", map[string]any{"items": []any{item}, "snapshot": map[string]any{"epoch": "e1", "revision": 1}})
 	})
+	var streams atomic.Int32
 	mux.HandleFunc("GET /v1/leases/watch", func(w http.ResponseWriter, r *http.Request) {
+		if streams.Add(1)%2 == 0 {
+			// watch opens a new stream after one ends: every second one
+			// is refused, which no new stream repairs, and watch ends.
+			reply(w, 403, "application/problem+json", map[string]any{"type": "about:blank", "title": "Forbidden", "status": 403, "code": "forbidden", "detail": hostile})
+			return
+		}
 		marker, _ := json.Marshal(map[string]any{"epoch": "e1", "revision": 1,
 			"subscriptions": []any{map[string]any{"id": "s1", "selector": "lease://acme/**", "items": []any{item}}}})
 		change, _ := json.Marshal(map[string]any{"subscription_id": "s1", "route": item["route"], "kind": "acquired", "revision": 2, "item": item})
@@ -90,10 +99,10 @@ func TestLeaseReadsEscapeWhatTheBrokerSends(t *testing.T) {
 	}{
 		{"GetTable", []string{"get", "acme/r/doc"}, 7, 0},
 		{"ListTable", []string{"list", "lease://acme/**"}, 2, 0},
-		{"WatchTable", []string{"watch", "lease://acme/**"}, 3, 1}, // the stream ends: exit 1
+		{"WatchTable", []string{"watch", "lease://acme/**"}, 4, 1}, // header, held, snapshot, change; then forbidden: exit 1
 		{"GetJSON", []string{"get", "acme/r/doc", "-o", "json"}, 1, 0},
 		{"ListJSON", []string{"list", "lease://acme/**", "-o", "json"}, 1, 0},
-		{"WatchJSON", []string{"watch", "lease://acme/**", "-o", "json"}, 2, 1},
+		{"WatchJSON", []string{"watch", "lease://acme/**", "-o", "json"}, 3, 1},
 		{"Problem", []string{"get", "acme/r/bad"}, 0, 1},
 	}
 	for _, tc := range tests {
