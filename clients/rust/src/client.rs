@@ -48,6 +48,9 @@ pub(crate) struct Inner {
     pub(crate) never_lost: bool,
     /// Conformance tests only: a grant's local deadline is send + TTL.
     pub(crate) send_plus_ttl: bool,
+    /// Conformance tests only: sessions are lost at their keepalive only,
+    /// never promptly (loss.rs).
+    pub(crate) late_loss: bool,
     /// The live sessions, for prompt loss (loss.rs).
     pub(crate) sessions: Mutex<Vec<Weak<SessionInner>>>,
 }
@@ -62,6 +65,7 @@ pub struct ClientBuilder {
     sticky_owner: bool,
     never_lost: bool,
     send_plus_ttl: bool,
+    late_loss: bool,
 }
 
 impl ClientBuilder {
@@ -74,13 +78,15 @@ impl ClientBuilder {
     }
 
     /// Builds a deliberately broken client (`no_follow`, `sticky_owner`,
-    /// `never_lost`, `send_plus_ttl`), for the conformance tests only.
+    /// `never_lost`, `send_plus_ttl`, `late_loss`), for the conformance tests
+    /// only.
     #[doc(hidden)]
     pub fn faults(mut self, f: crate::Faults) -> Self {
         self.without_follow |= f.no_follow;
         self.sticky_owner = f.sticky_owner;
         self.never_lost = f.never_lost;
         self.send_plus_ttl = f.send_plus_ttl;
+        self.late_loss = f.late_loss;
         self
     }
 
@@ -126,6 +132,7 @@ impl ClientBuilder {
                 sticky_owner: self.sticky_owner,
                 never_lost: self.never_lost,
                 send_plus_ttl: self.send_plus_ttl,
+                late_loss: self.late_loss,
                 sessions: Mutex::new(Vec::new()),
             }),
         })
@@ -149,6 +156,7 @@ impl Client {
             sticky_owner: false,
             never_lost: false,
             send_plus_ttl: false,
+            late_loss: false,
         }
     }
 

@@ -56,7 +56,7 @@ impl Client {
     /// a new lifetime), or all of them when `epoch` is `None` (it answered
     /// `family_unavailable`, with `problem`). No lock is held while they end.
     pub(crate) fn broker_gone(&self, host: &str, epoch: Option<&str>, problem: Option<&Problem>) {
-        if host.is_empty() {
+        if host.is_empty() || self.inner.late_loss {
             return;
         }
         let gone: Vec<Arc<SessionInner>> = {
@@ -112,7 +112,7 @@ impl SessionInner {
     /// Ends the session at once when `e` is the broker's `session_not_found`
     /// to one of its requests.
     pub(crate) fn not_found(&self, e: &Error) {
-        if matches!(e, Error::SessionNotFound(_)) {
+        if matches!(e, Error::SessionNotFound(_)) && !self.client.inner.late_loss {
             self.end(Error::SessionLost(Box::new(e.clone())));
         }
     }
@@ -396,6 +396,35 @@ mod tests {
                 s.error()
             );
         }
+    }
+
+    /// The conformance tests' broken client (`late_loss`): none of the
+    /// three rules ends anything at once.
+    #[tokio::test]
+    async fn a_late_loss_client_loses_nothing_at_once() {
+        let b = Fake::start("e1", 60_000, |line| {
+            if line.starts_with("GET /v1/fu ") {
+                Some(problem(503, "family_unavailable"))
+            } else {
+                line.contains("/jobs/gone/acquire ")
+                    .then(|| problem(404, "session_not_found"))
+            }
+        })
+        .await;
+        let faults = crate::Faults {
+            late_loss: true,
+            ..crate::Faults::default()
+        };
+        let c = Client::builder(&b.url).faults(faults).build().unwrap();
+        let (s, leases) = session_with(&c, &[X, Z]).await;
+        let gone = "lease://acme/jobs/gone";
+        let opts = AcquireOptions::default();
+        let e = s.acquire(gone, Duration::from_secs(60), opts).await;
+        assert!(matches!(e, Err(Error::SessionNotFound(_))), "{e:?}");
+        let _ = get(&c, "/v1/fu").await.unwrap_err();
+        b.restart("e2");
+        get(&c, "/v1/leases").await.unwrap();
+        held(&s, &leases);
     }
 
     #[test]

@@ -683,16 +683,23 @@ fn broken_variant(scenario: &str) -> Option<Faults> {
             send_plus_ttl: true,
             ..f
         },
+        "restart-loses-lease-promptly" => Faults {
+            late_loss: true,
+            ..f
+        },
         _ => return None,
     })
 }
 
 /// The step at which a scenario must catch its broken variant, where a
 /// failure elsewhere would prove nothing: `grant-after-wait-keeps-lease`
-/// checks that the lease is still held after its grant.
+/// checks that the lease is still held after its grant,
+/// `restart-loses-lease-promptly` that it is lost within 1 s of the new
+/// epoch.
 fn caught_at(scenario: &str) -> Option<&'static str> {
     match scenario {
         "grant-after-wait-keeps-lease" => Some("worker_holds"),
+        "restart-loses-lease-promptly" => Some("worker_lost"),
         _ => None,
     }
 }
