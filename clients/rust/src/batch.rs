@@ -200,6 +200,7 @@ impl Batch<'_> {
         let resp: BatchResponse = match c.call(rb, 200).await {
             Ok(r) => r,
             Err(e) => {
+                s.not_found(&e); // ends the session and every lease of it
                 if matches!(e, Error::SessionNotFound(_)) {
                     for &i in &sent {
                         if let Some(l) = &self.ops[i].lease {

@@ -2,9 +2,11 @@
 //! HTTP client, plus the one place that turns answers into values or errors.
 
 use crate::error::{media_type, problem_error, Error, Result};
+use crate::loss::answered_by;
+use crate::session::SessionInner;
 use reqwest::{Method, RequestBuilder, Url};
 use serde::de::DeserializeOwned;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 /// Bounds the bytes read from one non-streaming answer.
 const MAX_BODY: usize = 32 << 20;
@@ -15,7 +17,9 @@ pub const MAX_FOLLOWS: usize = 2;
 
 /// A client of one broker. Cheap to clone (clones share everything); safe to
 /// use from many tasks. It holds no state besides its configuration, the
-/// last epoch it saw and the broker it was last sent to.
+/// last epoch it saw, the broker it was last sent to and its live sessions
+/// (each is lost the moment an answer shows that it ended: see
+/// [`Session`](crate::Session)).
 ///
 /// In a multi-broker deployment (docs/placement.md) a broker answers a
 /// request for a family it does not serve with `421 wrong_broker` naming
@@ -44,6 +48,11 @@ pub(crate) struct Inner {
     pub(crate) never_lost: bool,
     /// Conformance tests only: a grant's local deadline is send + TTL.
     pub(crate) send_plus_ttl: bool,
+    /// Conformance tests only: sessions are lost at their keepalive only,
+    /// never promptly (loss.rs).
+    pub(crate) late_loss: bool,
+    /// The live sessions, for prompt loss (loss.rs).
+    pub(crate) sessions: Mutex<Vec<Weak<SessionInner>>>,
 }
 
 /// Configures a [`Client`]; see [`Client::builder`].
@@ -56,6 +65,7 @@ pub struct ClientBuilder {
     sticky_owner: bool,
     never_lost: bool,
     send_plus_ttl: bool,
+    late_loss: bool,
 }
 
 impl ClientBuilder {
@@ -68,13 +78,15 @@ impl ClientBuilder {
     }
 
     /// Builds a deliberately broken client (`no_follow`, `sticky_owner`,
-    /// `never_lost`, `send_plus_ttl`), for the conformance tests only.
+    /// `never_lost`, `send_plus_ttl`, `late_loss`), for the conformance tests
+    /// only.
     #[doc(hidden)]
     pub fn faults(mut self, f: crate::Faults) -> Self {
         self.without_follow |= f.no_follow;
         self.sticky_owner = f.sticky_owner;
         self.never_lost = f.never_lost;
         self.send_plus_ttl = f.send_plus_ttl;
+        self.late_loss = f.late_loss;
         self
     }
 
@@ -120,6 +132,8 @@ impl ClientBuilder {
                 sticky_owner: self.sticky_owner,
                 never_lost: self.never_lost,
                 send_plus_ttl: self.send_plus_ttl,
+                late_loss: self.late_loss,
+                sessions: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -142,6 +156,7 @@ impl Client {
             sticky_owner: false,
             never_lost: false,
             send_plus_ttl: false,
+            late_loss: false,
         }
     }
 
@@ -171,6 +186,8 @@ impl Client {
         }
     }
 
+    /// Records the answer's epoch; a new one from the broker that holds a
+    /// session ends that session (prompt loss: loss.rs).
     pub(crate) fn saw_epoch(&self, resp: &reqwest::Response) {
         if let Some(e) = resp
             .headers()
@@ -179,12 +196,14 @@ impl Client {
         {
             if !e.is_empty() {
                 *self.inner.epoch.lock().unwrap() = e.to_string();
+                self.broker_gone(&answered_by(resp.url()), Some(e), None);
             }
         }
     }
 
     /// Sends one request and returns the answer, following `wrong_broker`
-    /// (unless built `without_follow`). The answer's epoch is recorded.
+    /// (unless built `without_follow`). The answer's epoch is recorded; the
+    /// answer's URL names the broker that answered.
     pub(crate) async fn execute(&self, rb: RequestBuilder) -> Result<reqwest::Response> {
         let req = rb.build()?;
         if !self.inner.follow {
@@ -230,14 +249,25 @@ impl Client {
     /// Sends one request/response operation; a status other than `want`
     /// becomes an [`Error`] from its problem body. Returns the body.
     pub(crate) async fn send(&self, rb: RequestBuilder, want: u16) -> Result<bytes::Bytes> {
+        Ok(self.send_from(rb, want).await?.0)
+    }
+
+    /// [`Client::send`], also returning the broker that answered
+    /// (`host:port`).
+    pub(crate) async fn send_from(
+        &self,
+        rb: RequestBuilder,
+        want: u16,
+    ) -> Result<(bytes::Bytes, String)> {
         let resp = self.execute(rb).await?;
+        let host = answered_by(resp.url());
         let status = resp.status().as_u16();
         let ct = content_type(&resp);
         let body = read_body(resp).await?;
         if status != want {
-            return Err(problem_error(status, &ct, &body));
+            return Err(self.problem(&host, status, &ct, &body));
         }
-        Ok(body)
+        Ok((body, host))
     }
 
     /// [`Client::send`] and decode the JSON answer.
@@ -246,9 +276,19 @@ impl Client {
         rb: RequestBuilder,
         want: u16,
     ) -> Result<T> {
-        let body = self.send(rb, want).await?;
-        serde_json::from_slice(&body)
-            .map_err(|e| Error::Protocol(format!("decoding a {want} answer: {e}")))
+        Ok(self.call_from(rb, want).await?.0)
+    }
+
+    /// [`Client::call`], also returning the broker that answered.
+    pub(crate) async fn call_from<T: DeserializeOwned>(
+        &self,
+        rb: RequestBuilder,
+        want: u16,
+    ) -> Result<(T, String)> {
+        let (body, host) = self.send_from(rb, want).await?;
+        let out = serde_json::from_slice(&body)
+            .map_err(|e| Error::Protocol(format!("decoding a {want} answer: {e}")))?;
+        Ok((out, host))
     }
 }
 
@@ -405,6 +445,18 @@ pub(crate) mod tests {
     pub(crate) async fn fake_after(
         answer: impl Fn(&str) -> (Duration, (u16, &'static str, String)) + Send + Sync + 'static,
     ) -> (String, Arc<Mutex<Vec<String>>>) {
+        fake_with(move |line| {
+            let (delay, a) = answer(line);
+            (delay, String::new(), a)
+        })
+        .await
+    }
+
+    /// [`fake_after`] whose `answer` also gives extra header lines of the
+    /// answer (each ending with `\r\n`), e.g. `Muster-Epoch: e1\r\n`.
+    pub(crate) async fn fake_with(
+        answer: impl Fn(&str) -> (Duration, String, (u16, &'static str, String)) + Send + Sync + 'static,
+    ) -> (String, Arc<Mutex<Vec<String>>>) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let ln = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", ln.local_addr().unwrap());
@@ -445,10 +497,10 @@ pub(crate) mod tests {
                     seen.lock()
                         .unwrap()
                         .push(format!("{line} auth={auth} {body}"));
-                    let (delay, (status, ct, out)) = answer(&line);
+                    let (delay, headers, (status, ct, out)) = answer(&line);
                     tokio::time::sleep(delay).await;
                     let resp = format!(
-                        "HTTP/1.1 {status} X\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{out}",
+                        "HTTP/1.1 {status} X\r\nContent-Type: {ct}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{out}",
                         out.len()
                     );
                     let _ = conn.write_all(resp.as_bytes()).await;
@@ -458,7 +510,7 @@ pub(crate) mod tests {
         (url, seen)
     }
 
-    fn misdirect(owner: &str) -> (u16, &'static str, String) {
+    pub(crate) fn misdirect(owner: &str) -> (u16, &'static str, String) {
         (
             421,
             "application/problem+json",

@@ -91,8 +91,11 @@ macro_rules! codes {
             /// by its owner.
             Closed,
             /// A session ended other than by its own `close`: the broker
-            /// answered `session_not_found`, or no keepalive got through within
-            /// the TTL. The cause is inside.
+            /// answered `session_not_found` to one of its requests, the broker
+            /// holding it answered with another epoch (a local
+            /// `SessionNotFound`, status 0, naming both epochs) or
+            /// `family_unavailable`, or no keepalive got through within the
+            /// TTL. The cause is inside (see [`crate::Session`]).
             SessionLost(Box<Error>),
             /// A lease stopped being held other than by its own `release`: the
             /// cause (`NotOwner`, `Fenced`, `LeaseExpired`, `SessionNotFound`,

@@ -40,7 +40,8 @@ impl AcquireOptions {
 /// [`Lease::release`]; otherwise [`Error::LeaseLost`] with the cause inside:
 /// `NotOwner`, `Fenced` or `LeaseExpired` from the broker, `LeaseExpired`
 /// when the local deadline passed without a successful extension, or the
-/// session's end.
+/// session's end ([`Error::SessionLost`], reported the moment the session is
+/// known to have ended: see [`Session`]'s prompt loss).
 ///
 /// The local deadline is a lower bound of the broker's expiry, measured on
 /// the monotonic clock from the moment the request was sent: send +
@@ -105,7 +106,13 @@ impl Session {
         let rb = c
             .request(Method::POST, r.url(c, Some("acquire")))
             .json(&body);
-        let out: LeaseGrant = c.call(rb, 200).await?;
+        let out: LeaseGrant = match c.call(rb, 200).await {
+            Ok(out) => out,
+            Err(e) => {
+                s.not_found(&e);
+                return Err(e);
+            }
+        };
         Ok(adopt(s, r, out, t0, ttl))
     }
 
@@ -300,6 +307,7 @@ impl Lease {
         let out: LeaseGrant = match c.call(rb, 200).await {
             Ok(out) => out,
             Err(e) if ownership_gone(&e) => {
+                s.not_found(&e);
                 self.end(Error::LeaseLost(Box::new(e)));
                 return Err(self.error().unwrap_or(Error::Closed));
             }
@@ -350,6 +358,7 @@ impl Lease {
                 Ok(())
             }
             Err(e) if ownership_gone(&e) => {
+                s.not_found(&e);
                 self.end(Error::LeaseLost(Box::new(e)));
                 Ok(())
             }

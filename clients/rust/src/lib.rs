@@ -42,6 +42,7 @@ pub mod error;
 mod fleet;
 mod lease;
 mod list;
+mod loss;
 mod observe;
 mod session;
 pub mod sse;

@@ -93,6 +93,11 @@ pub struct Faults {
     /// deadline, send + TTL, ignoring `expires_after_request_ms`: a lease
     /// granted after a wait in the queue is lost right after it arrives.
     pub send_plus_ttl: bool,
+    /// A client built with these faults loses a session at its keepalive
+    /// only: a new epoch from its broker, `family_unavailable` or
+    /// `session_not_found` to another request of the session end nothing at
+    /// once.
+    pub late_loss: bool,
 }
 
 impl Faults {

@@ -21,9 +21,27 @@ use tokio_util::sync::CancellationToken;
 ///
 /// [`Session::ended`] is cancelled when the session ends, and
 /// [`Session::error`] says why: [`Error::Closed`] after `close`,
-/// [`Error::SessionLost`] otherwise (the broker answered `session_not_found`,
-/// or no keepalive got through within the TTL). A lost session is never
-/// revived: create a new one and acquire again.
+/// [`Error::SessionLost`] otherwise, with the cause inside. A lost session is
+/// never revived: create a new one and acquire again.
+///
+/// **Prompt loss** (docs/client-operations.md): the session is lost, with
+/// every lease it holds, the moment the client learns that it ended, while
+/// the answer that reveals it is handled, not at the next keepalive. Its
+/// broker is the host (`host:port`) that answered its creation, after
+/// following `wrong_broker`. It is lost when
+/// - any answer or watch stream of the same [`Client`] from that broker
+///   carries another epoch (`Muster-Epoch`: the broker restarted): the cause
+///   is [`Error::SessionNotFound`], its detail naming both epochs;
+/// - that broker answers `family_unavailable`: the cause is
+///   [`Error::FamilyUnavailable`];
+/// - the broker answers `session_not_found` to one of the session's
+///   requests (acquire, extend, release, batch, keepalive): the cause is
+///   that [`Error::SessionNotFound`];
+/// - no keepalive got through within the TTL.
+///
+/// Another broker's answers change nothing, and neither does a connection
+/// error alone: the local deadline decides then. The keepalive task stops
+/// when the session ends.
 ///
 /// **Drop**: dropping a `Session` without `close` stops its keepalive task at
 /// once and ends it locally (its leases report [`Error::LeaseLost`] with
@@ -43,7 +61,10 @@ pub(crate) struct SessionInner {
     pub id: String,
     owner_id: String,
     incarnation: String,
-    epoch: String,
+    pub(crate) epoch: String,
+    /// The broker that answered the session's creation (`host:port`): it
+    /// holds the session (prompt loss: loss.rs).
+    pub(crate) host: String,
     ttl: Duration,
     state: Mutex<State>,
     done: CancellationToken,
@@ -68,7 +89,7 @@ impl Client {
         let rb = self
             .request(Method::POST, self.url(&["v1", "sessions"]))
             .json(&body);
-        let out: SessionInfo = self.call(rb, 201).await?;
+        let (out, host): (SessionInfo, String) = self.call_from(rb, 201).await?;
         let ttl = Duration::from_millis(out.ttl_ms.max(0) as u64);
         let inner = Arc::new(SessionInner {
             client: self.clone(),
@@ -76,10 +97,12 @@ impl Client {
             owner_id: out.owner_id,
             incarnation: out.holder_incarnation,
             epoch: out.epoch,
+            host,
             ttl,
             state: Mutex::new(State::default()),
             done: CancellationToken::new(),
         });
+        self.track_session(&inner);
         let stop = CancellationToken::new();
         let task = tokio::spawn(keepalive(inner.clone(), stop.clone(), t0 + ttl));
         Ok(Session {
@@ -179,7 +202,8 @@ impl SessionInner {
         self.state.lock().unwrap().err.clone()
     }
 
-    /// Records why the session ended, once, and loses its leases.
+    /// Records why the session ended, once, stops its keepalive and loses
+    /// its leases. Called without any lock held.
     pub fn end(&self, cause: Error) {
         let leases = {
             let mut st = self.state.lock().unwrap();
@@ -189,7 +213,8 @@ impl SessionInner {
             st.err = Some(cause.clone());
             std::mem::take(&mut st.leases)
         };
-        self.done.cancel();
+        self.client.untrack_session(self);
+        self.done.cancel(); // the keepalive task ends
         for l in leases.into_values() {
             l.end(Error::LeaseLost(Box::new(cause.clone())));
         }
@@ -242,6 +267,7 @@ async fn keepalive(s: Arc<SessionInner>, stop: CancellationToken, mut deadline: 
         let rb = c.request(Method::POST, c.url(&["v1", "sessions", &s.id, "keepalive"]));
         let r = tokio::select! {
             _ = stop.cancelled() => return,
+            _ = s.done.cancelled() => return,
             r = tokio::time::timeout_at(deadline, c.call::<Keepalive>(rb, 200)) => r,
         };
         match r {

@@ -2,7 +2,7 @@
 //! a [`Stream`] of [`Change`]s that starts after its snapshot [`Marker`].
 
 use crate::client::{content_type, read_body, Client};
-use crate::error::{problem_error, Error, Result};
+use crate::error::{Error, Result};
 use crate::sse::{Event, Parser};
 use crate::wire::{ChangeEvent, ChangeKind, Item, SnapshotEvent, StreamEndEvent};
 use futures_core::Stream;
@@ -202,6 +202,7 @@ impl Client {
             rb = rb.header("Muster-Session", id);
         }
         let resp = self.execute(rb).await?;
+        let host = crate::loss::answered_by(resp.url());
         let status = resp.status().as_u16();
         let ct = content_type(&resp);
         let mt = crate::error::media_type(&ct);
@@ -212,7 +213,7 @@ impl Client {
                     "watch answered {mt:?}, not an event stream"
                 )));
             }
-            return Err(problem_error(status, &ct, &body));
+            return Err(self.problem(&host, status, &ct, &body));
         }
         let mut events = Events {
             body: Box::pin(resp.bytes_stream()),
