@@ -245,11 +245,14 @@ func TestConnectionCaps(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	if v, _ := scrape(t, p.addr, "muster_connections_refused_total", `reason="address"`); v != 3 {
-		t.Errorf(`refused{reason="address"} = %v, want 3`, v)
-	}
-	if v, _ := scrape(t, p.addr, "muster_connections_refused_total", `reason="total"`); v != float64(2+flood+refusedRetries) {
-		t.Errorf(`refused{reason="total"} = %v, want %d`, v, 2+flood+refusedRetries)
+	// The session's retries came from 127.0.0.1 before the broker saw the
+	// three connections leave: each was refused at the address's cap or at
+	// the broker's, whichever it met first; every refusal is counted once.
+	addr, _ := scrape(t, p.addr, "muster_connections_refused_total", `reason="address"`)
+	total, _ := scrape(t, p.addr, "muster_connections_refused_total", `reason="total"`)
+	if addr < 3 || total < float64(2+flood) || addr+total != float64(3+2+flood+refusedRetries) {
+		t.Errorf(`refused{reason="address"} = %v, {reason="total"} = %v; want at least 3 and %d, %d in all (%d retries)`,
+			addr, total, 2+flood, 3+2+flood+refusedRetries, refusedRetries)
 	}
 	// 17 idle connections and the scrape's own (the session's may not be
 	// closed yet).
