@@ -85,7 +85,13 @@ func newClusterTimed(t *testing.T, tm timing, n int, families ...string) *cluste
 // newClusterOn is newCluster on the PostgreSQL database at store.
 func newClusterOn(t *testing.T, store string, n int, families ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, timing: short, families: families, store: store, bin: musterbin.Path(t), dir: t.TempDir()}
+	return newClusterOnTimed(t, store, short, n, families...)
+}
+
+// newClusterOnTimed is newClusterOn with the given timing.
+func newClusterOnTimed(t *testing.T, store string, tm timing, n int, families ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, timing: tm, families: families, store: store, bin: musterbin.Path(t), dir: t.TempDir()}
 	for i := range n {
 		c.start(fmt.Sprintf("b%d", i+1))
 	}

@@ -98,8 +98,20 @@ func (p *placer) Owner(family string) (string, bool) {
 func (p *placer) step() {
 	ctx, cancel := context.WithTimeout(context.Background(), p.set.renewEvery)
 	defer cancel()
-	// Renewals first: they are what keeps the families served.
-	p.renewAll(ctx)
+	// Renewals first: they are what keeps the families served. A failed
+	// renewal is tried again every renewRetry within the round (and the
+	// next round goes on), so that PostgreSQL back within the serving
+	// deadline costs nothing: waiting a whole round could let the deadline
+	// pass (a 4 s restart dropped every family at the default timing).
+	for attempt := 0; p.renewAll(ctx, attempt == 0) != nil; attempt++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.stop:
+			return
+		case <-time.After(min(renewRetry, p.set.renewEvery/4)):
+		}
+	}
 	if err := p.store.Heartbeat(ctx); err != nil {
 		p.log.Warn("placement: heartbeat failed", "err", err)
 		return
@@ -129,17 +141,22 @@ func (p *placer) step() {
 	}
 }
 
+// renewRetry is how soon a failed renewal is tried again.
+const renewRetry = 200 * time.Millisecond
+
 // renewAll renews every held claim in one statement (rebasing those whose
 // core asks) and moves each family's serving deadline. A failed renewal
-// changes nothing: the deadlines stand.
-func (p *placer) renewAll(ctx context.Context) {
+// changes nothing (the deadlines stand) and is returned, logged when
+// logFailure (the first attempt of a round: the retries would log five
+// lines a second through an outage).
+func (p *placer) renewAll(ctx context.Context, logFailure bool) error {
 	var cs []claims.Claim
 	rebase := map[string]bool{}
 	for _, fam := range sortedKeys(p.held) {
 		c := p.held[fam]
 		pl, err := p.broker.Placement(ctx, core.Family(fam))
 		if err != nil {
-			return
+			return nil // the core is closing
 		}
 		if !pl.Serving {
 			// The deadline passed (or the core dropped the family): the
@@ -156,14 +173,16 @@ func (p *placer) renewAll(ctx context.Context) {
 		cs = append(cs, c)
 	}
 	if len(cs) == 0 {
-		return
+		return nil
 	}
 	start := time.Now()
 	renewed, err := p.store.RenewAll(ctx, cs, rebase)
 	if err != nil {
-		p.log.Warn("placement: renewal failed", "families", len(cs), "err", err)
+		if logFailure {
+			p.log.Warn("placement: renewal failed", "families", len(cs), "err", err)
+		}
 		p.metrics.renewFailed.Inc()
-		return
+		return err
 	}
 	p.metrics.renew.Observe(time.Since(start).Seconds())
 	for _, c := range cs {
@@ -182,6 +201,7 @@ func (p *placer) renewAll(ctx context.Context) {
 		}
 	}
 	p.metrics.held.Store(int64(len(p.held)))
+	return nil
 }
 
 // acquire takes fam and starts serving it.
