@@ -160,7 +160,8 @@ namespace Muster.Client.Tests
         }
 
         /// <summary>worker_acquire: the worker (its client built on first use) creates a
-        /// session when it has none or new_session asks, and acquires route (waiting up to
+        /// session (TTL session_ttl_ms, default 10 s) when it has none or new_session asks,
+        /// and acquires route (waiting up to
         /// wait_ms in the route's queue when given). An error
         /// advised Backoff (a transport error, a failover in progress) is retried until
         /// timeout_ms; the fencing token must be at least min_token and above every token
@@ -179,6 +180,9 @@ namespace Muster.Client.Tests
             var opts = st["wait_ms"] != null && (long)st["wait_ms"] > 0
                 ? new AcquireOptions { Wait = TimeSpan.FromMilliseconds((long)st["wait_ms"]) }
                 : null;
+            var sessionTtl = st["session_ttl_ms"] != null && (long)st["session_ttl_ms"] > 0
+                ? TimeSpan.FromMilliseconds((long)st["session_ttl_ms"])
+                : TimeSpan.FromSeconds(10);
             var sw = Stopwatch.StartNew();
             Lease lease;
             while (true)
@@ -187,7 +191,7 @@ namespace Muster.Client.Tests
                 {
                     if (w.Current == null)
                     {
-                        w.Current = await w.C.CreateSessionAsync(name, TimeSpan.FromSeconds(10)).ConfigureAwait(false);
+                        w.Current = await w.C.CreateSessionAsync(name, sessionTtl).ConfigureAwait(false);
                         w.Sessions.Add(w.Current);
                     }
                     lease = await w.Current.AcquireAsync(route, TimeSpan.FromMilliseconds((long)st["ttl_ms"]), opts).ConfigureAwait(false);
