@@ -156,6 +156,7 @@ namespace Muster.Client.Tests
                 StickyOwner = (faults & ObserverFaults.StickyOwner) != 0,
                 NeverLost = (faults & ObserverFaults.NeverLost) != 0,
                 SendPlusTtl = (faults & ObserverFaults.SendPlusTtl) != 0,
+                LateLoss = (faults & ObserverFaults.LateLoss) != 0,
             };
         }
 

@@ -328,6 +328,27 @@ namespace Muster.Client.Tests
             }
         }
 
+        /// <summary>The conformance tests' broken client (LateLoss) loses nothing at once.</summary>
+        [Test]
+        public async Task TheLateLossHookTurnsEveryRuleOff()
+        {
+            var b = new Brokers();
+            using (var c = Client(b))
+            {
+                c.LateLoss = true;
+                var s = await c.CreateSessionAsync("w", TimeSpan.FromSeconds(30));
+                var la = await s.AcquireAsync(A, TimeSpan.FromMinutes(5));
+                b.Answer = (host, req) => IsList(req) ? ListPage("e2") : null;
+                await c.ListPageAsync("lease://acme/**");
+                b.Answer = (host, req) => IsList(req) ? Problem(503, "family_unavailable", "e1") : null;
+                Assert.Throws<MusterException>(() => c.ListPageAsync("lease://acme/**").GetAwaiter().GetResult());
+                b.Answer = (host, req) => req.RequestUri.AbsolutePath.EndsWith("/acquire", StringComparison.Ordinal) ? Problem(404, "session_not_found", "e1") : null;
+                Assert.Throws<MusterException>(() => s.AcquireAsync(B, TimeSpan.FromMinutes(5)).GetAwaiter().GetResult());
+                AssertHeld(s, la);
+                s.Dispose();
+            }
+        }
+
         /// <summary>A session lost this way sends no more keepalives.</summary>
         [Test]
         public async Task TheKeepaliveStopsWithThePromptLoss()
