@@ -94,7 +94,7 @@ namespace Muster.Client
         /// It throws, and nothing was applied, when the batch was refused locally (no
         /// operation, more than MaxBatchOps, a malformed route, a lease of another
         /// session: InvalidRequest or InvalidRoute) or by the broker (SessionNotFound: the
-        /// session's leases are then lost, as with ExtendAsync). On a transport error or a
+        /// session and all its leases are then lost at once, as with ExtendAsync). On a transport error or a
         /// cancellation nothing is known: the leases stay as they were (retry before their
         /// deadline), and grants the broker made for a request that left are rolled back
         /// by the broker. Operations on leases already known to be lost are not sent:
@@ -132,6 +132,7 @@ namespace Muster.Client
             }
             catch (MusterException e) when (e.Code == ErrorCode.SessionNotFound)
             {
+                s.NotFound(e); // the session and all its leases
                 foreach (var i in sent)
                 {
                     if (ops[i].Lease != null) ops[i].Lease.End(new LeaseLostException(e));

@@ -14,7 +14,9 @@ namespace Muster.Client
     /// LeaseReleasedException after its own release; otherwise a LeaseLostException
     /// whose InnerException is the cause: NotOwner, Fenced or LeaseExpired from the
     /// broker, LeaseExpired when the local deadline passed without a successful
-    /// extension, or the session's end. The local deadline is a lower bound of the
+    /// extension, or the session's end (a SessionLostException, or MusterClosedException
+    /// after the session's own close; a session is lost at once when its broker shows it
+    /// ended, see Session). The local deadline is a lower bound of the
     /// broker's expiry, on a monotonic clock: the acquire's send time plus the answer's
     /// expires_after_request_ms (the wait in the queue plus the TTL), then each
     /// successful extension's send time plus its TTL.
@@ -76,7 +78,8 @@ namespace Muster.Client
 
         /// <summary>Extends the lease to now + ttl. When the broker answers that the lease is
         /// no longer this session's (NotOwner, Fenced, LeaseExpired, SessionNotFound) the
-        /// lease is lost and the LeaseLostException is thrown. Any other failure (a
+        /// lease is lost and the LeaseLostException is thrown; SessionNotFound loses the
+        /// whole session, and every lease of it, at once. Any other failure (a
         /// transport error, Unavailable) leaves the lease as it was: retry before the
         /// deadline.</summary>
         public async Task ExtendAsync(TimeSpan ttl, CancellationToken ct = default(CancellationToken))
@@ -92,6 +95,7 @@ namespace Muster.Client
             }
             catch (MusterException e) when (OwnershipGone(e))
             {
+                s.NotFound(e); // session_not_found: the session and all its leases
                 End(new LeaseLostException(e));
                 throw Error;
             }
@@ -139,6 +143,7 @@ namespace Muster.Client
             }
             catch (MusterException e) when (OwnershipGone(e))
             {
+                s.NotFound(e); // session_not_found: the session and all its leases
                 End(new LeaseLostException(e));
             }
         }

@@ -38,8 +38,10 @@ namespace Muster.Client
 
     /// <summary>
     /// Talks to one broker. Safe for concurrent use; it holds no state besides its
-    /// configuration, one HttpClient, the last epoch it saw and the broker it was last
-    /// sent to. Dispose releases the HttpClient it created.
+    /// configuration, one HttpClient, the last epoch it saw, the broker it was last
+    /// sent to and its live sessions (for prompt loss: a session is lost as soon as an
+    /// answer of the broker that holds it shows that it ended, see Session). Dispose
+    /// releases the HttpClient it created.
     /// In a multi-broker deployment (docs/placement.md) a broker answers a request for a
     /// family it does not serve with 421 wrong_broker naming the owner: the client sends
     /// the request there (at most MaxFollows hops), sends every later request straight
@@ -138,21 +140,26 @@ namespace Muster.Client
             if (resp.Headers.TryGetValues("Muster-Epoch", out v))
             {
                 var e = v.FirstOrDefault();
-                if (!string.IsNullOrEmpty(e)) lock (this) epoch = e;
+                if (string.IsNullOrEmpty(e)) return;
+                lock (this) epoch = e;
+                BrokerGone(AnsweredBy(resp), e);
             }
         }
 
         /// <summary>Runs one request/response operation: a status other than want becomes
-        /// a MusterException; the JSON body is decoded into T (null for want 204).</summary>
-        internal async Task<T> CallAsync<T>(HttpMethod method, string pathAndQuery, object body, int want, CancellationToken ct)
+        /// a MusterException; the JSON body is decoded into T (null for want 204).
+        /// answeredBy, when given, receives the host that answered (AnsweredBy).</summary>
+        internal async Task<T> CallAsync<T>(HttpMethod method, string pathAndQuery, object body, int want, CancellationToken ct,
+            System.Runtime.CompilerServices.StrongBox<string> answeredBy = null)
             where T : class
         {
             using (var req = Request(method, pathAndQuery, body))
             using (var resp = await SendAsync(req, HttpCompletionOption.ResponseHeadersRead, ct).ConfigureAwait(false))
             {
+                if (answeredBy != null) answeredBy.Value = AnsweredBy(resp);
                 SawEpoch(resp);
                 var text = await ReadBodyAsync(resp, ct).ConfigureAwait(false);
-                if ((int)resp.StatusCode != want) throw ProblemError(resp, text);
+                if ((int)resp.StatusCode != want) throw Problem(resp, text);
                 if (typeof(T) == typeof(object) || want == 204) return null;
                 try
                 {
@@ -195,7 +202,7 @@ namespace Muster.Client
                 var to = MisdirectedTo(ctype != null ? ctype.MediaType : "", text);
                 if (to == null)
                 {
-                    var kept = new HttpResponseMessage(resp.StatusCode) { Content = new StringContent(text) };
+                    var kept = new HttpResponseMessage(resp.StatusCode) { Content = new StringContent(text), RequestMessage = msg };
                     kept.Content.Headers.ContentType = ctype;
                     return kept;
                 }
@@ -246,7 +253,9 @@ namespace Muster.Client
             }
             try
             {
-                return await send.ConfigureAwait(false);
+                var resp = await send.ConfigureAwait(false);
+                if (resp.RequestMessage == null) resp.RequestMessage = req; // AnsweredBy reads it
+                return resp;
             }
             catch (TaskCanceledException) when (!ct.IsCancellationRequested)
             {

@@ -113,5 +113,8 @@ namespace Muster.Client
         NeverLost = 4096,
         /// <summary>The runner's clients give a grant the old local deadline, send + TTL.</summary>
         SendPlusTtl = 8192,
+        /// <summary>The runner's clients lose a session at its keepalive only (MusterClient.LateLoss): a
+        /// new epoch, family_unavailable or session_not_found to another request end nothing at once.</summary>
+        LateLoss = 16384,
     }
 }

@@ -14,8 +14,18 @@ namespace Muster.Client
     /// Ended is cancelled when the session ends, and Error says why:
     /// MusterClosedException after CloseAsync/Dispose, SessionLostException
     /// otherwise. A lost session is never revived: create a new one.
+    ///
+    /// The session is lost when its keepalive gets session_not_found, when no keepalive
+    /// got through by its local deadline, and at once (in the call that shows it, not at
+    /// the next keepalive) when the broker that holds it, the one that answered its
+    /// creation, answers any request or watch stream of the same MusterClient with
+    /// another Muster-Epoch (it restarted), answers family_unavailable (it stopped
+    /// serving the family), or answers session_not_found to one of the session's own
+    /// requests (acquire, extend, release, batch). A connection error alone changes
+    /// nothing: the local deadline decides then. The SessionLostException says why;
+    /// every lease of the session is lost with it, with that exception as the cause.
     /// </summary>
-    public sealed class Session : IDisposable
+    public sealed partial class Session : IDisposable
     {
         private readonly MusterClient c;
         private readonly CancellationTokenSource stop = new CancellationTokenSource();
@@ -24,13 +34,17 @@ namespace Muster.Client
         private readonly object mu = new object();
         private Exception error;
         // Completed when the keepalive loop stopped sending, before it ends a lost session:
-        // CloseAsync waits for this, never for the loop, so a callback on Ended or Lost
-        // (run on the loop's thread) may dispose the session without a deadlock.
+        // CloseAsync of a live session waits for this, never for the loop, so a callback on
+        // Ended or Lost (run on the loop's thread) may dispose the session without a
+        // deadlock. A session that ended already is not waited for: a prompt loss may end
+        // it inside the keepalive's own request (its answer carries another epoch), and a
+        // callback disposing it there runs before the loop can stop.
         private readonly TaskCompletionSource<bool> loopStopped = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
 
-        internal Session(MusterClient c, SessionBody b)
+        internal Session(MusterClient c, SessionBody b, string host)
         {
             this.c = c;
+            Host = host;
             Id = b.SessionId; OwnerId = b.OwnerId; HolderIncarnation = b.HolderIncarnation; Epoch = b.Epoch;
             Ttl = TimeSpan.FromMilliseconds(b.TtlMs);
         }
@@ -50,6 +64,10 @@ namespace Muster.Client
 
         internal MusterClient Client { get { return c; } }
 
+        /// <summary>The broker (host:port) that answered the session's creation: it holds
+        /// the session.</summary>
+        internal string Host { get; private set; }
+
         /// <summary>Starts the keepalive loop of a session whose creating request was sent
         /// at t0 (MonoClock).</summary>
         internal void Start(TimeSpan t0) { Tasks.Forget(Task.Run(() => KeepaliveAsync(t0 + Ttl))); }
@@ -60,7 +78,7 @@ namespace Muster.Client
         public async Task CloseAsync(CancellationToken ct = default(CancellationToken))
         {
             stop.Cancel();
-            await loopStopped.Task.ConfigureAwait(false);
+            if (Error == null) await loopStopped.Task.ConfigureAwait(false); // nothing to wait for once ended (End stopped it)
             bool wasLive = Error == null;
             End(new MusterClosedException());
             if (!wasLive) return;
@@ -93,7 +111,16 @@ namespace Muster.Client
             var body = new AcquireRequest { SessionId = Id, TtlMs = MusterClient.Ms(ttl) };
             if (options != null && options.Wait > TimeSpan.Zero) body.WaitMs = MusterClient.Ms(options.Wait);
             var t0 = MonoClock.Now;
-            var o = await c.CallAsync<LeaseBody>(HttpMethod.Post, r.Path("/acquire"), body, 200, ct).ConfigureAwait(false);
+            LeaseBody o;
+            try
+            {
+                o = await c.CallAsync<LeaseBody>(HttpMethod.Post, r.Path("/acquire"), body, 200, ct).ConfigureAwait(false);
+            }
+            catch (MusterException e) when (e.Code == ErrorCode.SessionNotFound)
+            {
+                NotFound(e);
+                throw;
+            }
             return Adopt(r, o, t0, ttl);
         }
 
@@ -190,7 +217,8 @@ namespace Muster.Client
             return c.WatchAsync(this, selectors, ct);
         }
 
-        /// <summary>Records why the session ended, once, and loses its leases.</summary>
+        /// <summary>Records why the session ended, once, stops its keepalive and loses its
+        /// leases. Called with no lock held.</summary>
         internal void End(Exception cause)
         {
             List<Lease> ls;
@@ -201,6 +229,8 @@ namespace Muster.Client
                 ls = new List<Lease>(leases.Values);
                 leases.Clear();
             }
+            c.UntrackSession(this);
+            stop.Cancel();
             foreach (var l in ls) l.End(new LeaseLostException(cause));
             ended.Cancel(); // after the leases: when Ended fires, every lease is lost already
         }
@@ -307,9 +337,11 @@ namespace Muster.Client
         public async Task<Session> CreateSessionAsync(string ownerId, TimeSpan ttl, CancellationToken ct = default(CancellationToken))
         {
             var t0 = MonoClock.Now;
+            var host = new System.Runtime.CompilerServices.StrongBox<string>();
             var b = await CallAsync<SessionBody>(HttpMethod.Post, "/v1/sessions",
-                new CreateSessionRequest { OwnerId = ownerId, TtlMs = Ms(ttl) }, 201, ct).ConfigureAwait(false);
-            var s = new Session(this, b);
+                new CreateSessionRequest { OwnerId = ownerId, TtlMs = Ms(ttl) }, 201, ct, host).ConfigureAwait(false);
+            var s = new Session(this, b, host.Value);
+            TrackSession(s);
             s.Start(t0);
             return s;
         }

@@ -265,7 +265,7 @@ namespace Muster.Client
                 {
                     var body = await ReadBodyAsync(resp, cts.Token).ConfigureAwait(false);
                     if ((int)resp.StatusCode == 200) throw new System.IO.InvalidDataException("muster: watch answered \"" + mt + "\", not an event stream");
-                    throw ProblemError(resp, body);
+                    throw Problem(resp, body);
                 }
                 var sub = new Subscription(this, s, resp, cts);
                 var stream = await resp.Content.ReadAsStreamAsync().ConfigureAwait(false);

@@ -156,11 +156,13 @@ namespace Muster.Client.Tests
                 StickyOwner = (faults & ObserverFaults.StickyOwner) != 0,
                 NeverLost = (faults & ObserverFaults.NeverLost) != 0,
                 SendPlusTtl = (faults & ObserverFaults.SendPlusTtl) != 0,
+                LateLoss = (faults & ObserverFaults.LateLoss) != 0,
             };
         }
 
         /// <summary>worker_acquire: the worker (its client built on first use) creates a
-        /// session when it has none or new_session asks, and acquires route (waiting up to
+        /// session (TTL session_ttl_ms, default 10 s) when it has none or new_session asks,
+        /// and acquires route (waiting up to
         /// wait_ms in the route's queue when given). An error
         /// advised Backoff (a transport error, a failover in progress) is retried until
         /// timeout_ms; the fencing token must be at least min_token and above every token
@@ -179,6 +181,9 @@ namespace Muster.Client.Tests
             var opts = st["wait_ms"] != null && (long)st["wait_ms"] > 0
                 ? new AcquireOptions { Wait = TimeSpan.FromMilliseconds((long)st["wait_ms"]) }
                 : null;
+            var sessionTtl = st["session_ttl_ms"] != null && (long)st["session_ttl_ms"] > 0
+                ? TimeSpan.FromMilliseconds((long)st["session_ttl_ms"])
+                : TimeSpan.FromSeconds(10);
             var sw = Stopwatch.StartNew();
             Lease lease;
             while (true)
@@ -187,7 +192,7 @@ namespace Muster.Client.Tests
                 {
                     if (w.Current == null)
                     {
-                        w.Current = await w.C.CreateSessionAsync(name, TimeSpan.FromSeconds(10)).ConfigureAwait(false);
+                        w.Current = await w.C.CreateSessionAsync(name, sessionTtl).ConfigureAwait(false);
                         w.Sessions.Add(w.Current);
                     }
                     lease = await w.Current.AcquireAsync(route, TimeSpan.FromMilliseconds((long)st["ttl_ms"]), opts).ConfigureAwait(false);

@@ -89,6 +89,7 @@ namespace Muster.Client.Tests
             { "follow-owner", ObserverFaults.NoFollow },
             { "failover-follow-owner", ObserverFaults.StickyOwner },
             { "grant-after-wait-keeps-lease", ObserverFaults.SendPlusTtl },
+            { "restart-loses-lease-promptly", ObserverFaults.LateLoss },
         };
 
         /// <summary>
@@ -151,6 +152,7 @@ namespace Muster.Client.Tests
         /// must come from the fault, not from an earlier step.</summary>
         [TestCase("19_failover_follow_owner.json", "NeverLost", "worker_lost")]
         [TestCase("20_grant_after_wait_keeps_lease.json", "SendPlusTtl", "worker_holds")]
+        [TestCase("21_restart_loses_lease_promptly.json", "LateLoss", "worker_lost")]
         public void MoreBrokenClientsAreCaught(string file, string fault, string step)
         {
             var faults = (ObserverFaults)Enum.Parse(typeof(ObserverFaults), fault) | ObserverFaults.NoReconcile;
