@@ -142,6 +142,7 @@ function runnerClient(proxy: string, secret: string, broken: number): MusterClie
   c.stickyOwner = (broken & Broken.StickyOwner) !== 0;
   c.neverLost = (broken & Broken.NeverLost) !== 0;
   c.sendPlusTtl = (broken & Broken.SendPlusTtl) !== 0;
+  c.lateLoss = (broken & Broken.LateLoss) !== 0;
   return c;
 }
 
