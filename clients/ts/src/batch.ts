@@ -93,8 +93,8 @@ export class Batch {
    * It rejects as a whole, and nothing was applied, when the batch was
    * refused locally (no operation, more than maxBatchOps, a malformed route,
    * a lease of another session: invalid_request or invalid_route) or by the
-   * broker (session_not_found: the session's leases are then lost, as with
-   * Lease.extend). On a transport error or an aborted signal nothing is
+   * broker (session_not_found: the session is then lost at once, and every
+   * lease with it). On a transport error or an aborted signal nothing is
    * known: the leases stay as they were (retry before their deadline), and
    * grants the broker made for a request that left are rolled back by the
    * broker.
@@ -128,6 +128,7 @@ export class Batch {
     try {
       resp = await c.call(c.raw.POST("/v1/leases/batch", { body: { session_id: s.id, ops }, signal: options.signal }), 200);
     } catch (e) {
+      c.losses.notFound(s, e); // every lease of the session is lost with it
       if (isCode(e, "session_not_found")) {
         for (const i of sent) this.#ops[i]!.lease?.end(new LeaseLostError(e));
       }

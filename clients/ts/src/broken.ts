@@ -37,6 +37,12 @@ export const Broken = {
    * after it was granted.
    */
   SendPlusTtl: 1 << 13,
+  /**
+   * The runner's clients lose a session at its keepalive only: another epoch
+   * from its broker, family_unavailable or session_not_found to another
+   * request end nothing at once (no prompt loss).
+   */
+  LateLoss: 1 << 14,
 } as const;
 
 /** The hidden ObserveOptions key that selects broken modes. */

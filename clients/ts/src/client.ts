@@ -1,11 +1,13 @@
 /**
  * MusterClient: one broker, one token. Safe to share; it holds no state
- * besides its configuration and the last epoch it saw.
+ * besides its configuration, the last epoch it saw, the broker it follows
+ * to, and its live sessions (for prompt loss: loss.ts).
  */
 import createClient, { type Client } from "openapi-fetch";
 import type { paths } from "./api/schema.js";
 import { MusterError, problemError } from "./errors.js";
 import { Fleet } from "./fleet.js";
+import { Losses, hostOf } from "./loss.js";
 import { getLease, listPage, listItems, listPages, type Item, type LeaseStatus, type ListOptions, type Page } from "./list.js";
 import { Observer, type ObserveOptions } from "./observe.js";
 import { Session, type SessionOptions } from "./session.js";
@@ -65,7 +67,17 @@ export class MusterClient {
    * (the old rule), ignoring the answer's expires_after_request_ms.
    */
   sendPlusTtl = false;
+  /**
+   * @internal conformance tests only: a session is lost at its keepalive
+   * only; another epoch, family_unavailable or session_not_found from its
+   * broker end nothing at once (loss.ts).
+   */
+  lateLoss = false;
   #epoch = "";
+  /** @internal the live sessions of this client, for prompt loss (loss.ts). */
+  readonly losses = new Losses(() => this.lateLoss);
+  /** The host (host:port) that answered each response fetch returned. */
+  readonly #hosts = new WeakMap<Response, string>();
 
   constructor(baseUrl: string, options: ClientOptions = {}) {
     let u: URL | undefined;
@@ -93,8 +105,10 @@ export class MusterClient {
   }
 
   /**
-   * @internal fetch with the configured implementation; authorizes a Request
-   * and records the epoch of the answer. In a multi-broker deployment
+   * @internal fetch with the configured implementation; authorizes a Request,
+   * records the epoch of the answer and which host gave it (answeredBy), and
+   * ends the sessions that host's answer shows gone (prompt loss: loss.ts)
+   * before it returns the answer. In a multi-broker deployment
    * (docs/placement.md) a 421 wrong_broker answer names the broker that
    * serves the caller's family: the request is sent there instead (at most
    * maxFollows times), and every later request goes there directly until
@@ -104,7 +118,10 @@ export class MusterClient {
   async fetch(input: Request | string, init?: RequestInit): Promise<Response> {
     if (input instanceof Request) this.authorize(input.headers);
     const f = this.#fetch ?? globalThis.fetch;
-    if (!this.#follow) return this.#record(await f(input, init));
+    if (!this.#follow) {
+      const url = input instanceof Request ? input.url : input;
+      return this.#record(await f(input, init), hostOf(url));
+    }
     // A body is read once, so that every hop can send it again.
     const body = input instanceof Request && input.body !== null ? await input.arrayBuffer() : undefined;
     for (let hop = 0; ; hop++) {
@@ -115,7 +132,7 @@ export class MusterClient {
         input instanceof Request ? new Request(to, { method: input.method, headers: input.headers, body, signal: input.signal }) : to;
       let resp: Response;
       try {
-        resp = this.#record(await f(req, input instanceof Request ? undefined : init));
+        resp = await this.#record(await f(req, input instanceof Request ? undefined : init), hostOf(to));
       } catch (err) {
         // The owner we were sent to is gone (a failover): the next request
         // asks the configured broker again.
@@ -129,10 +146,21 @@ export class MusterClient {
     }
   }
 
-  #record(resp: Response): Response {
+  async #record(resp: Response, host: string): Promise<Response> {
     const e = resp.headers.get("Muster-Epoch");
     if (e) this.#epoch = e;
+    this.#hosts.set(resp, host);
+    await this.losses.answered(host, resp);
     return resp;
+  }
+
+  /**
+   * @internal the host (host:port) that answered resp, a response of fetch:
+   * the owner a wrong_broker answer was followed to, or the base URL's; ""
+   * for a response fetch did not return.
+   */
+  answeredBy(resp: Response): string {
+    return this.#hosts.get(resp) ?? "";
   }
 
   /** @internal sets the Authorization header. */

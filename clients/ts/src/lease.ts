@@ -23,7 +23,9 @@ export interface AcquireOptions extends RequestOptions {
  * reason: a ReleasedError after its own release; otherwise a LeaseLostError
  * whose cause is a MusterError not_owner, fenced or lease_expired from the
  * broker, a local lease_expired when the local deadline passed without a
- * successful extension, or the session's end.
+ * successful extension, or the session's end (a ClosedError, or a
+ * SessionLostError the moment the client learns the session is gone: see
+ * Session).
  *
  * The local deadline is a lower bound of the broker's expiry, kept on the
  * monotonic clock (performance.now, never the wall clock): for an acquisition
@@ -87,7 +89,8 @@ export class Lease {
   /**
    * Extends the lease to now + ttlMs. When the broker answers that the lease
    * is no longer this session's (not_owner, fenced, lease_expired,
-   * session_not_found) the lease is lost and extend rejects with `err`. Any
+   * session_not_found: then the whole session is lost) the lease is lost and
+   * extend rejects with `err`. Any
    * other failure (a transport error, unavailable) leaves the lease as it
    * was: retry before the deadline.
    */
@@ -106,6 +109,7 @@ export class Lease {
         200,
       );
     } catch (e) {
+      c.losses.notFound(this.#s, e); // the session is gone: the lease's cause is its loss
       if (ownershipGone(e)) {
         this.end(new LeaseLostError(e));
         throw this.err!;
@@ -156,6 +160,7 @@ export class Lease {
       );
       this.end(new ReleasedError());
     } catch (e) {
+      c.losses.notFound(this.#s, e);
       if (!ownershipGone(e)) throw e;
       this.end(new LeaseLostError(e));
     }
@@ -192,7 +197,13 @@ export async function acquire(s: Session, route: string, ttlMs: number, o: Acqui
   if (o.waitMs !== undefined && o.waitMs > 0) body.wait_ms = o.waitMs;
   const t0 = performance.now();
   const c = s.client;
-  const out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, signal: o.signal }), 200);
+  let out;
+  try {
+    out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, signal: o.signal }), 200);
+  } catch (e) {
+    c.losses.notFound(s, e);
+    throw e;
+  }
   return adopt(s, r, out, t0, ttlMs);
 }
 

@@ -15,9 +15,14 @@ export type SessionOptions = RequestOptions;
  * Every lease is acquired through a session and is lost with it.
  *
  * `signal` is aborted when the session ends, with `err` as its reason:
- * ClosedError after close(), a SessionLostError otherwise (the broker
- * answered session_not_found, or no keepalive got through within the TTL). A
- * lost session is never revived: create a new one and acquire again.
+ * ClosedError after close(), a SessionLostError otherwise. A session is lost
+ * the moment the client learns that it ended (prompt loss, loss.ts): its
+ * broker, the host that answered its creation, answers any request or stream
+ * of this client with another epoch, or answers family_unavailable; or the
+ * broker answers session_not_found to one of the session's requests. It is
+ * also lost when no keepalive got through within the TTL (a connection error
+ * alone changes nothing before then). A lost session is never revived:
+ * create a new one and acquire again.
  */
 export class Session {
   /** The session id. A secret: whoever has it can release this session's leases. */
@@ -29,14 +34,21 @@ export class Session {
   /** The broker lifetime the session belongs to. */
   readonly epoch: string;
   readonly ttlMs: number;
+  /** @internal the host (host:port) that answered the creation: the broker that holds the session. */
+  readonly host: string;
   readonly #c: MusterClient;
   readonly #ended = new AbortController();
   readonly #stopLoop = new AbortController();
   #loop: Promise<void> = Promise.resolve();
   #leases = new Map<string, Lease>();
 
-  private constructor(c: MusterClient, s: { session_id: string; owner_id: string; holder_incarnation: string; epoch: string; ttl_ms: number }) {
+  private constructor(
+    c: MusterClient,
+    s: { session_id: string; owner_id: string; holder_incarnation: string; epoch: string; ttl_ms: number },
+    host: string,
+  ) {
     this.#c = c;
+    this.host = host;
     this.id = s.session_id;
     this.ownerId = s.owner_id;
     this.holderIncarnation = s.holder_incarnation;
@@ -47,8 +59,10 @@ export class Session {
   /** @internal use MusterClient.session. */
   static async create(c: MusterClient, ownerId: string, ttlMs: number, o: SessionOptions): Promise<Session> {
     const t0 = performance.now();
-    const out = await c.call(c.raw.POST("/v1/sessions", { body: { owner_id: ownerId, ttl_ms: ttlMs }, signal: o.signal }), 201);
-    const s = new Session(c, out);
+    const answer = c.raw.POST("/v1/sessions", { body: { owner_id: ownerId, ttl_ms: ttlMs }, signal: o.signal });
+    const out = await c.call(answer, 201);
+    const s = new Session(c, out, c.answeredBy((await answer).response));
+    c.losses.track(s);
     s.#loop = s.#keepalive(t0 + s.ttlMs);
     return s;
   }
@@ -117,10 +131,10 @@ export class Session {
     this.#stopLoop.abort();
     await this.#loop;
     if (this.err !== null) {
-      this.#end(new ClosedError());
+      this.end(new ClosedError());
       return;
     }
-    this.#end(new ClosedError());
+    this.end(new ClosedError());
     try {
       await this.#c.call(this.#c.raw.DELETE("/v1/sessions/{session_id}", { params: { path: { session_id: this.id } }, signal: options.signal }), 204);
     } catch (e) {
@@ -128,10 +142,15 @@ export class Session {
     }
   }
 
-  /** Records why the session ended, once, and loses its leases. */
-  #end(cause: Error): void {
+  /**
+   * @internal records why the session ended, once, stops its keepalive,
+   * forgets it for prompt loss and loses its leases.
+   */
+  end(cause: Error): void {
     if (this.#ended.signal.aborted) return;
     this.#ended.abort(cause);
+    this.#stopLoop.abort();
+    this.#c.losses.untrack(this);
     const leases = [...this.#leases.values()];
     this.#leases.clear();
     for (const l of leases) l.end(new LeaseLostError(cause));
@@ -158,7 +177,7 @@ export class Session {
       }
       if (this.err !== null) return;
       if (lastErr !== null && performance.now() >= deadline) {
-        this.#end(new SessionLostError("no keepalive got through within the TTL", lastErr));
+        this.end(new SessionLostError("no keepalive got through within the TTL", lastErr));
         return;
       }
       const t0 = performance.now();
@@ -178,7 +197,7 @@ export class Session {
       } catch (e) {
         if (stop.aborted) return;
         if (isCode(e, "session_not_found")) {
-          this.#end(new SessionLostError(String((e as Error).message), e));
+          this.end(new SessionLostError(String((e as Error).message), e));
           return;
         }
         if (lastErr === null || !isAbort(e)) lastErr = e;

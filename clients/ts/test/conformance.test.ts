@@ -28,11 +28,13 @@ export const brokenVariants: Record<string, number> = {
   "follow-owner": Broken.NoFollow,
   "failover-follow-owner": Broken.StickyOwner,
   "grant-after-wait-keeps-lease": Broken.SendPlusTtl,
+  "restart-loses-lease-promptly": Broken.LateLoss,
 };
 
 /** Where a scenario's broken variant is a broken client, the step at which it must fail. */
 const brokenSteps: Record<string, string> = {
   "grant-after-wait-keeps-lease": "worker_holds",
+  "restart-loses-lease-promptly": "worker_lost",
 };
 
 /** Further broken clients a scenario must catch, each at the named step (the Go runner's moreBrokenVariants). */
@@ -79,6 +81,7 @@ describe("conformance", () => {
     "follow-owner",
     "failover-follow-owner",
     "grant-after-wait-keeps-lease",
+    "restart-loses-lease-promptly",
   ]);
   for (const sc of scenarios) {
     if (!all && !quick.has(sc.name)) continue;

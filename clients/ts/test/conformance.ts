@@ -142,6 +142,7 @@ function runnerClient(proxy: string, secret: string, broken: number): MusterClie
   c.stickyOwner = (broken & Broken.StickyOwner) !== 0;
   c.neverLost = (broken & Broken.NeverLost) !== 0;
   c.sendPlusTtl = (broken & Broken.SendPlusTtl) !== 0;
+  c.lateLoss = (broken & Broken.LateLoss) !== 0;
   return c;
 }
 
@@ -204,7 +205,8 @@ interface Workers {
 
 /**
  * worker_acquire: the worker (its client built on first use) creates a
- * session when it has none or new_session asks, and acquires route (waiting
+ * session (of session_ttl_ms, default 10 s) when it has none or new_session
+ * asks, and acquires route (waiting
  * up to wait_ms in the route's queue when given: AcquireOptions.waitMs). An error
  * advised backoff (a transport error, a failover in progress) is retried
  * until timeout_ms; the fencing token must be at least min_token and above
@@ -216,6 +218,7 @@ async function workerAcquire(h: Harness, s: Record<string, unknown>, ws: Workers
   const ttl = s["ttl_ms"] as number;
   const timeout = typeof s["timeout_ms"] === "number" ? s["timeout_ms"] : 5_000;
   const waitMs = typeof s["wait_ms"] === "number" ? s["wait_ms"] : 0;
+  const sessionTtl = typeof s["session_ttl_ms"] === "number" && s["session_ttl_ms"] > 0 ? s["session_ttl_ms"] : 10_000;
   let w = ws.byName.get(name);
   if (w === undefined) {
     const token = s["token"] as string;
@@ -227,7 +230,7 @@ async function workerAcquire(h: Harness, s: Record<string, unknown>, ws: Workers
   for (;;) {
     try {
       if (w.session === null) {
-        w.session = await w.c.session(name, 10_000);
+        w.session = await w.c.session(name, sessionTtl);
         w.sessions.push(w.session);
       }
       const l = await w.session.acquire(route, ttl, waitMs > 0 ? { waitMs } : {});

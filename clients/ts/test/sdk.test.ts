@@ -244,14 +244,19 @@ describe("against the real broker", () => {
       await assert.rejects(waiting, (e: unknown) => e instanceof Error && e.name === "AbortError");
       await eventually(async () => (await c.get("lease://acme/q/one")).waiters === 0, 3_000, "the waiter gone");
       await l.release();
-      // A session ended behind the SDK's back: its lease is lost at the next extension.
+      // A session ended behind the SDK's back: its lease is lost at the next
+      // extension, and the session with it (prompt loss: session_not_found).
       const victim = await c.session("victim", 5_000);
       const gone = await victim.acquire("lease://acme/q/two", 5_000);
       await c.raw.DELETE("/v1/sessions/{session_id}", { params: { path: { session_id: victim.id } } });
       const taken = await s2.acquire("lease://acme/q/two", 5_000);
       assert.ok(taken.fencingToken > gone.fencingToken);
-      await assert.rejects(gone.extend(1_000), (e: unknown) => e instanceof LeaseLostError && isCode(e.cause, "session_not_found"));
+      await assert.rejects(
+        gone.extend(1_000),
+        (e: unknown) => e instanceof LeaseLostError && e.cause instanceof SessionLostError && isCode(e.cause.cause, "session_not_found"),
+      );
       assert.ok(gone.lost.aborted);
+      assert.ok(errOf(victim) instanceof SessionLostError, String(victim.err));
       await gone.release(); // known not held: resolves
       await victim.close();
     } finally {
@@ -260,14 +265,14 @@ describe("against the real broker", () => {
     }
   });
 
-  test("a broker restart loses the session (session_not_found → SessionLostError)", async () => {
+  test("a broker restart loses the session at its next answer (another epoch → SessionLostError)", async () => {
     const s = await c.session("restart", 1_500);
     const l = await s.acquire("lease://r/r/r", 10_000);
     await b.restart();
     await eventually(() => s.err !== null, 5_000, "the session lost");
     assert.ok(s.err instanceof SessionLostError, String(s.err));
-    assert.ok(isCode(s.err.cause, "session_not_found"));
-    assert.ok(l.err instanceof LeaseLostError);
+    assert.match(s.err.message, /answered for another lifetime/);
+    assert.ok(l.err instanceof LeaseLostError && l.err.cause === s.err);
     await s.close();
   });
 });

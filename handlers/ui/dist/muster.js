@@ -797,6 +797,75 @@ var Fleet = class {
   }
 };
 
+// src/loss.ts
+var Losses = class {
+  #live = /* @__PURE__ */ new Set();
+  #late;
+  /**
+   * late: conformance tests only (Broken.LateLoss): when it answers true,
+   * nothing is lost promptly, only at the keepalive.
+   */
+  constructor(late) {
+    this.#late = late;
+  }
+  /** Registers a session created by this client. */
+  track(s) {
+    if (s.err === null) this.#live.add(s);
+  }
+  /** Forgets a session that ended. */
+  untrack(s) {
+    this.#live.delete(s);
+  }
+  /**
+   * An answer (or a stream's opening answer) from host: ends at once every
+   * session held by host whose epoch differs from the answer's Muster-Epoch,
+   * and every session held by host when the answer is a family_unavailable
+   * problem. Called before the caller sees the answer.
+   */
+  async answered(host, resp) {
+    if (host === "" || this.#live.size === 0 || this.#late()) return;
+    const epoch = resp.headers.get("Muster-Epoch") ?? "";
+    if (epoch !== "") {
+      for (const s of this.#held(host)) {
+        if (s.epoch !== epoch) s.end(new SessionLostError(`its broker ${host} answered for another lifetime (epoch ${epoch}, the session's ${s.epoch})`));
+      }
+    }
+    if (resp.status !== 503 || this.#live.size === 0) return;
+    const mt = (resp.headers.get("Content-Type") ?? "").split(";")[0].trim().toLowerCase();
+    if (mt !== "application/problem+json") return;
+    let body;
+    try {
+      body = await resp.clone().text();
+    } catch {
+      return;
+    }
+    const perr = problemError(resp.status, resp.statusText, resp.headers.get("Content-Type"), body);
+    if (perr.code !== "family_unavailable") return;
+    for (const s of this.#held(host)) {
+      s.end(new SessionLostError(`its broker ${host} no longer serves the family (family_unavailable)`, perr));
+    }
+  }
+  /** The live sessions held by host, copied: ending one changes the set. */
+  #held(host) {
+    return [...this.#live].filter((s) => s.host === host);
+  }
+  /**
+   * Ends s at once when err is the broker's session_not_found to one of its
+   * own requests (acquire, extend, release, batch).
+   */
+  notFound(s, err) {
+    if (this.#late() || !isCode(err, "session_not_found")) return;
+    s.end(new SessionLostError(err.message, err));
+  }
+};
+function hostOf(url) {
+  try {
+    return new URL(url).host;
+  } catch {
+    return "";
+  }
+}
+
 // src/list.ts
 function itemFrom(i) {
   return Object.freeze({
@@ -891,7 +960,13 @@ var Broken = {
    * rule, which a wait in the queue makes early: the lease is lost right
    * after it was granted.
    */
-  SendPlusTtl: 1 << 13
+  SendPlusTtl: 1 << 13,
+  /**
+   * The runner's clients lose a session at its keepalive only: another epoch
+   * from its broker, family_unavailable or session_not_found to another
+   * request end nothing at once (no prompt loss).
+   */
+  LateLoss: 1 << 14
 };
 var brokenKey = /* @__PURE__ */ Symbol("muster.broken");
 
@@ -1645,7 +1720,8 @@ var Lease = class {
   /**
    * Extends the lease to now + ttlMs. When the broker answers that the lease
    * is no longer this session's (not_owner, fenced, lease_expired,
-   * session_not_found) the lease is lost and extend rejects with `err`. Any
+   * session_not_found: then the whole session is lost) the lease is lost and
+   * extend rejects with `err`. Any
    * other failure (a transport error, unavailable) leaves the lease as it
    * was: retry before the deadline.
    */
@@ -1664,6 +1740,7 @@ var Lease = class {
         200
       );
     } catch (e) {
+      c.losses.notFound(this.#s, e);
       if (ownershipGone(e)) {
         this.end(new LeaseLostError(e));
         throw this.err;
@@ -1711,6 +1788,7 @@ var Lease = class {
       );
       this.end(new ReleasedError());
     } catch (e) {
+      c.losses.notFound(this.#s, e);
       if (!ownershipGone(e)) throw e;
       this.end(new LeaseLostError(e));
     }
@@ -1741,7 +1819,13 @@ async function acquire(s, route, ttlMs, o) {
   if (o.waitMs !== void 0 && o.waitMs > 0) body.wait_ms = o.waitMs;
   const t0 = performance.now();
   const c = s.client;
-  const out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, signal: o.signal }), 200);
+  let out;
+  try {
+    out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, signal: o.signal }), 200);
+  } catch (e) {
+    c.losses.notFound(s, e);
+    throw e;
+  }
   return adopt(s, r, out, t0, ttlMs);
 }
 function adopt(s, r, out, t0, ttlMs) {
@@ -1840,8 +1924,8 @@ var Batch = class {
    * It rejects as a whole, and nothing was applied, when the batch was
    * refused locally (no operation, more than maxBatchOps, a malformed route,
    * a lease of another session: invalid_request or invalid_route) or by the
-   * broker (session_not_found: the session's leases are then lost, as with
-   * Lease.extend). On a transport error or an aborted signal nothing is
+   * broker (session_not_found: the session is then lost at once, and every
+   * lease with it). On a transport error or an aborted signal nothing is
    * known: the leases stay as they were (retry before their deadline), and
    * grants the broker made for a request that left are rolled back by the
    * broker.
@@ -1875,6 +1959,7 @@ var Batch = class {
     try {
       resp = await c.call(c.raw.POST("/v1/leases/batch", { body: { session_id: s.id, ops }, signal: options.signal }), 200);
     } catch (e) {
+      c.losses.notFound(s, e);
       if (isCode(e, "session_not_found")) {
         for (const i of sent) this.#ops[i].lease?.end(new LeaseLostError(e));
       }
@@ -1965,13 +2050,16 @@ var Session = class _Session {
   /** The broker lifetime the session belongs to. */
   epoch;
   ttlMs;
+  /** @internal the host (host:port) that answered the creation: the broker that holds the session. */
+  host;
   #c;
   #ended = new AbortController();
   #stopLoop = new AbortController();
   #loop = Promise.resolve();
   #leases = /* @__PURE__ */ new Map();
-  constructor(c, s) {
+  constructor(c, s, host) {
     this.#c = c;
+    this.host = host;
     this.id = s.session_id;
     this.ownerId = s.owner_id;
     this.holderIncarnation = s.holder_incarnation;
@@ -1981,8 +2069,10 @@ var Session = class _Session {
   /** @internal use MusterClient.session. */
   static async create(c, ownerId, ttlMs, o) {
     const t0 = performance.now();
-    const out = await c.call(c.raw.POST("/v1/sessions", { body: { owner_id: ownerId, ttl_ms: ttlMs }, signal: o.signal }), 201);
-    const s = new _Session(c, out);
+    const answer = c.raw.POST("/v1/sessions", { body: { owner_id: ownerId, ttl_ms: ttlMs }, signal: o.signal });
+    const out = await c.call(answer, 201);
+    const s = new _Session(c, out, c.answeredBy((await answer).response));
+    c.losses.track(s);
     s.#loop = s.#keepalive(t0 + s.ttlMs);
     return s;
   }
@@ -2043,20 +2133,25 @@ var Session = class _Session {
     this.#stopLoop.abort();
     await this.#loop;
     if (this.err !== null) {
-      this.#end(new ClosedError());
+      this.end(new ClosedError());
       return;
     }
-    this.#end(new ClosedError());
+    this.end(new ClosedError());
     try {
       await this.#c.call(this.#c.raw.DELETE("/v1/sessions/{session_id}", { params: { path: { session_id: this.id } }, signal: options.signal }), 204);
     } catch (e) {
       if (!isCode(e, "session_not_found")) throw e;
     }
   }
-  /** Records why the session ended, once, and loses its leases. */
-  #end(cause) {
+  /**
+   * @internal records why the session ended, once, stops its keepalive,
+   * forgets it for prompt loss and loses its leases.
+   */
+  end(cause) {
     if (this.#ended.signal.aborted) return;
     this.#ended.abort(cause);
+    this.#stopLoop.abort();
+    this.#c.losses.untrack(this);
     const leases = [...this.#leases.values()];
     this.#leases.clear();
     for (const l of leases) l.end(new LeaseLostError(cause));
@@ -2082,7 +2177,7 @@ var Session = class _Session {
       }
       if (this.err !== null) return;
       if (lastErr !== null && performance.now() >= deadline) {
-        this.#end(new SessionLostError("no keepalive got through within the TTL", lastErr));
+        this.end(new SessionLostError("no keepalive got through within the TTL", lastErr));
         return;
       }
       const t0 = performance.now();
@@ -2102,7 +2197,7 @@ var Session = class _Session {
       } catch (e) {
         if (stop.aborted) return;
         if (isCode(e, "session_not_found")) {
-          this.#end(new SessionLostError(String(e.message), e));
+          this.end(new SessionLostError(String(e.message), e));
           return;
         }
         if (lastErr === null || !isAbort(e)) lastErr = e;
@@ -2154,7 +2249,17 @@ var MusterClient = class {
    * (the old rule), ignoring the answer's expires_after_request_ms.
    */
   sendPlusTtl = false;
+  /**
+   * @internal conformance tests only: a session is lost at its keepalive
+   * only; another epoch, family_unavailable or session_not_found from its
+   * broker end nothing at once (loss.ts).
+   */
+  lateLoss = false;
   #epoch = "";
+  /** @internal the live sessions of this client, for prompt loss (loss.ts). */
+  losses = new Losses(() => this.lateLoss);
+  /** The host (host:port) that answered each response fetch returned. */
+  #hosts = /* @__PURE__ */ new WeakMap();
   constructor(baseUrl, options = {}) {
     let u;
     try {
@@ -2179,8 +2284,10 @@ var MusterClient = class {
     return this.#epoch;
   }
   /**
-   * @internal fetch with the configured implementation; authorizes a Request
-   * and records the epoch of the answer. In a multi-broker deployment
+   * @internal fetch with the configured implementation; authorizes a Request,
+   * records the epoch of the answer and which host gave it (answeredBy), and
+   * ends the sessions that host's answer shows gone (prompt loss: loss.ts)
+   * before it returns the answer. In a multi-broker deployment
    * (docs/placement.md) a 421 wrong_broker answer names the broker that
    * serves the caller's family: the request is sent there instead (at most
    * maxFollows times), and every later request goes there directly until
@@ -2190,7 +2297,10 @@ var MusterClient = class {
   async fetch(input, init) {
     if (input instanceof Request) this.authorize(input.headers);
     const f = this.#fetch ?? globalThis.fetch;
-    if (!this.#follow) return this.#record(await f(input, init));
+    if (!this.#follow) {
+      const url = input instanceof Request ? input.url : input;
+      return this.#record(await f(input, init), hostOf(url));
+    }
     const body = input instanceof Request && input.body !== null ? await input.arrayBuffer() : void 0;
     for (let hop = 0; ; hop++) {
       const owner = this.#owner;
@@ -2199,7 +2309,7 @@ var MusterClient = class {
       const req = input instanceof Request ? new Request(to, { method: input.method, headers: input.headers, body, signal: input.signal }) : to;
       let resp;
       try {
-        resp = this.#record(await f(req, input instanceof Request ? void 0 : init));
+        resp = await this.#record(await f(req, input instanceof Request ? void 0 : init), hostOf(to));
       } catch (err) {
         if (owner !== void 0 && this.#owner === owner && !this.stickyOwner) this.#owner = void 0;
         throw err;
@@ -2210,10 +2320,20 @@ var MusterClient = class {
       this.#owner = next;
     }
   }
-  #record(resp) {
+  async #record(resp, host) {
     const e = resp.headers.get("Muster-Epoch");
     if (e) this.#epoch = e;
+    this.#hosts.set(resp, host);
+    await this.losses.answered(host, resp);
     return resp;
+  }
+  /**
+   * @internal the host (host:port) that answered resp, a response of fetch:
+   * the owner a wrong_broker answer was followed to, or the base URL's; ""
+   * for a response fetch did not return.
+   */
+  answeredBy(resp) {
+    return this.#hosts.get(resp) ?? "";
   }
   /** @internal sets the Authorization header. */
   authorize(h) {
