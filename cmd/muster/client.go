@@ -266,6 +266,15 @@ func splitRoute(s string) (realm, area, resource string, err error) {
 // broker's own constants (core), so the help never states other limits.
 func span(lo, hi time.Duration) string { return short(lo) + ".." + short(hi) }
 
+// inSpan refuses a duration flag outside lo..hi as a usage error, before any
+// request: the broker would refuse it as a field error of its body.
+func inSpan(flag string, d, lo, hi time.Duration) error {
+	if d < lo || d > hi {
+		return usageErr{fmt.Sprintf("--%s %v is outside %s", flag, d, span(lo, hi))}
+	}
+	return nil
+}
+
 // short formats d without zero trailing units: 10m, 30s, 100ms, 0.
 func short(d time.Duration) string {
 	s := d.String()

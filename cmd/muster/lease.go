@@ -68,7 +68,22 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 	}
 	// sessionRoute opens the commands that act for a session on one route:
 	// a client, the route's segments, and the session (flag or environment).
-	sessionRoute := func(cf *clientFlags, route string) (c *muster.Client, realm, area, res string, err error) {
+	// The flags the command took are checked first: ttl (when withTTL),
+	// the fencing token (withToken), wait (withWait).
+	sessionRoute := func(cf *clientFlags, route string, withTTL, withToken, withWait bool) (c *muster.Client, realm, area, res string, err error) {
+		var bad error
+		if withTTL {
+			bad = inSpan("ttl", ttl, core.MinLeaseTTL, core.MaxLeaseTTL)
+		}
+		if withWait && bad == nil {
+			bad = inSpan("wait", wait, 0, core.MaxWait)
+		}
+		if withToken && bad == nil && fencing < 1 {
+			bad = usageErr{"--fencing-token is required: the fencing token acquire printed (at least 1)"}
+		}
+		if bad != nil {
+			return nil, "", "", "", bad
+		}
 		if c, err = cf.client(); err != nil {
 			return nil, "", "", "", err
 		}
@@ -95,7 +110,7 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 				fs.DurationVar(&wait, "wait", 0, "how long to wait when it is held ("+span(0, core.MaxWait)+")")
 			},
 			run: func(ctx context.Context, cf *clientFlags, args []string, out io.Writer) error {
-				c, realm, area, res, err := sessionRoute(cf, args[0])
+				c, realm, area, res, err := sessionRoute(cf, args[0], true, false, true)
 				if err != nil {
 					return err
 				}
@@ -113,7 +128,7 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 			}},
 		{name: "extend", args: "ROUTE", summary: "extend a held lease to now + --ttl", nargs: [2]int{1, 1}, flags: leaseFlags(true, true),
 			run: func(ctx context.Context, cf *clientFlags, args []string, out io.Writer) error {
-				c, realm, area, res, err := sessionRoute(cf, args[0])
+				c, realm, area, res, err := sessionRoute(cf, args[0], true, true, false)
 				if err != nil {
 					return err
 				}
@@ -126,7 +141,7 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 			}},
 		{name: "release", args: "ROUTE", summary: "release a held lease", nargs: [2]int{1, 1}, flags: leaseFlags(false, true),
 			run: func(ctx context.Context, cf *clientFlags, args []string, out io.Writer) error {
-				c, realm, area, res, err := sessionRoute(cf, args[0])
+				c, realm, area, res, err := sessionRoute(cf, args[0], false, true, false)
 				if err != nil {
 					return err
 				}

@@ -52,8 +52,8 @@ func runWithLease(ctx context.Context, c *muster.Client, route string, argv []st
 	if len(argv) == 0 {
 		return usageErr{"no command to run: muster lease run ROUTE -- COMMAND [ARG…]"}
 	}
-	if ttl < core.MinLeaseTTL || ttl > core.MaxLeaseTTL {
-		return usageErr{fmt.Sprintf("--ttl %v is outside %s", ttl, span(core.MinLeaseTTL, core.MaxLeaseTTL))}
+	if err := inSpan("ttl", ttl, core.MinLeaseTTL, core.MaxLeaseTTL); err != nil {
+		return err
 	}
 	if wait < 0 {
 		return usageErr{fmt.Sprintf("--wait %v is negative", wait)}

@@ -25,6 +25,9 @@ func sessionCommand() func([]string, io.Writer, io.Writer) int {
 				fs.DurationVar(&ttl, "ttl", 10*time.Minute, "session `TTL` ("+span(core.MinSessionTTL, core.MaxSessionTTL)+"): keep it alive within it")
 			},
 			run: func(ctx context.Context, cf *clientFlags, _ []string, out io.Writer) error {
+				if err := inSpan("ttl", ttl, core.MinSessionTTL, core.MaxSessionTTL); err != nil {
+					return err
+				}
 				c, err := cf.client()
 				if err != nil {
 					return err

@@ -551,6 +551,15 @@ func TestCLIUsage(t *testing.T) {
 		{`unexpected argument "extra"`, []string{"lease", "get", "lease://a/b/c", "extra"}},
 		{"-o must be table or json", []string{"lease", "get", "lease://a/b/c", "-o", "yaml"}},
 		{"expected ROUTE -- COMMAND", []string{"lease", "run", "lease://a/b/c"}},
+		// Durations and the fencing token are checked before any request,
+		// against the ranges --help states.
+		{"--ttl 20m0s is outside 100ms..10m", []string{"lease", "acquire", "lease://a/b/c", "--ttl", "20m"}},
+		{"--ttl 50ms is outside 100ms..10m", []string{"lease", "extend", "lease://a/b/c", "--ttl", "50ms", "--fencing-token", "3"}},
+		{"--wait 1m0s is outside 0..30s", []string{"lease", "acquire", "lease://a/b/c", "--wait", "1m"}},
+		{"--fencing-token is required", []string{"lease", "extend", "lease://a/b/c"}},
+		{"--fencing-token is required", []string{"lease", "release", "lease://a/b/c"}},
+		{"--ttl 500ms is outside 1s..10m", []string{"session", "create", "--ttl", "500ms"}},
+		{"--ttl 50ms is outside 100ms..10m", []string{"lease", "run", "lease://a/b/c", "--ttl", "50ms", "--", "true"}},
 		{"flag provided but not defined: -bogus", []string{"fleet", "desired", "m", "--bogus"}},
 		{"expected ROOT KIND SPEC", []string{"fleet", "register", "m"}},
 	} {
