@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -76,6 +77,7 @@ type Worker struct {
 	err    error // the first failure; every later call returns it
 	usage  Usage
 	waited bool
+	killed atomic.Bool // wait killed it (it did not end on EOF)
 }
 
 // Start starts the worker from executable exe, hands it schema and waits
@@ -153,21 +155,27 @@ func (w *Worker) ask(frame []byte, want ...byte) (byte, error) {
 	return 0, w.fail(fmt.Errorf("judge: unexpected status %q", st))
 }
 
-// fail records why the wire broke, read off how the worker ended.
+// fail records why the wire broke, read off how the worker ended: the
+// caller's context, the wall limit (both the broker's own doing), the
+// memory limit (the runtime says so on stderr), the CPU limit (the kernel
+// kills the process: SIGKILL at the hard limit, SIGXCPU at the soft one;
+// nothing else here sends the worker a signal, and the CPU time rusage
+// reports of a process killed at a 1 s limit is 0.85–0.95 s, so it cannot
+// be compared with the limit itself), or else a failure of the worker.
 func (w *Worker) fail(cause error) error {
 	w.wait()
 	switch {
 	case w.ctx.Err() != nil:
 		w.err = w.ctx.Err()
-	case w.usage.CPU >= w.lim.CPU-w.lim.CPU/10 || killedBy(w.cmd, syscall.SIGXCPU):
-		w.err = muster.Errorf(muster.CodeInvalidRequest,
-			"the sweep exceeds its CPU limit of %v (limit: sweep CPU)", time.Duration(w.lim.cpuSeconds())*time.Second)
-	case outOfMemory(w.stderr.String()):
-		w.err = muster.Errorf(muster.CodeInvalidRequest,
-			"the sweep exceeds its memory limit of %d MiB (limit: sweep memory)", w.lim.Memory>>20)
 	case errors.Is(w.wctx.Err(), context.DeadlineExceeded):
 		w.err = muster.Errorf(muster.CodeInvalidRequest,
 			"the sweep exceeds its time limit of %v (limit: sweep time)", w.lim.Wall)
+	case outOfMemory(w.stderr.String()):
+		w.err = muster.Errorf(muster.CodeInvalidRequest,
+			"the sweep exceeds its memory limit of %d MiB (limit: sweep memory)", w.lim.Memory>>20)
+	case !w.killed.Load() && (killedBy(w.cmd, syscall.SIGKILL) || killedBy(w.cmd, syscall.SIGXCPU)):
+		w.err = muster.Errorf(muster.CodeInvalidRequest,
+			"the sweep exceeds its CPU limit of %v (limit: sweep CPU)", time.Duration(w.lim.cpuSeconds())*time.Second)
 	default:
 		w.err = &Failure{Public: muster.Errorf(muster.CodeInternal, "the sweep worker failed"), Cause: cause, Stderr: w.stderr.String()}
 	}
@@ -187,7 +195,10 @@ func (w *Worker) wait() {
 		return
 	}
 	w.waited = true
-	timer := time.AfterFunc(time.Second, w.cancel) // a worker that ignores EOF
+	timer := time.AfterFunc(time.Second, func() { // a worker that ignores EOF
+		w.killed.Store(true)
+		w.cancel()
+	})
 	w.cmd.Wait()
 	timer.Stop()
 	w.cancel()
