@@ -46,7 +46,7 @@ func usage() string {
 		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
 	}
 	b.WriteString(`
-  muster serve [--addr HOST:PORT] [--data-dir DIR] [--config FILE] [--store URL] [--insecure-dev]
+  muster serve [--addr HOST:PORT] [--data-dir DIR] [--config FILE] [--store URL | --store-file FILE] [--insecure-dev]
 
 The client commands (session, lease, fleet) talk to the broker at
 MUSTER_ADDR (default http://127.0.0.1:7420) with the token MUSTER_TOKEN;

@@ -17,7 +17,7 @@ import (
 	"github.com/musterhq/muster/cmd/muster/app"
 )
 
-const serveSynopsis = `  muster serve [--addr HOST:PORT] [--data-dir DIR] [--config FILE] [--store URL] [--insecure-dev]
+const serveSynopsis = `  muster serve [--addr HOST:PORT] [--data-dir DIR] [--config FILE] [--store URL | --store-file FILE] [--insecure-dev]
 
 Runs the broker until SIGTERM or SIGINT. Prints the URL to use on stdout and
 logs JSON lines on stderr. Without --config it runs in dev mode (no tokens).`

@@ -133,6 +133,42 @@ func TestBinaryDevModeRefusesPublicAddress(t *testing.T) {
 // TestBinaryRejectsBadConfig: a bad configuration file stops the broker
 // with exit 1 and one line that names the token, the key and what is
 // expected, in the file's terms (no validator or Go type names).
+// TestBinaryStoreOutOfArgv: the fleet store's URL (with its password)
+// reaches the broker from --store-file or $MUSTER_STORE, never from the
+// command line that ps shows; a URL the broker cannot use is refused by
+// name either way, which shows it was read.
+func TestBinaryStoreOutOfArgv(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "store")
+	if err := os.WriteFile(file, []byte("mysql://u:secret@h/db\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+	}{
+		{"File", []string{"--store-file", file}, ""},
+		{"Env", nil, "MUSTER_STORE=mysql://u:secret@h/db"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(musterBinary(t), append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, tc.args...)...)
+			cmd.Env = append(os.Environ(), tc.env)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "postgres:// URL") {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if strings.Contains(string(out), "secret") {
+				t.Fatalf("the store's password reached the output: %s", out)
+			}
+		})
+	}
+	cmd := exec.Command(musterBinary(t), "serve", "--store", "postgres://a", "--store-file", file, "--data-dir", t.TempDir())
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "give one") {
+		t.Fatalf("--store with --store-file: %v %s", err, out)
+	}
+}
+
 func TestBinaryRejectsBadConfig(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "bad.yaml")

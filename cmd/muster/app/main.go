@@ -46,7 +46,10 @@ type Main struct {
 	InsecureDev bool
 	// StoreURL selects the fleet store: "" is the bbolt file in DataDir,
 	// postgres://… a PostgreSQL database (several brokers may share it).
-	StoreURL string
+	// StoreFile, or $MUSTER_STORE, gives it without a command-line
+	// argument (see resolveStoreURL).
+	StoreURL  string
+	StoreFile string
 
 	// Clock drives the core; nil is the wall clock. Tests inject one.
 	Clock  core.Clock
@@ -77,7 +80,8 @@ func (m *Main) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&m.Addr, "addr", m.Addr, "listen address `HOST:PORT`")
 	fs.StringVar(&m.DataDir, "data-dir", m.DataDir, "`DIR` for durable data (the fleet store, the cursor key); one broker per directory")
 	fs.StringVar(&m.ConfigPath, "config", m.ConfigPath, "YAML configuration `FILE` (tokens and grants); none = dev mode")
-	fs.StringVar(&m.StoreURL, "store", m.StoreURL, "fleet store `URL`: empty = the bbolt file in the data dir, or postgres://…")
+	fs.StringVar(&m.StoreURL, "store", m.StoreURL, "fleet store `URL`: empty = the bbolt file in the data dir, or postgres://… (its password shows in ps: prefer --store-file or $"+EnvStore+")")
+	fs.StringVar(&m.StoreFile, "store-file", m.StoreFile, "read the fleet store URL from the first line of `FILE`")
 	fs.BoolVar(&m.InsecureDev, "insecure-dev", m.InsecureDev, "allow dev mode (no tokens) on a non-loopback address")
 }
 
@@ -86,6 +90,9 @@ func (m *Main) RegisterFlags(fs *flag.FlagSet) {
 func (m *Main) Open() (err error) {
 	if m.Logger == nil {
 		m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	if err := m.resolveStoreURL(); err != nil {
+		return err
 	}
 	cfg, err := LoadConfig(m.ConfigPath)
 	if err != nil {
