@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/core"
 )
 
@@ -82,6 +83,11 @@ func NewMetrics(broker *core.Broker) *Metrics {
 	m.sweepMemory = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "muster_fleet_sweep_worker_peak_bytes", Help: "Peak resident memory of each sweep's worker process.",
 		Buckets: prometheus.ExponentialBuckets(8<<20, 2, 8)})
 	reg.MustRegister(m.sweepsRunning, m.sweepsWaiting, m.sweeps, m.sweepCPU, m.sweepMemory)
+	b := muster.BuildInfo()
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "muster_build_info",
+		Help: "Always 1: the version, commit and Go version of the running broker, as labels."}, []string{"version", "commit", "goversion"})
+	build.WithLabelValues(b.Version, b.Commit, b.GoVersion).Set(1)
+	reg.MustRegister(build)
 	reg.MustRegister(m.listPages, m.listItems, m.listExamined, m.listExhausted, m.cursorResumes, m.cursorRejected)
 	reg.MustRegister(m.requests, m.duration,
 		collectors.NewGoCollector(),

@@ -3,7 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"runtime/debug"
+
+	"github.com/musterhq/muster"
 )
 
 // version is `muster version` and `muster --version`: the module version
@@ -25,20 +26,6 @@ func version(args []string, stdout, stderr io.Writer) int {
 
 // versionLine is "muster <version> <commit>[+modified] <go version>".
 func versionLine() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "muster unknown"
-	}
-	commit, modified := "unknown", ""
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			commit = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = "+modified"
-			}
-		}
-	}
-	return fmt.Sprintf("muster %s %s%s %s", bi.Main.Version, commit, modified, bi.GoVersion)
+	b := muster.BuildInfo()
+	return fmt.Sprintf("muster %s %s %s", b.Version, b.Commit, b.GoVersion)
 }
