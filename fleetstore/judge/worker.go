@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -89,7 +88,9 @@ func Start(ctx context.Context, exe string, schema []byte, lim Limits) (*Worker,
 	lim = lim.withDefaults()
 	wctx, cancel := context.WithTimeout(ctx, lim.Wall)
 	cmd := exec.CommandContext(wctx, exe)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d,%d", EnvWorker, lim.cpuSeconds(), lim.Memory))
+	// Its limits and nothing else: the broker's environment may hold the
+	// store's URL (MUSTER_STORE), which a worker has no use for.
+	cmd.Env = []string{fmt.Sprintf("%s=%d,%d", EnvWorker, lim.cpuSeconds(), lim.Memory)}
 	cmd.WaitDelay = time.Second
 	w := &Worker{ctx: ctx, wctx: wctx, cancel: cancel, lim: lim, cmd: cmd, stderr: &headBuffer{max: 4 << 10}}
 	cmd.Stderr = w.stderr
