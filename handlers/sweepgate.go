@@ -11,10 +11,11 @@ const DefaultSweepsRunning = 2
 
 // sweepGate bounds the sweeps that validate at once: one per family, and
 // Options.SweepsRunning in all. A sweep that finds its family's slot or
-// every slot taken waits for one, for as long as its client does. A sweep's
-// schema is compiled (and a hostile one refused) before it queues here, so
-// the gate holds only work that passed the static limits; and a family
-// that keeps sweeping occupies one slot, never the others' turn.
+// every slot taken waits for one, for as long as its client does (the
+// contract's admission bounds how many wait). A sweep's schema passes the
+// cheap static checks (PrecheckSchema) before it queues here; it is
+// compiled and validated in its slot, by a worker process (package judge).
+// A family that keeps sweeping occupies one slot, never the others' turn.
 type sweepGate struct {
 	all chan struct{}
 	mu  sync.Mutex
