@@ -9,8 +9,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 
 	"github.com/musterhq/muster/clients/go/api"
@@ -41,6 +39,9 @@ type Client struct {
 	// lateLoss: conformance tests only (brokenLateLoss): sessions are lost
 	// at their keepalive only, never promptly (loss.go).
 	lateLoss bool
+	// single: conformance tests only (brokenSingleBroker): every base URL
+	// but the first is ignored.
+	single bool
 }
 
 // Option configures a Client.
@@ -56,25 +57,31 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // Timeout longer than its wait.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
-// New returns a client of the broker at baseURL (e.g. "http://127.0.0.1:7420").
+// New returns a client of the broker at baseURL (e.g.
+// "http://127.0.0.1:7420"), or of a deployment of several brokers:
+// baseURL may list their base URLs separated by commas, in order of
+// preference, as MUSTER_ADDR may (docs/client-operations.md, "Several
+// brokers").
 func New(baseURL string, opts ...Option) (*Client, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("muster: base URL %q: want http(s)://host[:port]", baseURL)
+	bases, err := parseBases(baseURL)
+	if err != nil {
+		return nil, err
 	}
-	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: http.DefaultClient}
+	c := &Client{base: bases[0].String(), hc: http.DefaultClient}
 	for _, o := range opts {
 		o(c)
 	}
-	if !c.noFollow {
-		hc := *c.hc
-		c.follow = &follower{next: hc.Transport}
-		if c.follow.next == nil {
-			c.follow.next = http.DefaultTransport
-		}
-		hc.Transport = c.follow
-		c.hc = &hc
+	if c.single {
+		bases = bases[:1]
 	}
+	hc := *c.hc
+	c.follow = &follower{next: hc.Transport, bases: bases, noFollow: c.noFollow,
+		unavailable: func(host string) { c.brokerGone(host, "") }}
+	if c.follow.next == nil {
+		c.follow.next = http.DefaultTransport
+	}
+	hc.Transport = c.follow
+	c.hc = &hc
 	sse := *c.hc
 	sse.Timeout = 0
 	c.sse = &sse

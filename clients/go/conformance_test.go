@@ -63,6 +63,9 @@ type obsStep struct {
 	// SessionTTLMs is the TTL of the session worker_acquire creates
 	// (default 10 s).
 	SessionTTLMs int64 `json:"session_ttl_ms"`
+	// Brokers (observe, worker_acquire) names the brokers of the client,
+	// in order (GET /brokers gives their URLs); the proxy alone when empty.
+	Brokers []string `json:"brokers"`
 }
 
 func (s obsStep) timeout() time.Duration {
@@ -261,12 +264,27 @@ func (r *runner) step(ctx context.Context, st obsStep, raw json.RawMessage) erro
 	return r.h.post(ctx, "/step", raw)
 }
 
-// client is a client of the proxy with token's secret, broken as the
-// scenario's variant asks.
-func (r *runner) client(token string) (*Client, error) {
+// client is a client of the proxy (or of the named brokers, in order)
+// with token's secret, broken as the scenario's variant asks.
+func (r *runner) client(ctx context.Context, token string, brokers []string) (*Client, error) {
 	secret, ok := r.h.tokens[token]
 	if !ok {
 		return nil, fmt.Errorf("no token %q", token)
+	}
+	base := r.h.Proxy
+	if len(brokers) > 0 {
+		var urls map[string]string
+		if err := r.h.get(ctx, "/brokers", &urls); err != nil {
+			return nil, err
+		}
+		var list []string
+		for _, b := range brokers {
+			if urls[b] == "" {
+				return nil, fmt.Errorf("no broker %q in GET /brokers", b)
+			}
+			list = append(list, urls[b])
+		}
+		base = strings.Join(list, ",")
 	}
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	r.trs = append(r.trs, tr)
@@ -274,13 +292,17 @@ func (r *runner) client(token string) (*Client, error) {
 	if r.broken&brokenNoFollow != 0 {
 		opts = append(opts, WithoutFollow())
 	}
-	c, err := New(r.h.Proxy, opts...)
+	if r.broken&brokenSingleBroker != 0 {
+		opts = append(opts, func(c *Client) { c.single = true })
+	}
+	c, err := New(base, opts...)
 	if err != nil {
 		return nil, err
 	}
 	if r.broken&brokenStickyOwner != 0 {
 		c.follow.sticky = true
 	}
+	c.follow.stay = r.broken&brokenStayOnUnavailable != 0
 	c.neverLost = r.broken&brokenNeverLost != 0
 	c.sendPlusTTL = r.broken&brokenSendPlusTTL != 0
 	c.lateLoss = r.broken&brokenLateLoss != 0
@@ -295,7 +317,7 @@ func (r *runner) client(token string) (*Client, error) {
 func (r *runner) workerAcquire(ctx context.Context, st obsStep) error {
 	w := r.workers[st.Worker]
 	if w == nil {
-		c, err := r.client(st.Token)
+		c, err := r.client(ctx, st.Token, st.Brokers)
 		if err != nil {
 			return err
 		}
@@ -402,7 +424,7 @@ func (r *runner) observe(st obsStep) error {
 	if st.ShortestTTLMs > 0 {
 		opts = append(opts, WithShortestTTL(time.Duration(st.ShortestTTLMs)*time.Millisecond))
 	}
-	c, err := r.client(st.Token)
+	c, err := r.client(context.Background(), st.Token, st.Brokers)
 	if err != nil {
 		return err
 	}
@@ -601,6 +623,8 @@ var brokenVariants = map[string]brokenMode{
 	"failover-follow-owner":                 brokenStickyOwner,
 	"grant-after-wait-keeps-lease":          brokenSendPlusTTL,
 	"restart-loses-lease-promptly":          brokenLateLoss,
+	"dead-broker-first":                     brokenSingleBroker,
+	"unavailable-broker-moves-on":           brokenStayOnUnavailable,
 }
 
 // moreBrokenVariants are further broken clients a scenario must catch, each
@@ -611,6 +635,7 @@ var moreBrokenVariants = []struct {
 	step           string
 }{
 	{"failover-follow-owner", "never-lost", brokenNeverLost, "worker_lost"},
+	{"unavailable-broker-moves-on", "single-broker", brokenSingleBroker, "worker_acquire"},
 }
 
 // TestConformanceCatchesBrokenObservers runs each scenario with its broken

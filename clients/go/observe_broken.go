@@ -50,6 +50,12 @@ const (
 	// at its keepalive only: a new epoch from its broker, family_unavailable
 	// or session_not_found to another request end nothing at once.
 	brokenLateLoss
+	// brokenSingleBroker builds every client on the first of its base URLs
+	// only: a dead first broker is never left.
+	brokenSingleBroker
+	// brokenStayOnUnavailable keeps sending to a broker that answers
+	// family_unavailable instead of moving on to the next one.
+	brokenStayOnUnavailable
 )
 
 // ignores reports whether the mode drops changes of kind k.

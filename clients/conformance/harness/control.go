@@ -23,6 +23,8 @@ const maxStepTime = 2 * time.Minute
 type harness struct {
 	broker         *broker
 	brokerURL      string // fixed: restarts and resets keep the address
+	proxyURL       string // the proxy in front of the broker
+	deadURL        string // a loopback address that refuses every connection
 	proxy          *proxy
 	actorTransport *http.Transport // shared by the actors' clients
 	listTransport  *http.Transport // for GET /list
@@ -50,6 +52,7 @@ func (h *harness) routes() http.Handler {
 	mux.HandleFunc("GET /holder/{actor}", h.getHolder)
 	mux.HandleFunc("GET /list", h.getList)
 	mux.HandleFunc("GET /tokens", h.getTokens)
+	mux.HandleFunc("GET /brokers", h.getBrokers)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusNotFound, "not_found", "", "no control endpoint "+r.Method+" "+r.URL.Path)
 	})
@@ -269,4 +272,19 @@ func (h *harness) close() {
 	h.listTransport.CloseIdleConnections()
 	h.endDeployment()
 	h.pg.close()
+}
+
+// getBrokers answers the base URL of every name a step's `brokers` may
+// hold: proxy, dead, b1 (the broker behind the proxy, directly) and, in a
+// placed scenario, b2 and b3.
+func (h *harness) getBrokers(w http.ResponseWriter, _ *http.Request) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := map[string]string{"proxy": h.proxyURL, "dead": h.deadURL, h.broker.name: h.brokerURL}
+	if d := h.deployment; d != nil {
+		for _, b := range d.others {
+			out[b.name] = b.url()
+		}
+	}
+	writeJSON(w, out)
 }

@@ -83,6 +83,12 @@ func serve(bin, pgScripts string, verbose bool, stdin io.Reader, stdout io.Write
 	}
 	pg := &pgServer{scripts: pgScripts, state: filepath.Join(b.dir, "pg.state")}
 	h := newHarness(b, p, pg, logf)
+	h.proxyURL = "http://" + proxyLn.Addr().String()
+	dead, err := deadAddr()
+	if err != nil {
+		return err
+	}
+	h.deadURL = "http://" + dead
 	defer h.close()
 	ctlLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -95,7 +101,7 @@ func serve(bin, pgScripts string, verbose bool, stdin io.Reader, stdout io.Write
 	line, _ := json.Marshal(startLine{
 		Control: "http://" + ctlLn.Addr().String(),
 		Broker:  b.url(),
-		Proxy:   "http://" + proxyLn.Addr().String(),
+		Proxy:   h.proxyURL,
 	})
 	if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {
 		return err

@@ -156,7 +156,7 @@ func (h *harness) step(ctx context.Context, st step) error {
 		return r.actorWatch(st)
 	case "expect_watch_end", "expect_watch_open":
 		return r.expectWatch(ctx, st)
-	case "kill_broker", "wait_owner":
+	case "kill_broker", "wait_owner", "cut_store", "heal_store":
 		return h.placementStep(ctx, st)
 	}
 	return errUnknownOp

@@ -100,8 +100,19 @@ func placedConfig(name, advertise string, pinned map[string]string) string {
 // deployment is the state of a placed scenario: the brokers besides b1
 // and the PostgreSQL schema they share.
 type deployment struct {
-	others []*broker // b2, b3
-	drop   func()    // drops the schema
+	others []*broker             // b2, b3
+	links  map[string]*storeLink // each broker's way to PostgreSQL, by name
+	drop   func()                // drops the schema
+}
+
+// link is a new store link of broker name: the store URL it uses.
+func (d *deployment) link(name, store string) (string, error) {
+	l, via, err := newStoreLink(store)
+	if err != nil {
+		return "", err
+	}
+	d.links[name] = l
+	return via, nil
 }
 
 // brokerByName is b1 (the harness's broker) or one of the deployment's.
@@ -131,6 +142,9 @@ func (h *harness) endDeployment() {
 		_ = os.RemoveAll(b.dataDir())
 		_ = os.Remove(b.config)
 	}
+	for _, l := range d.links {
+		l.close()
+	}
 	d.drop()
 }
 
@@ -144,11 +158,15 @@ func (h *harness) startDeployment(ctx context.Context, spec *placementSpec) erro
 	if err != nil {
 		return err
 	}
-	d := &deployment{drop: drop}
+	d := &deployment{drop: drop, links: map[string]*storeLink{}}
 	h.deployment = d
 	names := brokerNames(spec.Brokers)
 	for _, name := range names[1:] {
-		b, err := h.startPlaced(name, store, spec.Pinned)
+		via, err := d.link(name, store)
+		if err != nil {
+			return err
+		}
+		b, err := h.startPlaced(name, via, spec.Pinned)
 		if err != nil {
 			return err
 		}
@@ -159,7 +177,11 @@ func (h *harness) startDeployment(ctx context.Context, spec *placementSpec) erro
 	if err := os.WriteFile(cfg, []byte(placedConfig(b1.name, b1.url(), spec.Pinned)), 0o600); err != nil {
 		return err
 	}
-	if err := b1.reset(cfg, store); err != nil {
+	via, err := d.link(b1.name, store)
+	if err != nil {
+		return err
+	}
+	if err := b1.reset(cfg, via); err != nil {
 		return err
 	}
 	for _, fam := range families() {
@@ -251,7 +273,7 @@ func probe(ctx context.Context, base, token string) (int, string) {
 	return resp.StatusCode, p.Owner
 }
 
-// placementStep runs kill_broker and wait_owner.
+// placementStep runs kill_broker, wait_owner, cut_store and heal_store.
 func (h *harness) placementStep(ctx context.Context, st step) error {
 	if h.deployment == nil {
 		return fmt.Errorf("%s needs a scenario with placement", st.Op)
@@ -260,8 +282,12 @@ func (h *harness) placementStep(ctx context.Context, st step) error {
 	if err != nil {
 		return err
 	}
-	if st.Op == "kill_broker" {
+	switch st.Op {
+	case "kill_broker":
 		b.kill()
+		return nil
+	case "cut_store", "heal_store":
+		h.deployment.links[b.name].setCut(st.Op == "cut_store")
 		return nil
 	}
 	if _, ok := tokens[st.Token]; !ok {

@@ -48,7 +48,7 @@ type step struct {
 	SawEvent     string `json:"saw_event"`
 	Name         string `json:"name"`   // actor_watch, expect_watch_end, expect_watch_open
 	Event        string `json:"event"`  // expect_watch_end
-	Broker       string `json:"broker"` // kill_broker, wait_owner
+	Broker       string `json:"broker"` // kill_broker, wait_owner, cut_store, heal_store
 	TimeoutMs    *int64 `json:"timeout_ms"`
 
 	// Observer ops (run by the runner; listed so files decode strictly).
@@ -75,6 +75,7 @@ type step struct {
 	NewSession   bool     `json:"new_session"`    // worker_acquire
 	ForMs        int64    `json:"for_ms"`         // worker_holds
 	SessionTTLMs int64    `json:"session_ttl_ms"` // worker_acquire
+	Brokers      []string `json:"brokers"`        // observe, worker_acquire: names of GET /brokers
 }
 
 // observerOps are run by the runner, never by the harness: the observer
@@ -93,7 +94,7 @@ var harnessOps = map[string]bool{
 	"new_session": true, "hold": true, "unhold": true, "wait_held": true, "drop_changes": true,
 	"restart_broker": true, "sleep": true, "expect_proxy": true, "wait_background": true,
 	"actor_watch": true, "expect_watch_end": true, "expect_watch_open": true,
-	"kill_broker": true, "wait_owner": true,
+	"kill_broker": true, "wait_owner": true, "cut_store": true, "heal_store": true,
 }
 
 // timeout is how long a waiting step waits: timeout_ms, default 5 s.

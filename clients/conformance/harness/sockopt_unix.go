@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"syscall"
 )
 
@@ -18,4 +19,24 @@ func smallReceiveBuffer(_, _ string, c syscall.RawConn) error {
 		return err
 	}
 	return serr
+}
+
+// deadAddr reserves a loopback port that refuses every connection: a TCP
+// socket bound to it that never listens, kept open for the harness's life,
+// so the port is neither served nor given to anyone else.
+func deadAddr() (string, error) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		syscall.Close(fd)
+		return "", err
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		syscall.Close(fd)
+		return "", err
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port), nil
 }
