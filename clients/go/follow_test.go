@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -115,4 +116,117 @@ func FuzzMisdirectedTo(f *testing.F) {
 			t.Fatalf("body not restored: %q", rest)
 		}
 	})
+}
+
+// sessionCreated answers every request 201 with a session, counting hits.
+func sessionCreated(hits *atomic.Int32) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"session_id":"0123456789abcdef0123456789abcdef","holder_incarnation":"h","owner_id":"w","ttl_ms":10000,"expires_at":"2030-01-01T00:00:00Z","epoch":"e"}`)
+	}
+}
+
+// refusedURL is the base URL of a loopback port nobody listens on.
+func refusedURL(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr
+}
+
+func TestSeveralBrokersDeadFirst(t *testing.T) {
+	var hits atomic.Int32
+	live := httptest.NewServer(sessionCreated(&hits))
+	defer live.Close()
+	c, err := New(refusedURL(t) + ", " + live.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// The refused connection is resent at once: the first call succeeds.
+	for i := range 3 {
+		if err := createSession(ctx, c); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if hits.Load() != 3 {
+		t.Fatalf("live broker hits %d, want 3", hits.Load())
+	}
+}
+
+func TestFamilyUnavailableMovesOn(t *testing.T) {
+	var unavailableHits, liveHits atomic.Int32
+	unavailable := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		unavailableHits.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"type":"about:blank","title":"Service Unavailable","status":503,"code":"family_unavailable"}`)
+	}))
+	defer unavailable.Close()
+	live := httptest.NewServer(sessionCreated(&liveHits))
+	defer live.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	c, err := New(unavailable.URL + "," + live.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := createSession(ctx, c); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if unavailableHits.Load() != 1 || liveHits.Load() != 2 {
+		t.Fatalf("hits: unavailable %d, live %d; want 1 and 2 (moved on for good)", unavailableHits.Load(), liveHits.Load())
+	}
+
+	// One base URL: the answer is the caller's (retry with backoff).
+	one, err := New(unavailable.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := createSession(ctx, one); !errors.Is(err, ErrFamilyUnavailable) {
+		t.Fatalf("one unavailable broker: %v, want ErrFamilyUnavailable", err)
+	}
+}
+
+func TestMoveOnOncePerFailure(t *testing.T) {
+	bases, err := parseBases("http://a:1,http://b:2,http://c:3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &follower{bases: bases}
+	a := f.target()
+	f.moveOn(a)
+	f.moveOn(a) // a second request that failed at a: the client moved already
+	if got := f.target(); got != bases[1] {
+		t.Fatalf("target %v, want %v", got, bases[1])
+	}
+	f.moveOn(bases[1])
+	f.moveOn(bases[2])
+	if got := f.target(); got != bases[0] {
+		t.Fatalf("after the last, target %v, want the first again", got)
+	}
+}
+
+func TestParseBases(t *testing.T) {
+	for _, bad := range []string{"", "http://a:1,", "ftp://a", "http://a:1, b:2", "http://"} {
+		if _, err := New(bad); err == nil {
+			t.Errorf("New(%q) accepted", bad)
+		}
+	}
+	bases, err := parseBases(" http://a:1/ ,https://b")
+	if err != nil || len(bases) != 2 || bases[0].String() != "http://a:1" || bases[1].String() != "https://b" {
+		t.Fatalf("parseBases: %v %v", bases, err)
+	}
 }

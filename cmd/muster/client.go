@@ -37,7 +37,7 @@ type clientFlags struct {
 // register defines the flags. Their defaults come from the environment
 // after parsing, so that --help never prints a token or a session id.
 func (c *clientFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.addr, "addr", "", "broker `URL` (default $MUSTER_ADDR, else "+DefaultClientAddr+")")
+	fs.StringVar(&c.addr, "addr", "", "broker `URL`, or several separated by commas (default $MUSTER_ADDR, else "+DefaultClientAddr+")")
 	fs.StringVar(&c.token, "token", "", "bearer `token` (default $MUSTER_TOKEN; none in dev mode)")
 	fs.StringVar(&c.output, "o", "table", "output `format`: table or json")
 }
@@ -47,10 +47,16 @@ func (c *clientFlags) client() (*muster.Client, error) {
 	if c.output != "table" && c.output != "json" {
 		return nil, usageErr{fmt.Sprintf("-o must be table or json, not %q", c.output)}
 	}
-	addr := cmp.Or(c.addr, os.Getenv("MUSTER_ADDR"), DefaultClientAddr)
-	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
+	// Several brokers are separated by commas (docs/client-operations.md,
+	// "Several brokers"); each without a scheme is http.
+	addrs := strings.Split(cmp.Or(c.addr, os.Getenv("MUSTER_ADDR"), DefaultClientAddr), ",")
+	for i, a := range addrs {
+		if a = strings.TrimSpace(a); !strings.Contains(a, "://") {
+			a = "http://" + a
+		}
+		addrs[i] = a
 	}
+	addr := strings.Join(addrs, ",")
 	var opts []muster.Option
 	if token := cmp.Or(c.token, os.Getenv("MUSTER_TOKEN")); token != "" {
 		opts = append(opts, muster.WithToken(token))

@@ -49,8 +49,9 @@ func usage() string {
   muster serve [--addr HOST:PORT] [--data-dir DIR] [--config FILE] [--store URL | --store-file FILE] [--insecure-dev]
 
 The client commands (session, lease, fleet) talk to the broker at
-MUSTER_ADDR (default http://127.0.0.1:7420) with the token MUSTER_TOKEN;
---addr and --token override them, -o json prints JSON.
+MUSTER_ADDR (default http://127.0.0.1:7420; several brokers of one
+deployment separated by commas) with the token MUSTER_TOKEN; --addr and
+--token override them, -o json prints JSON.
 
 Run 'muster COMMAND --help' for the flags of a command.
 `)
