@@ -154,6 +154,10 @@ func TestCLISessionsAndLeases(t *testing.T) {
 	c.fails(1, "connection refused", "lease", "get", "lease://acme/cron/nightly")
 	c.ok("lease", "get", "lease://acme/cron/nightly", "--addr", c.addr)
 	c.env = c.env[:1]
+	// Several brokers: a dead one first, then this one (both bare host:port).
+	c.env = append(c.env, "MUSTER_ADDR=127.0.0.1:1, "+strings.TrimPrefix(c.addr, "http://"))
+	c.ok("lease", "get", "lease://acme/cron/nightly")
+	c.env = c.env[:1]
 
 	c.ok("session", "keepalive", sess.SessionID)
 	c.ok("session", "end", sess.SessionID)
