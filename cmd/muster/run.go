@@ -41,6 +41,10 @@ const (
 //   - SIGINT or SIGTERM to muster sends the command SIGTERM, and the lease
 //     is renewed while the command winds down (up to runGrace, then
 //     SIGKILL); it is released once the command has exited.
+//   - If extensions fail until less than runLead(ttl) is left before the
+//     local deadline, the command is sent SIGTERM then, so that it can stop
+//     before the lease may be lost (the grace period shortened to what the
+//     lease has left); the exit status is exitLost whatever follows.
 //   - If the lease is lost (another session may hold it from then on), the
 //     command is sent SIGKILL at once: the broker's expiry is already
 //     behind the local deadline that declared the loss, so there is no
@@ -80,14 +84,16 @@ func runWithLease(ctx context.Context, c *muster.Client, route string, argv []st
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	code := 0
+	code, atRisk := 0, false
 	err = s.WithLease(context.WithoutCancel(ctx), route, ttl, func(lctx context.Context, l *muster.Lease) error {
-		code = runCommand(lctx, l, argv, sigs)
+		code, atRisk = runCommand(lctx, l, argv, sigs, ttl)
 		return nil
 	})
 	switch {
 	case errors.Is(err, muster.ErrLeaseLost) || errors.Is(err, muster.ErrSessionLost):
 		return exitErr{code: exitLost, msg: fmt.Sprintf("%s: the lease was lost while the command ran (its status: %d): %v", route, code, err)}
+	case atRisk:
+		return exitErr{code: exitLost, msg: fmt.Sprintf("%s: the lease could not be extended and the command was told to stop (its status: %d)", route, code)}
 	case err != nil:
 		return runErr(route, err)
 	case code != 0:
@@ -96,24 +102,47 @@ func runWithLease(ctx context.Context, c *muster.Client, route string, argv []st
 	return nil
 }
 
-// runCommand runs argv while l is held and returns its exit status: it
-// sends the command SIGTERM on each of sigs (then SIGKILL after runGrace),
-// and kills it at once when lctx ends (the lease is lost).
-func runCommand(lctx context.Context, l *muster.Lease, argv []string, sigs <-chan os.Signal) int {
+// runLead is how long before the local deadline of a lease of ttl whose
+// extensions fail `lease run` sends the command SIGTERM: a third of the TTL
+// (two extensions in a row have failed then), at most runGrace.
+func runLead(ttl time.Duration) time.Duration { return min(ttl/3, runGrace) }
+
+// runCommand runs argv while l (of ttl) is held and returns its exit
+// status, and whether the lease was at risk: it sends the command SIGTERM
+// on each of sigs (then SIGKILL after runGrace) and when extensions failed
+// until runLead(ttl) before the local deadline, and kills it at once when
+// lctx ends (the lease is lost).
+func runCommand(lctx context.Context, l *muster.Lease, argv []string, sigs <-chan os.Signal, ttl time.Duration) (int, bool) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "MUSTER_LEASE_ROUTE="+l.Route(), "MUSTER_FENCING_TOKEN="+strconv.FormatInt(l.FencingToken(), 10))
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "muster lease run: %s\n", display(err.Error()))
-		return 127
+		return 127, false
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var grace <-chan time.Time
+	// The local deadline is the last successful extension's (measured
+	// here, after the SDK's: so a little late) plus ttl.
+	lead := runLead(ttl)
+	renewed, renewals, atRisk := time.Now(), l.Renewals(), false
+	tick := time.NewTicker(max(lead/4, 10*time.Millisecond))
+	defer tick.Stop()
 	for {
 		select {
 		case err := <-done:
-			return exitCode(cmd.ProcessState, err)
+			return exitCode(cmd.ProcessState, err), atRisk
+		case <-tick.C:
+			if n := l.Renewals(); n != renewals {
+				renewed, renewals = time.Now(), n
+			}
+			if left := time.Until(renewed.Add(ttl)); !atRisk && left <= lead {
+				atRisk = true
+				fmt.Fprintf(os.Stderr, "muster lease run: %s: the lease could not be extended and may be lost in %v; sending SIGTERM to the command\n",
+					display(l.Route()), left.Round(time.Millisecond))
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+			}
 		case <-sigs:
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			if grace == nil {
@@ -126,7 +155,7 @@ func runCommand(lctx context.Context, l *muster.Lease, argv []string, sigs <-cha
 			fmt.Fprintf(os.Stderr, "muster lease run: %s: the lease is lost (%s); sending SIGKILL to the command\n",
 				display(l.Route()), displayf(context.Cause(lctx)))
 			_ = cmd.Process.Kill()
-			return exitCode(cmd.ProcessState, <-done)
+			return exitCode(cmd.ProcessState, <-done), atRisk
 		}
 	}
 }
