@@ -179,6 +179,66 @@ func TestShutdownHandsOver(t *testing.T) {
 	_ = o
 }
 
+// TestShutdownAnswersWaitersFirst: SIGTERM of an owner gives its families
+// up before the HTTP drain, so a queued acquire (wait_ms 25 s) is answered
+// (421 or 503: the family left this broker), not cut off by the drain, and
+// the broker exits without waiting out the drain's 10 s. It used to hold
+// the claims until the drain ended: the waiter got EOF after 10 s and the
+// family was unavailable for longer than after kill -9.
+func TestShutdownAnswersWaitersFirst(t *testing.T) {
+	c := newCluster(t, 2, "acme")
+	old := c.waitSettled("acme", c.brokers, 15*time.Second)
+	rest := without(c.brokers, old)
+	holder, a, err := newSession(old.url, "acme")
+	if err != nil || holder == "" {
+		t.Fatalf("session: %d %v", a.status, err)
+	}
+	if tok, a, err := acquire(old.url, "acme", holder, "job"); err != nil || tok == 0 {
+		t.Fatalf("acquire: %d %v", a.status, err)
+	}
+	waiter, a, err := newSession(old.url, "acme")
+	if err != nil || waiter == "" {
+		t.Fatalf("session: %d %v", a.status, err)
+	}
+	type result struct {
+		a   answer
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		a, err := callOn(&http.Client{Timeout: 40 * time.Second}, old.url, "acme", "POST", "/v1/leases/r/a/job/acquire",
+			map[string]any{"session_id": waiter, "ttl_ms": 30000, "wait_ms": 25000})
+		done <- result{a, err, time.Now()}
+	}()
+	time.Sleep(300 * time.Millisecond) // the waiter is queued
+	start := time.Now()
+	old.term(t)
+	exited := time.Since(start)
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiter got no answer")
+	}
+	if r.err != nil || (r.a.status != http.StatusMisdirectedRequest && r.a.status != http.StatusServiceUnavailable) {
+		t.Fatalf("the waiter got %d %q (%v), want 421 or 503: an answer, not a cut connection", r.a.status, r.a.code(), r.err)
+	}
+	o := c.waitOwner("acme", rest, 10*time.Second)
+	took := time.Since(start)
+	t.Logf("SIGTERM: waiter answered %d %s after %v, broker exited after %v, family served by %s after %v",
+		r.a.status, r.a.code(), r.at.Sub(start).Round(time.Millisecond), exited.Round(time.Millisecond), o.id, took.Round(time.Millisecond))
+	if w := r.at.Sub(start); w > 2*time.Second {
+		t.Fatalf("the waiter was answered %v after SIGTERM: the family was given up late", w)
+	}
+	if exited > 5*time.Second {
+		t.Fatalf("the broker exited %v after SIGTERM: it waited out the drain", exited)
+	}
+	if took >= claimTTL+margin {
+		t.Fatalf("handover took %v: the claim expired instead of being released", took)
+	}
+}
+
 // A PostgreSQL restart longer than the claim TTL: every broker stops
 // serving (family_unavailable) by its deadline; once the server is back the
 // family is served again, as a new epoch with higher tokens.

@@ -253,10 +253,14 @@ func (m *Main) Wait() error {
 	return err
 }
 
-// Close shuts down gracefully: stop accepting, let in-flight requests end
-// (bounded by ctx), then stop the core.
+// Close shuts down gracefully. In a multi-broker deployment every served
+// family is given up first (a planned move: its waiters are answered, its
+// streams end, its claim is released for another broker to take at once)
+// while the server still answers; then: stop accepting, let in-flight
+// requests end (bounded by ctx), stop the core.
 func (m *Main) Close(ctx context.Context) error {
 	var err error
+	m.closePlacer()
 	if m.server != nil {
 		err = m.server.Shutdown(ctx)
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -266,7 +270,6 @@ func (m *Main) Close(ctx context.Context) error {
 			err = errors.Join(err, serveErr)
 		}
 	}
-	m.closePlacer() // after the streams got shutdown, before the core stops
 	if m.broker != nil {
 		m.broker.Close()
 	}
