@@ -5,10 +5,11 @@ import "runtime/debug"
 // Build is what the Go toolchain recorded of this binary: the module's
 // version ("(devel)" for a build of a checkout), the commit ("unknown"
 // when the build did not stamp one: go build -buildvcs=false, or no
-// checkout) with "+modified" when its tree had uncommitted changes, and
-// the Go version.
+// checkout) with "+modified" when its tree had uncommitted changes, the
+// commit's time (RFC 3339, "" when not stamped: the date a reproducible
+// build can record) and the Go version.
 type Build struct {
-	Version, Commit, GoVersion string
+	Version, Commit, CommitTime, GoVersion string
 }
 
 // BuildInfo reads Build from the running binary.
@@ -24,6 +25,8 @@ func BuildInfo() Build {
 		switch s.Key {
 		case "vcs.revision":
 			b.Commit = s.Value
+		case "vcs.time":
+			b.CommitTime = s.Value
 		case "vcs.modified":
 			if s.Value == "true" {
 				modified = "+modified"

@@ -8,10 +8,16 @@ import (
 	"github.com/musterhq/muster/api"
 )
 
-// Healthz answers while the process is alive.
+// Healthz answers while the process is alive, with the build it runs.
 func (s *Server) Healthz(context.Context, api.HealthzRequestObject) (api.HealthzResponseObject, error) {
 	dev := s.auth.DevMode()
-	return api.Healthz200JSONResponse{Status: "ok", Epoch: s.broker.Epoch(), DevMode: &dev}, nil
+	b := muster.BuildInfo()
+	h := api.Healthz200JSONResponse{Status: "ok", Epoch: s.broker.Epoch(), DevMode: &dev,
+		Version: &b.Version, Commit: &b.Commit, GoVersion: &b.GoVersion}
+	if b.CommitTime != "" {
+		h.CommitTime = &b.CommitTime
+	}
+	return h, nil
 }
 
 // Readyz answers 200 when the actor answers and the dependencies are reachable.

@@ -24,8 +24,12 @@ func version(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// versionLine is "muster <version> <commit>[+modified] <go version>".
+// versionLine is "muster <version> <commit>[+modified] [<commit time>]
+// <go version>".
 func versionLine() string {
 	b := muster.BuildInfo()
+	if b.CommitTime != "" {
+		return fmt.Sprintf("muster %s %s %s %s", b.Version, b.Commit, b.CommitTime, b.GoVersion)
+	}
 	return fmt.Sprintf("muster %s %s %s", b.Version, b.Commit, b.GoVersion)
 }

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -519,12 +521,32 @@ func TestCLILeaseRunNeverOverlaps(t *testing.T) {
 // TestCLIVersion: `muster version` and `muster --version` print one line
 // naming the binary, its module version, its commit and its Go version.
 func TestCLIVersion(t *testing.T) {
-	want := regexp.MustCompile(`^muster \S+ (unknown|[0-9a-f]{40}(\+modified)?) go1\.\S+\n$`)
+	want := regexp.MustCompile(`^muster (\S+) (unknown|[0-9a-f]{40}(?:\+modified)?) (?:(\S+Z) )?(go1\.\S+)\n$`)
+	var m []string
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		out, err := exec.Command(musterBinary(t), args...).Output()
-		if err != nil || !want.Match(out) {
-			t.Errorf("muster %s: %q, %v", args[0], out, err)
+		if m = want.FindStringSubmatch(string(out)); err != nil || m == nil {
+			t.Fatalf("muster %s: %q, %v", args[0], out, err)
 		}
+	}
+	// /healthz says the same of the running broker.
+	p := startProcess(t, "--addr", "127.0.0.1:0")
+	resp, err := http.Get("http://" + p.addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Version    string `json:"version"`
+		Commit     string `json:"commit"`
+		CommitTime string `json:"commit_time"`
+		GoVersion  string `json:"go_version"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{h.Version, h.Commit, h.CommitTime, h.GoVersion}; !slices.Equal(got, m[1:]) {
+		t.Fatalf("/healthz build %q, muster version %q", got, m[1:])
 	}
 }
 

@@ -277,15 +277,28 @@ type Gap struct {
 
 // Health defines model for Health.
 type Health struct {
-	DevMode *bool `json:"dev_mode,omitempty"`
+	// Commit The commit the binary was built from (`unknown` when the build did not stamp one), with `+modified` when its tree had uncommitted changes.
+	Commit *string `json:"commit,omitempty"`
+
+	// CommitTime The commit's time (RFC 3339), when the build stamped one.
+	CommitTime *string `json:"commit_time,omitempty"`
+	DevMode    *bool   `json:"dev_mode,omitempty"`
 
 	// Epoch Random id of this broker process lifetime.
 	//
 	// Example: Zk3bL8q2QxGv0sWb
 	Epoch Epoch `json:"epoch"`
 
+	// GoVersion Example: go1.26.0
+	GoVersion *string `json:"go_version,omitempty"`
+
 	// Status Example: ok
 	Status string `json:"status"`
+
+	// Version The module version of the broker binary (`(devel)` for a build of a checkout), as `muster version` prints it.
+	//
+	// Example: v0.9.0
+	Version *string `json:"version,omitempty"`
 }
 
 // HolderIncarnation Opaque id of one live session; the same for all its leases, new after reconnect or restart.

@@ -248,6 +248,10 @@ class Health:
     status: str
     epoch: str
     dev_mode: bool | None = None
+    version: str | None = None
+    commit: str | None = None
+    commit_time: str | None = None
+    go_version: str | None = None
 
 
 #: Every model, by its schema name in openapi.yaml.

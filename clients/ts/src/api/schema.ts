@@ -874,6 +874,17 @@ export interface components {
             status: string;
             epoch: components["schemas"]["Epoch"];
             dev_mode?: boolean;
+            /**
+             * @description The module version of the broker binary (`(devel)` for a build of a checkout), as `muster version` prints it.
+             * @example v0.9.0
+             */
+            version?: string;
+            /** @description The commit the binary was built from (`unknown` when the build did not stamp one), with `+modified` when its tree had uncommitted changes. */
+            commit?: string;
+            /** @description The commit's time (RFC 3339), when the build stamped one. */
+            commit_time?: string;
+            /** @example go1.26.0 */
+            go_version?: string;
         };
     };
     responses: {
