@@ -6,8 +6,10 @@ PKGS  := ./...
 
 .PHONY: run build generate check-generated vet staticcheck test test-go bench fuzz hostile-long clean
 
+# ADDR=host:port chooses the address (default 127.0.0.1:7420).
+ADDR ?=
 run:
-	$(GO) run ./cmd/muster serve
+	$(GO) run ./cmd/muster serve $(if $(ADDR),--addr $(ADDR))
 
 build:
 	$(GO) build -buildvcs=auto -o bin/muster ./cmd/muster

@@ -130,6 +130,44 @@ func TestBinaryDevModeRefusesPublicAddress(t *testing.T) {
 	_ = p.cmd.Wait()
 }
 
+// TestBinaryDevModeConfig: a configuration file that says dev_mode: true
+// runs dev mode (no tokens: every request is served as family default)
+// with the file's CORS origins, and keeps dev mode's loopback rule.
+func TestBinaryDevModeConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "dev.yaml")
+	const origin = "http://localhost:5173"
+	if err := os.WriteFile(cfg, []byte("dev_mode: true\ncors:\n  allowed_origins: [\""+origin+"\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(musterBinary(t), "serve", "--addr", "0.0.0.0:0", "--data-dir", t.TempDir(), "--config", cfg).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--insecure-dev") {
+		t.Fatalf("dev mode from a file served on 0.0.0.0: %v %s", err, out)
+	}
+	p := startProcess(t, "--addr", "127.0.0.1:0", "--config", cfg)
+	req, _ := http.NewRequest("GET", "http://"+p.addr+"/v1/leases?selector=lease://**", nil)
+	req.Header.Set("Origin", origin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != origin {
+		t.Fatalf("dev mode with CORS: %d, Access-Control-Allow-Origin %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+	resp, err = http.Get("http://" + p.addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		DevMode bool `json:"dev_mode"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&h)
+	resp.Body.Close()
+	if !h.DevMode {
+		t.Fatal("/healthz does not say dev_mode")
+	}
+}
+
 // TestBinaryRejectsBadConfig: a bad configuration file stops the broker
 // with exit 1 and one line that names the token, the key and what is
 // expected, in the file's terms (no validator or Go type names).
@@ -197,6 +235,9 @@ func TestBinaryRejectsBadConfig(t *testing.T) {
 		{"MisspeltKey", "tokenz:\n  - name: a\n    sha256: " + hash + "\n    family: f\n    grants: [\"lease://**#read\"]\n",
 			`line 1: unknown key "tokenz" at the top level (known keys: tokens`},
 		{"NoTokens", "tokens: []\n", "no tokens"},
+		{"DevModeWithTokens", "dev_mode: true\ntokens:\n  - name: a\n    sha256: " + hash + "\n    family: f\n    grants: [\"lease://**#read\"]\n",
+			"dev_mode: true with tokens"},
+		{"DevModeWithPlacement", "dev_mode: true\nplacement:\n  broker: b1\n  advertise: http://127.0.0.1:1\n", "dev_mode: true with placement"},
 		{"UnknownTokenField", "tokens:\n  - name: a\n    sha256: " + hash + "\n    family: f\n    grant: [\"lease://**#read\"]\n",
 			`line 5: unknown key "grant" in a token (known keys: name, sha256, family, grants`},
 	}

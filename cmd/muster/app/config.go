@@ -27,14 +27,18 @@ import (
 //	  allowed_origins:                # pages that may call the API from a browser
 //	    - "https://dash.example.com"  # exact origins; none = CORS off
 //
-// Unknown keys are refused, and so is a file without tokens: dev mode is
-// only ever what running without --config gives.
+// Unknown keys are refused, and so is a file without tokens unless it says
+// `dev_mode: true` (and then it may hold no tokens and no placement): a
+// file never falls back to dev mode by a mistake.
 type FileConfig struct {
 	Tokens []TokenConfig `yaml:"tokens" validate:"max=10000,dive"`
 	Limits LimitsConfig  `yaml:"limits"`
 	CORS   CORSConfig    `yaml:"cors"`
 	// Placement, when present, turns multi-broker mode on (placementcfg.go).
 	Placement *PlacementConfig `yaml:"placement"`
+	// DevMode: no tokens, every request family "default" with all grants
+	// (docs/operations.md, "Dev mode"), with this file's CORS and limits.
+	DevMode bool `yaml:"dev_mode"`
 }
 
 // CORSConfig is the `cors:` section: the exact origins (scheme://host[:port],
@@ -70,8 +74,13 @@ func LoadConfig(path string) (*FileConfig, error) {
 	if err := dec.Decode(cfg); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, describeDecode(err))
 	}
-	if len(cfg.Tokens) == 0 {
-		return nil, fmt.Errorf("config %s: no tokens: a configuration file turns authentication on and must list at least one token (run without --config for dev mode)", path)
+	switch {
+	case cfg.DevMode && len(cfg.Tokens) > 0:
+		return nil, fmt.Errorf("config %s: dev_mode: true with tokens: dev mode has none (remove one or the other)", path)
+	case cfg.DevMode && cfg.Placement != nil:
+		return nil, fmt.Errorf("config %s: dev_mode: true with placement: a multi-broker deployment needs tokens", path)
+	case !cfg.DevMode && len(cfg.Tokens) == 0:
+		return nil, fmt.Errorf("config %s: no tokens: a configuration file turns authentication on and must list at least one token (or say dev_mode: true, or run without --config, for dev mode)", path)
 	}
 	if err := newConfigValidator().Struct(cfg); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, describeValidation(cfg, err))
