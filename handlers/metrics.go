@@ -23,6 +23,9 @@ import (
 // so a label never carries a route, a session id or a token.
 type Metrics struct {
 	Registry *prometheus.Registry
+	// access, when set (Options.AccessLog), hears of every request once
+	// answered: its method label, route pattern, status and duration.
+	access   func(method, route string, status int, took time.Duration)
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	// series are the HTTP instruments by route pattern and method, looked
@@ -122,9 +125,13 @@ func (m *Metrics) middleware(next http.Handler) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
-		hs := m.httpSeriesOf(routePattern(r), methodLabel(r.Method))
+		route, method, took := routePattern(r), methodLabel(r.Method), time.Since(start)
+		hs := m.httpSeriesOf(route, method)
 		hs.requests(m, sw.status).Inc()
-		hs.duration.Observe(time.Since(start).Seconds())
+		hs.duration.Observe(took.Seconds())
+		if m.access != nil {
+			m.access(method, route, sw.status, took)
+		}
 	})
 }
 

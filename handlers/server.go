@@ -61,6 +61,10 @@ type Options struct {
 	// Directory names the owners of families this broker does not serve
 	// (multi-broker mode, docs/placement.md); nil in a single broker.
 	Directory Directory
+	// AccessLog logs one line per request at level info: method, route
+	// pattern (never a path: no session id, route or token), status and
+	// duration.
+	AccessLog bool
 }
 
 // Server is the HTTP face of one broker.
@@ -106,6 +110,13 @@ func New(opt Options) (*Server, error) {
 	s := &Server{broker: opt.Broker, auth: opt.Auth, metrics: opt.Metrics, log: opt.Logger, ready: opt.Ready, clock: opt.Clock,
 		cursors: core.NewCursorCodec(opt.CursorMaster, opt.Broker.Epoch()), fleet: opt.Fleet,
 		sweeps: newSweepGate(opt.SweepsRunning), sweepWorker: opt.SweepWorker, sweepLimits: opt.SweepLimits, directory: opt.Directory}
+	if opt.AccessLog {
+		// Written whatever the log level: asked for by itself.
+		log := slog.New(alwaysEnabled{opt.Logger.Handler()})
+		opt.Metrics.access = func(method, route string, status int, took time.Duration) {
+			log.Info("request", "method", method, "route", route, "status", status, "ms", float64(took.Microseconds())/1000)
+		}
+	}
 	if s.sweepWorker == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -257,3 +268,9 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 func (s *Server) now() time.Time { return s.clock.Now() }
 
 var errNotImplemented = muster.Errorf(muster.CodeNotImplemented, "this operation is not implemented yet")
+
+// alwaysEnabled is a handler that writes every record, whatever the level
+// its handler was configured with (the access log's).
+type alwaysEnabled struct{ slog.Handler }
+
+func (alwaysEnabled) Enabled(context.Context, slog.Level) bool { return true }

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -409,5 +411,80 @@ func TestGitignoreBinary(t *testing.T) {
 	}
 	if !slices.Contains(strings.Split(string(b), "\n"), "/muster") {
 		t.Fatal(".gitignore does not ignore the built /muster binary")
+	}
+}
+
+// TestBinaryAccessLog: log.level warn keeps the broker's info lines out,
+// and log.access writes one line per request whatever the level, naming
+// the route pattern and never the path: no session id, lease route or
+// token reaches the log.
+func TestBinaryAccessLog(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "muster.yaml")
+	const secret = "access-log-secret"
+	sum := sha256.Sum256([]byte(secret))
+	text := "tokens:\n  - name: a\n    sha256: " + hex.EncodeToString(sum[:]) + "\n    family: f\n    grants: [\"lease://**#*\"]\n" +
+		"log:\n  level: warn\n  access: true\n"
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(musterBinary(t), "serve", "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--config", cfg)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	first, _ := bufio.NewReader(stdout).ReadString('\n')
+	base := strings.TrimSpace(strings.TrimPrefix(first, "muster is serving on "))
+	do := func(method, path, body string) map[string]any {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return out
+	}
+	s := do("POST", "/v1/sessions", `{"owner_id":"w","ttl_ms":10000}`)
+	sid, _ := s["session_id"].(string)
+	if sid == "" {
+		t.Fatalf("session: %v", s)
+	}
+	do("POST", "/v1/sessions/"+sid+"/keepalive", "")
+	do("POST", "/v1/leases/acme/secret-resource/x/acquire", `{"session_id":"`+sid+`","ttl_ms":5000}`)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	log := stderr.String()
+	for _, secretish := range []string{sid, secret, "secret-resource"} {
+		if strings.Contains(log, secretish) {
+			t.Fatalf("the log holds %q:\n%s", secretish, log)
+		}
+	}
+	var routes []string
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if m["msg"] != "request" {
+			if m["level"] == "INFO" {
+				t.Fatalf("an info line at level warn: %s", line)
+			}
+			continue
+		}
+		routes = append(routes, fmt.Sprintf("%s %s %v", m["method"], m["route"], m["status"]))
+	}
+	want := []string{"POST /v1/sessions 201", "POST /v1/sessions/{session_id}/keepalive 200", "POST /v1/leases/{realm}/{area}/{resource}/acquire 200"}
+	if !slices.Equal(routes, want) {
+		t.Fatalf("access lines %q, want %q\n%s", routes, want, log)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"gopkg.in/yaml.v3"
@@ -36,6 +37,7 @@ type FileConfig struct {
 	CORS   CORSConfig    `yaml:"cors"`
 	// Placement, when present, turns multi-broker mode on (placementcfg.go).
 	Placement *PlacementConfig `yaml:"placement"`
+	Log       LogConfig        `yaml:"log"`
 	// DevMode: no tokens, every request family "default" with all grants
 	// (docs/operations.md, "Dev mode"), with this file's CORS and limits.
 	DevMode bool `yaml:"dev_mode"`
@@ -46,6 +48,26 @@ type FileConfig struct {
 // browser. Empty (the default) is CORS off. See handlers/cors.go.
 type CORSConfig struct {
 	AllowedOrigins []string `yaml:"allowed_origins" validate:"max=100,unique,dive,required,max=256,origin"`
+}
+
+// LogConfig is the `log:` section: the least level logged (default info)
+// and an access log of one line per request (default off).
+type LogConfig struct {
+	Level  string `yaml:"level" validate:"omitempty,oneof=debug info warn error"`
+	Access bool   `yaml:"access"`
+}
+
+// SlogLevel is the configured level (info when not set).
+func (l LogConfig) SlogLevel() slog.Level {
+	switch l.Level {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
 }
 
 // TokenConfig is one token of the configuration file.

@@ -118,6 +118,8 @@ func expected(fe validator.FieldError) string {
 		return "must be an exact origin such as https://dash.example.com"
 	case "unique":
 		return "must not list the same value twice"
+	case "oneof":
+		return fmt.Sprintf("must be one of %s, got %q", strings.Join(strings.Fields(p), ", "), fmt.Sprint(fe.Value()))
 	case "gt", "gte", "lt", "lte":
 		ops := map[string]string{"gt": "greater than", "gte": "at least", "lt": "less than", "lte": "at most"}
 		return fmt.Sprintf("must be %s %s", ops[fe.Tag()], p)
@@ -173,6 +175,7 @@ var configTypes = map[string]reflect.Type{
 	"BrokerLimits": reflect.TypeFor[BrokerLimits](),
 	"FamilyQuota":  reflect.TypeFor[FamilyQuota](),
 	"CORSConfig":   reflect.TypeFor[CORSConfig](),
+	"LogConfig":    reflect.TypeFor[LogConfig](),
 }
 
 func placeOf(typeName string) string {

@@ -85,8 +85,8 @@ func (l *connLimit) Accept() (net.Conn, error) {
 		if ok {
 			return &limitedConn{Conn: c, limit: l, key: key}, nil
 		}
+		l.refused[reason].Inc() // before the reset: whoever saw it finds it counted
 		refuse(c)
-		l.refused[reason].Inc()
 		if l.budget.allow() {
 			l.logger.Warn("connection refused", "reason", refusedReasons[reason], "client", keyString(key),
 				"connections", l.maxOpen, "connections_per_address", l.perAddress)

@@ -52,8 +52,9 @@ type Main struct {
 	StoreFile string
 
 	// Clock drives the core; nil is the wall clock. Tests inject one.
-	Clock  core.Clock
-	Logger *slog.Logger
+	Clock    core.Clock
+	Logger   *slog.Logger
+	logLevel slog.LevelVar // of the default Logger: the configuration's log.level
 	// EventLog, if set, observes every committed change of the held set on
 	// the actor goroutine (it must not block). Tests record ground truth
 	// with it.
@@ -89,7 +90,7 @@ func (m *Main) RegisterFlags(fs *flag.FlagSet) {
 // returns once the listener is bound.
 func (m *Main) Open() (err error) {
 	if m.Logger == nil {
-		m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+		m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: &m.logLevel}))
 	}
 	if err := m.resolveStoreURL(); err != nil {
 		return err
@@ -98,6 +99,7 @@ func (m *Main) Open() (err error) {
 	if err != nil {
 		return err
 	}
+	m.logLevel.Set(cfg.Log.SlogLevel())
 	tokens, err := cfg.AuthTokens()
 	if err != nil {
 		return err
@@ -181,6 +183,7 @@ func (m *Main) Open() (err error) {
 		Directory:       directory,
 
 		CORSAllowedOrigins: cfg.CORS.AllowedOrigins,
+		AccessLog:          cfg.Log.Access,
 	})
 	if err != nil {
 		m.closePlacer()
