@@ -192,17 +192,32 @@ class Runner:
             return
         await getattr(self, "op_" + op)(st)
 
-    def client(self, token: str) -> muster.Client:
-        """A client of the proxy with token's secret, broken as the variant asks."""
-        c = muster.Client(self.h.proxy, token=self.h.secrets[token], without_follow=ob.BROKEN_NO_FOLLOW in self.broken)
+    async def client(self, token: str, brokers: list[str] | None = None) -> muster.Client:
+        """A client of the proxy (or of the named brokers, in that order,
+        their URLs from GET /brokers) with token's secret, broken as the
+        variant asks."""
+        base: str | list[str] = self.h.proxy
+        if brokers:
+            r = await self.http.get(self.h.control + "/brokers")
+            if r.status_code != 200:
+                raise StepFailed(f"GET /brokers: {r.status_code} {r.text}")
+            urls = r.json()
+            unknown = [b for b in brokers if not urls.get(b)]
+            if unknown:
+                raise StepFailed(f"no broker {unknown[0]!r} in GET /brokers")
+            base = [urls[b] for b in brokers]
+        c = muster.Client(base, token=self.h.secrets[token], without_follow=ob.BROKEN_NO_FOLLOW in self.broken)
         c._sticky_owner = ob.BROKEN_STICKY_OWNER in self.broken
+        c._single_broker = ob.BROKEN_SINGLE_BROKER in self.broken
+        c._stay_on_unavailable = ob.BROKEN_STAY_ON_UNAVAILABLE in self.broken
         c._never_lost = ob.BROKEN_NEVER_LOST in self.broken
         c._send_plus_ttl = ob.BROKEN_SEND_PLUS_TTL in self.broken
         c._late_loss = ob.BROKEN_LATE_LOSS in self.broken
         return c
 
     async def op_worker_acquire(self, st: dict[str, Any]) -> None:
-        """The worker (its client built on first use) creates a session (TTL
+        """The worker (its client built on first use, on the proxy or on the
+        brokers of its first step) creates a session (TTL
         session_ttl_ms, default 10 s) when it has none or new_session asks,
         and acquires route (waiting up to
         wait_ms in its queue when given). An error advised
@@ -212,7 +227,7 @@ class Runner:
         name, route = st["worker"], st["route"]
         w = self.workers.get(name)
         if w is None:
-            w = self.workers[name] = _Worker(self.client(st["token"]))
+            w = self.workers[name] = _Worker(await self.client(st["token"], st.get("brokers")))
         if st.get("new_session"):
             w.session = None
         deadline = time.monotonic() + timeout_of(st)
@@ -266,7 +281,7 @@ class Runner:
         raise StepFailed(f"the lease of {st['route']} was lost: {lease.error!r}")
 
     async def op_observe(self, st: dict[str, Any]) -> None:
-        c = self.client(st["token"])
+        c = await self.client(st["token"], st.get("brokers"))
         try:
             o = Observer._start(
                 c,

@@ -43,6 +43,8 @@ BROKEN_VARIANTS: dict[str, frozenset[str]] = {
     "failover-follow-owner": frozenset({ob.BROKEN_STICKY_OWNER}),
     "grant-after-wait-keeps-lease": frozenset({ob.BROKEN_SEND_PLUS_TTL}),
     "restart-loses-lease-promptly": frozenset({ob.BROKEN_LATE_LOSS}),
+    "dead-broker-first": frozenset({ob.BROKEN_SINGLE_BROKER}),
+    "unavailable-broker-moves-on": frozenset({ob.BROKEN_STAY_ON_UNAVAILABLE}),
 }
 
 #: The step at which a scenario must catch its broken variant, where it matters.
@@ -55,6 +57,7 @@ CAUGHT_AT: dict[str, str] = {
 #: Further broken clients a scenario must catch, each at the named step.
 MORE_BROKEN_VARIANTS: list[tuple[str, frozenset[str], str]] = [
     ("failover-follow-owner", frozenset({ob.BROKEN_NEVER_LOST}), "worker_lost"),
+    ("unavailable-broker-moves-on", frozenset({ob.BROKEN_SINGLE_BROKER}), "worker_acquire"),
 ]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from http import HTTPStatus
@@ -35,43 +35,49 @@ MAX_FOLLOWS = 2
 
 class Client:
     """An asyncio client of the broker at ``base_url`` (e.g.
-    ``"http://127.0.0.1:7420"``). ``token`` is sent as the bearer token of
-    every request (a broker in dev mode accepts requests without one).
+    ``"http://127.0.0.1:7420"``), or of a deployment of several brokers:
+    ``base_url`` may be a list of base URLs, or one string with them
+    separated by commas (as ``MUSTER_ADDR`` may hold them), in order of
+    preference. ``token`` is sent as the bearer token of every request (a
+    broker in dev mode accepts requests without one).
 
     ``http_client`` replaces the default ``httpx.AsyncClient``, which has no
     timeout, like the Go SDK's default: a long-polling acquire waits up to
     30 s, and streams end by ``aclose`` or cancellation. The client owns only
     the ``httpx.AsyncClient`` it created; ``aclose`` closes that one.
 
-    In a multi-broker deployment (docs/placement.md) a broker answers a
-    request for a family it does not serve with ``421 wrong_broker`` naming
-    the owner: the client sends the request there (at most ``MAX_FOLLOWS``
-    hops), sends every later request straight to the owner, and goes back to
-    ``base_url`` when the owner stops answering. A 421 means the broker did
-    nothing, so resending is safe for every operation. ``without_follow=True``
-    turns this off: the request then fails with ``WrongBrokerError``, whose
-    ``owner`` names the broker.
+    Every request, observer and watch stream picks its broker by the rule of
+    docs/client-operations.md, "Several brokers": it goes to the owner a
+    ``421 wrong_broker`` answer named (followed at once, at most
+    ``MAX_FOLLOWS`` hops), else to the current base URL; a connection error
+    or ``family_unavailable`` moves the client on (the owner is forgotten,
+    or the next base URL becomes the current one), and a request the broker
+    certainly did not act on (connection refused, 421, family_unavailable)
+    is sent again at once to the new target. ``without_follow=True`` turns
+    off following 421s only: the request then fails with
+    ``WrongBrokerError``, whose ``owner`` names the broker.
     """
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | Sequence[str],
         *,
         token: str = "",
         http_client: httpx.AsyncClient | None = None,
         without_follow: bool = False,
     ) -> None:
-        u = urlsplit(base_url)
-        if u.scheme not in ("http", "https") or not u.netloc:
-            raise ValueError(f"muster: base URL {base_url!r}: want http(s)://host[:port]")
-        self._base = base_url.rstrip("/")
+        self._bases = parse_bases(base_url)
+        self._base = self._bases[0]
         self._token = token
         self._own = http_client is None
         self._http = http_client if http_client is not None else httpx.AsyncClient(timeout=None)
         self._epoch = ""
         self._follow = not without_follow
-        self._owner: str | None = None  # the base URL requests go to; None: base_url
+        self._owner: str | None = None  # the owner a wrong_broker answer named; None: the current base URL
+        self._cur = 0  # the current base URL, an index of _bases
         self._sticky_owner = False  # conformance tests only: never forget the owner
+        self._single_broker = False  # conformance tests only: every base URL but the first is ignored
+        self._stay_on_unavailable = False  # conformance tests only: family_unavailable moves nothing
         self._never_lost = False  # conformance tests only: a lease's loss is never reported
         self._send_plus_ttl = False  # conformance tests only: a grant's local deadline is send + TTL
         self._late_loss = False  # conformance tests only: sessions are lost at their keepalive only (_loss)
@@ -79,7 +85,13 @@ class Client:
 
     @property
     def base_url(self) -> str:
+        """The first base URL (the preferred broker)."""
         return self._base
+
+    @property
+    def base_urls(self) -> list[str]:
+        """Every base URL, in order of preference."""
+        return list(self._bases)
 
     @property
     def epoch(self) -> str:
@@ -128,37 +140,74 @@ class Client:
             broker_gone(self, answered_by(resp), "")
         return err
 
+    def _brokers(self) -> list[str]:
+        return self._bases[:1] if self._single_broker else self._bases
+
+    def _target(self) -> _Target:
+        """Where the next request goes: the owner when one is known, else the
+        current base URL."""
+        if self._owner is not None:
+            return _Target(self._owner, owner=True, index=-1)
+        i = self._cur % len(self._brokers())
+        return _Target(self._brokers()[i], owner=False, index=i)
+
+    def _move_on(self, t: _Target) -> None:
+        """Leaves t, which failed: the owner is forgotten, or the current base
+        URL becomes the next one, unless another request moved on already
+        (concurrent failures at one broker move the client once)."""
+        if t.owner:
+            if self._owner == t.url and not self._sticky_owner:
+                self._owner = None
+        elif self._owner is None and self._cur % len(self._brokers()) == t.index:
+            self._cur = (t.index + 1) % len(self._brokers())
+
     async def _send(
         self, method: str, path: str, *, content: bytes | None = None, params: Any = None, headers: dict[str, str]
     ) -> httpx.Response:
         """Sends one request (streaming: the caller reads and closes the
-        answer), following ``wrong_broker`` unless ``without_follow``."""
-        hop = 0
+        answer) to the broker the rule of "Several brokers" picks
+        (docs/client-operations.md): following ``wrong_broker`` unless
+        ``without_follow``, moving on from a broker that is unreachable or
+        answers ``family_unavailable``, and sending again at once when that
+        broker certainly did not act on the request."""
+        follows = fails = 0
         while True:
-            owner = self._owner
-            req = self._http.build_request(
-                method, (owner or self._base) + path, content=content, params=params, headers=headers
-            )
+            t = self._target()
+            req = self._http.build_request(method, t.url + path, content=content, params=params, headers=headers)
             try:
                 resp = await self._http.send(req, stream=True)
-            except httpx.TransportError:
-                # The owner we were sent to is gone (a failover): the next
-                # request asks the configured broker again.
-                if owner is not None and self._owner == owner and not self._sticky_owner:
-                    self._owner = None
+            except httpx.TransportError as e:
+                # A connection error (the caller's own cancellation is a
+                # CancelledError, not one): the client moves on.
+                self._move_on(t)
+                fails += 1
+                if _not_sent(e) and fails < len(self._brokers()) + MAX_FOLLOWS:
+                    continue
                 raise
             self._saw_epoch(resp)
-            if not self._follow or resp.status_code != HTTPStatus.MISDIRECTED_REQUEST or hop >= MAX_FOLLOWS:
+            if resp.status_code == HTTPStatus.SERVICE_UNAVAILABLE and _is_problem_type(resp):
+                resp, body = await _buffered(resp, req)
+                if problem_code(resp.headers.get("Content-Type", ""), body) == FamilyUnavailableError.CODE:
+                    # The sessions of the broker that answered are lost, also
+                    # when the request goes on to another broker (_loss).
+                    broker_gone(self, answered_by(resp), "")
+                    if self._stay_on_unavailable:
+                        return resp
+                    self._move_on(t)
+                    fails += 1
+                    # With one base URL, only a forgotten owner is worth a
+                    # resend: the base URL itself just answered.
+                    if fails < len(self._brokers()) + MAX_FOLLOWS and (len(self._brokers()) > 1 or t.owner):
+                        continue
                 return resp
-            try:
-                body = await _read(resp)
-            finally:
-                await resp.aclose()
+            if not self._follow or resp.status_code != HTTPStatus.MISDIRECTED_REQUEST or follows >= MAX_FOLLOWS:
+                return resp
+            resp, body = await _buffered(resp, req)
             to = misdirected_to(resp.headers.get("Content-Type", ""), body)
             if to is None:
-                return httpx.Response(resp.status_code, headers=resp.headers, content=body, request=req)
-            self._owner = to + urlsplit(self._base).path
-            hop += 1
+                return resp
+            self._owner = to + urlsplit(t.url).path
+            follows += 1
 
     async def _call(
         self,
@@ -348,6 +397,73 @@ def parse_route(s: str) -> Route:
     if rest == s or len(parts) != 3 or not all(parts):
         raise InvalidRouteError(detail="a route is lease://{realm}/{area}/{resource}")
     return Route(parts[0], parts[1], parts[2])
+
+
+class _Target:
+    """The broker one sending of a request went to: the owner, or the base
+    URL at ``index``."""
+
+    __slots__ = ("index", "owner", "url")
+
+    def __init__(self, url: str, *, owner: bool, index: int) -> None:
+        self.url, self.owner, self.index = url, owner, index
+
+
+def parse_bases(base_url: str | Sequence[str]) -> list[str]:
+    """The base URLs of a Client: one, a list, or one string with several
+    separated by commas, in order of preference; each http(s)://host[:port]
+    (a trailing '/' dropped)."""
+    given = [base_url] if isinstance(base_url, str) else list(base_url)
+    out: list[str] = []
+    for one in given:
+        if not isinstance(one, str):
+            raise TypeError(f"muster: base URL {one!r}: want a str")
+        for part in one.split(","):
+            b = part.strip().rstrip("/")
+            try:
+                u = urlsplit(b)
+            except ValueError:
+                u = None
+            if u is None or u.scheme not in ("http", "https") or not u.netloc:
+                raise ValueError(f"muster: base URL {b!r}: want http(s)://host[:port], or several separated by commas")
+            out.append(b)
+    if not out:
+        raise ValueError("muster: no base URL: want http(s)://host[:port], or several separated by commas")
+    return out
+
+
+def _not_sent(err: httpx.TransportError) -> bool:
+    """Whether err proves the request never reached a broker: the connection
+    could not be made."""
+    return isinstance(err, httpx.ConnectError | httpx.ConnectTimeout)
+
+
+def _is_problem_type(resp: httpx.Response) -> bool:
+    ct: str = resp.headers.get("Content-Type", "")
+    return ct.split(";")[0].strip().lower() == "application/problem+json"
+
+
+async def _buffered(resp: httpx.Response, req: httpx.Request) -> tuple[httpx.Response, bytes]:
+    """Reads and closes a streaming answer; returns an answer holding its
+    body (read again by the caller) and the body."""
+    try:
+        body = await _read(resp)
+    finally:
+        await resp.aclose()
+    headers = [(k, v) for k, v in resp.headers.multi_items() if k.lower() not in ("content-encoding", "content-length")]
+    return httpx.Response(resp.status_code, headers=headers, content=body, request=req), body
+
+
+def problem_code(content_type: str, body: bytes) -> str:
+    """The code of a problem answer, "" when it is not one."""
+    if content_type.split(";")[0].strip().lower() != "application/problem+json":
+        return ""
+    try:
+        p = json.loads(body)
+    except ValueError:
+        return ""
+    c = p.get("code") if isinstance(p, dict) else None
+    return c if isinstance(c, str) else ""
 
 
 async def _read(resp: httpx.Response) -> bytes:

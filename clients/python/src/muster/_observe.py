@@ -91,6 +91,12 @@ BROKEN_SEND_PLUS_TTL = "send_plus_ttl"
 #: from its broker, family_unavailable or session_not_found to another of its
 #: requests end nothing at once (muster._loss off).
 BROKEN_LATE_LOSS = "late_loss"
+#: The runner's clients use only the first of their base URLs: a dead first
+#: broker is never left.
+BROKEN_SINGLE_BROKER = "single_broker"
+#: The runner's clients keep sending to a broker that answers
+#: family_unavailable instead of moving on (its sessions are still lost at once).
+BROKEN_STAY_ON_UNAVAILABLE = "stay_on_unavailable"
 
 
 @dataclass

@@ -84,9 +84,11 @@ async def _anext(agen: AsyncIterator[T]) -> T:
 
 
 class Client:
-    """A blocking client of the broker at ``base_url``; see :class:`muster.Client`."""
+    """A blocking client of the broker at ``base_url``, or of several brokers
+    (a list of base URLs, or one string with them separated by commas); see
+    :class:`muster.Client`."""
 
-    def __init__(self, base_url: str, *, token: str = "", without_follow: bool = False) -> None:
+    def __init__(self, base_url: str | Sequence[str], *, token: str = "", without_follow: bool = False) -> None:
         self._loop = _Loop()
 
         async def make() -> _client.Client:
