@@ -20,6 +20,7 @@ namespace Muster.Client.Tests
         {
             internal readonly List<string> Seen = new List<string>(); // "host METHOD body auth"
             internal Func<string, HttpResponseMessage> Answer;
+            internal Func<string, TimeSpan> Hang; // how long a host takes to answer (optional; cancellable)
 
             protected override async Task<HttpResponseMessage> SendAsync(HttpRequestMessage req, CancellationToken ct)
             {
@@ -28,6 +29,7 @@ namespace Muster.Client.Tests
                 var host = req.RequestUri.Authority;
                 lock (Seen) Seen.Add(host + " " + req.Method + " " + body + " " + auth);
                 if (req.Method == HttpMethod.Delete) return new HttpResponseMessage(HttpStatusCode.NoContent);
+                if (Hang != null) await Task.Delay(Hang(host), ct).ConfigureAwait(false);
                 return Answer(host);
             }
         }
@@ -258,16 +260,13 @@ namespace Muster.Client.Tests
             int slow = 0;
             var b = new Brokers
             {
-                Answer = host =>
-                {
-                    if (host == "a:1" && Interlocked.Exchange(ref slow, 1) == 0) Thread.Sleep(2000);
-                    return Json(201, SessionBody);
-                },
+                Answer = host => Json(201, SessionBody),
+                Hang = host => host == "a:1" && Interlocked.Exchange(ref slow, 1) == 0 ? TimeSpan.FromSeconds(30) : TimeSpan.Zero,
             };
             using (var c = new MusterClient("http://a:1,http://b:2", new MusterClientOptions { HttpClient = new HttpClient(b) }))
             using (var cts = new CancellationTokenSource(TimeSpan.FromMilliseconds(100)))
             {
-                Assert.Throws<OperationCanceledException>(() => c.CreateSessionAsync("w", TimeSpan.FromSeconds(10), cts.Token).GetAwaiter().GetResult());
+                Assert.Catch<OperationCanceledException>(() => c.CreateSessionAsync("w", TimeSpan.FromSeconds(10), cts.Token).GetAwaiter().GetResult());
                 c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult().Dispose();
             }
             Assert.AreEqual(new[] { "a:1", "a:1" }, Hosts(b), string.Join("\n", b.Seen));
