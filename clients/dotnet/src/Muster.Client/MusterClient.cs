@@ -37,17 +37,17 @@ namespace Muster.Client
     }
 
     /// <summary>
-    /// Talks to one broker. Safe for concurrent use; it holds no state besides its
-    /// configuration, one HttpClient, the last epoch it saw, the broker it was last
-    /// sent to and its live sessions (for prompt loss: a session is lost as soon as an
-    /// answer of the broker that holds it shows that it ended, see Session). Dispose
-    /// releases the HttpClient it created.
-    /// In a multi-broker deployment (docs/placement.md) a broker answers a request for a
-    /// family it does not serve with 421 wrong_broker naming the owner: the client sends
-    /// the request there (at most MaxFollows hops), sends every later request straight
-    /// to the owner, and goes back to its base URL when the owner stops answering. A 421
-    /// means the broker did nothing, so resending is safe for every operation
-    /// (MusterClientOptions.WithoutFollow turns this off).
+    /// Talks to one broker, or to a deployment of several. Safe for concurrent use; it
+    /// holds no state besides its configuration, one HttpClient, the last epoch it saw,
+    /// the broker it sends to and its live sessions (for prompt loss: a session is lost
+    /// as soon as an answer of the broker that holds it shows that it ended, see
+    /// Session). Dispose releases the HttpClient it created.
+    /// In a multi-broker deployment (docs/placement.md) every request, observer and watch
+    /// stream picks its broker by the rule of docs/client-operations.md, "Several
+    /// brokers" (Follow.cs): the owner a 421 wrong_broker named (at most MaxFollows hops
+    /// per request), else the current base URL; a connection error or family_unavailable
+    /// moves the client on, and a request the broker certainly did not act on is sent
+    /// again at once (MusterClientOptions.WithoutFollow turns following 421s off).
     /// </summary>
     public sealed partial class MusterClient : IDisposable
     {
@@ -58,15 +58,7 @@ namespace Muster.Client
         private readonly string token;
         private readonly HttpClient http;
         private readonly bool ownsHttp;
-        private readonly bool follow;
         private string epoch = "";
-        private Uri owner; // where requests go (under lock(this)); null: baseUrl
-
-        /// <summary>Bounds the brokers one request is sent to after the first (following wrong_broker).</summary>
-        public const int MaxFollows = 2;
-
-        /// <summary>Conformance tests only: never forget an owner that stopped answering.</summary>
-        internal bool StickyOwner { get; set; }
 
         /// <summary>Conformance tests only: a lease's loss is never reported (Lost is never cancelled).</summary>
         internal bool NeverLost { get; set; }
@@ -75,17 +67,28 @@ namespace Muster.Client
         /// ignoring expires_after_request_ms (a wait in the queue makes it early).</summary>
         internal bool SendPlusTtl { get; set; }
 
-        /// <summary>A client of the broker at baseUrl (e.g. "http://127.0.0.1:7420").
-        /// Throws ArgumentException for anything but http(s)://host[:port].</summary>
+        /// <summary>A client of the broker at baseUrl (e.g. "http://127.0.0.1:7420"), or of
+        /// a deployment of several brokers: baseUrl may list their base URLs separated by
+        /// commas, in order of preference, as MUSTER_ADDR may (docs/client-operations.md,
+        /// "Several brokers"). Throws ArgumentException for anything but
+        /// http(s)://host[:port], or several of them separated by commas.</summary>
         public MusterClient(string baseUrl, MusterClientOptions options = null)
+            : this(ParseBases(baseUrl), options)
         {
-            Uri u;
-            if (baseUrl == null || !Uri.TryCreate(baseUrl, UriKind.Absolute, out u) ||
-                (u.Scheme != "http" && u.Scheme != "https") || string.IsNullOrEmpty(u.Host))
-            {
-                throw new ArgumentException(string.Format("muster: base URL \"{0}\": want http(s)://host[:port]", baseUrl), "baseUrl");
-            }
-            this.baseUrl = baseUrl.TrimEnd('/');
+        }
+
+        /// <summary>A client of a deployment of several brokers, given their base URLs in
+        /// order of preference (docs/client-operations.md, "Several brokers"). Throws
+        /// ArgumentException for an empty list or any URL but http(s)://host[:port].</summary>
+        public MusterClient(System.Collections.Generic.IEnumerable<string> baseUrls, MusterClientOptions options = null)
+            : this(ParseBases(baseUrls), options)
+        {
+        }
+
+        private MusterClient(Uri[] bases, MusterClientOptions options)
+        {
+            this.bases = bases;
+            baseUrl = bases[0].OriginalString;
             options = options ?? new MusterClientOptions();
             token = options.Token;
             follow = !options.WithoutFollow;
@@ -102,8 +105,14 @@ namespace Muster.Client
             }
         }
 
-        /// <summary>The broker's base URL, without a trailing slash.</summary>
+        /// <summary>The (first) broker's base URL, without a trailing slash.</summary>
         public string BaseUrl { get { return baseUrl; } }
+
+        /// <summary>Every base URL the client was given, in order of preference, each without a trailing slash.</summary>
+        public System.Collections.Generic.IReadOnlyList<string> BaseUrls
+        {
+            get { return Array.AsReadOnly(bases.Select(b => b.OriginalString).ToArray()); }
+        }
 
         /// <summary>The broker lifetime (Muster-Epoch header) of the last response, "" before the first.</summary>
         public string Epoch { get { lock (this) return epoch; } }
@@ -170,71 +179,6 @@ namespace Muster.Client
                     throw new InvalidDataException(string.Format("muster: decoding a {0} answer: {1}", (int)resp.StatusCode, e.Message), e);
                 }
             }
-        }
-
-        /// <summary>Sends req, following wrong_broker unless WithoutFollow; cancelling ct
-        /// aborts the request promptly, even while the server hangs.</summary>
-        internal async Task<HttpResponseMessage> SendAsync(HttpRequestMessage req, HttpCompletionOption opt, CancellationToken ct)
-        {
-            if (!follow) return await SendOnceAsync(req, opt, ct).ConfigureAwait(false);
-            byte[] body = req.Content == null ? null : await req.Content.ReadAsByteArrayAsync().ConfigureAwait(false);
-            for (int hop = 0; ; hop++)
-            {
-                Uri o;
-                lock (this) o = owner;
-                var msg = o == null && hop == 0 ? req : Resend(req, body, o);
-                HttpResponseMessage resp;
-                try
-                {
-                    resp = await SendOnceAsync(msg, opt, ct).ConfigureAwait(false);
-                }
-                catch (Exception) when (o != null && !ct.IsCancellationRequested)
-                {
-                    // The owner we were sent to is gone (a failover): the next request
-                    // asks the configured broker again.
-                    lock (this) if (owner == o && !StickyOwner) owner = null;
-                    throw;
-                }
-                if ((int)resp.StatusCode != 421 || hop >= MaxFollows) return resp;
-                string text;
-                using (resp) text = await ReadBodyAsync(resp, ct).ConfigureAwait(false);
-                var ctype = resp.Content != null ? resp.Content.Headers.ContentType : null;
-                var to = MisdirectedTo(ctype != null ? ctype.MediaType : "", text);
-                if (to == null)
-                {
-                    var kept = new HttpResponseMessage(resp.StatusCode) { Content = new StringContent(text), RequestMessage = msg };
-                    kept.Content.Headers.ContentType = ctype;
-                    return kept;
-                }
-                lock (this) owner = to;
-            }
-        }
-
-        /// <summary>A copy of req (its headers, the body read before) sent to owner, or to
-        /// req's own URL when owner is null.</summary>
-        private static HttpRequestMessage Resend(HttpRequestMessage req, byte[] body, Uri owner)
-        {
-            var uri = req.RequestUri;
-            if (owner != null) uri = new UriBuilder(uri) { Scheme = owner.Scheme, Host = owner.Host, Port = owner.Port }.Uri;
-            var msg = new HttpRequestMessage(req.Method, uri);
-            foreach (var h in req.Headers) msg.Headers.TryAddWithoutValidation(h.Key, h.Value);
-            if (body != null)
-            {
-                msg.Content = new ByteArrayContent(body);
-                foreach (var h in req.Content.Headers) msg.Content.Headers.TryAddWithoutValidation(h.Key, h.Value);
-            }
-            return msg;
-        }
-
-        /// <summary>The owner a 421 answer names, when it is a wrong_broker problem with an
-        /// http(s) URL with a host; null otherwise (never throws).</summary>
-        internal static Uri MisdirectedTo(string mediaType, string body)
-        {
-            if ((mediaType ?? "").Split(';')[0].Trim().ToLowerInvariant() != "application/problem+json") return null;
-            if (Member(body, "code") != "wrong_broker") return null;
-            Uri u;
-            if (!Uri.TryCreate(Member(body, "owner") ?? "", UriKind.Absolute, out u)) return null;
-            return (u.Scheme == "http" || u.Scheme == "https") && !string.IsNullOrEmpty(u.Host) ? u : null;
         }
 
         /// <summary>Sends req once; cancelling ct aborts the request promptly, even while the server hangs.</summary>

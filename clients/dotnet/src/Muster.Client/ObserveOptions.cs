@@ -116,5 +116,11 @@ namespace Muster.Client
         /// <summary>The runner's clients lose a session at its keepalive only (MusterClient.LateLoss): a
         /// new epoch, family_unavailable or session_not_found to another request end nothing at once.</summary>
         LateLoss = 16384,
+        /// <summary>The runner's clients use only the first of their base URLs (MusterClient.SingleBroker):
+        /// a dead first broker is never left.</summary>
+        SingleBroker = 32768,
+        /// <summary>The runner's clients keep sending to a broker that answers family_unavailable
+        /// (MusterClient.StayOnUnavailable); its sessions are still lost at once.</summary>
+        StayOnUnavailable = 65536,
     }
 }

@@ -147,20 +147,37 @@ namespace Muster.Client.Tests
             return o;
         }
 
-        /// <summary>A client of the proxy with the token's secret, broken as the variant asks.</summary>
-        private MusterClient Client(string token)
+        /// <summary>A client of the proxy (or of the named brokers, in order, resolved with
+        /// GET /brokers) with the token's secret, broken as the variant asks.</summary>
+        private async Task<MusterClient> ClientAsync(string token, JToken brokers)
         {
             var opts = new MusterClientOptions { Token = h.Tokens[token], WithoutFollow = (faults & ObserverFaults.NoFollow) != 0 };
-            return new MusterClient(h.Proxy, opts)
+            var bases = new List<string> { h.Proxy };
+            var names = brokers == null ? new List<string>() : brokers.Select(b => (string)b).ToList();
+            if (names.Count > 0)
+            {
+                var urls = await h.GetAsync("/brokers").ConfigureAwait(false);
+                bases.Clear();
+                foreach (var name in names)
+                {
+                    var url = (string)urls[name ?? ""];
+                    if (string.IsNullOrEmpty(url)) throw new InvalidOperationException("no broker \"" + name + "\" in GET /brokers");
+                    bases.Add(url);
+                }
+            }
+            return new MusterClient(bases, opts)
             {
                 StickyOwner = (faults & ObserverFaults.StickyOwner) != 0,
                 NeverLost = (faults & ObserverFaults.NeverLost) != 0,
                 SendPlusTtl = (faults & ObserverFaults.SendPlusTtl) != 0,
                 LateLoss = (faults & ObserverFaults.LateLoss) != 0,
+                SingleBroker = (faults & ObserverFaults.SingleBroker) != 0,
+                StayOnUnavailable = (faults & ObserverFaults.StayOnUnavailable) != 0,
             };
         }
 
-        /// <summary>worker_acquire: the worker (its client built on first use) creates a
+        /// <summary>worker_acquire: the worker (its client built on first use, on the proxy
+        /// or on the step's brokers) creates a
         /// session (TTL session_ttl_ms, default 10 s) when it has none or new_session asks,
         /// and acquires route (waiting up to
         /// wait_ms in the route's queue when given). An error
@@ -174,7 +191,7 @@ namespace Muster.Client.Tests
             Worker w;
             if (!workers.TryGetValue(name, out w))
             {
-                w = new Worker { C = Client((string)st["token"]) };
+                w = new Worker { C = await ClientAsync((string)st["token"], st["brokers"]).ConfigureAwait(false) };
                 workers[name] = w;
             }
             if (st["new_session"] != null && (bool)st["new_session"]) w.Current = null;
@@ -290,7 +307,7 @@ namespace Muster.Client.Tests
                         if (st["jitter"] != null) opts.ReconcileJitter = (double)st["jitter"];
                         if (st["shortest_ttl_ms"] != null) opts.ShortestTtl = TimeSpan.FromMilliseconds((long)st["shortest_ttl_ms"]);
                         var token = (string)st["token"];
-                        var c = Client(token);
+                        var c = await ClientAsync(token, st["brokers"]).ConfigureAwait(false);
                         var o = c.Observe((string)st["selector"], opts, faults, CancellationToken.None);
                         observers[(string)st["observer"]] = new Obs { O = o, C = c, Token = token, Selector = (string)st["selector"] };
                         return null;

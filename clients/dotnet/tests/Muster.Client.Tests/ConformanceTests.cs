@@ -90,6 +90,8 @@ namespace Muster.Client.Tests
             { "failover-follow-owner", ObserverFaults.StickyOwner },
             { "grant-after-wait-keeps-lease", ObserverFaults.SendPlusTtl },
             { "restart-loses-lease-promptly", ObserverFaults.LateLoss },
+            { "dead-broker-first", ObserverFaults.SingleBroker },
+            { "unavailable-broker-moves-on", ObserverFaults.StayOnUnavailable },
         };
 
         /// <summary>
@@ -153,6 +155,7 @@ namespace Muster.Client.Tests
         [TestCase("19_failover_follow_owner.json", "NeverLost", "worker_lost")]
         [TestCase("20_grant_after_wait_keeps_lease.json", "SendPlusTtl", "worker_holds")]
         [TestCase("21_restart_loses_lease_promptly.json", "LateLoss", "worker_lost")]
+        [TestCase("23_unavailable_broker_moves_on.json", "SingleBroker", "worker_acquire")]
         public void MoreBrokenClientsAreCaught(string file, string fault, string step)
         {
             var faults = (ObserverFaults)Enum.Parse(typeof(ObserverFaults), fault) | ObserverFaults.NoReconcile;

@@ -20,6 +20,7 @@ namespace Muster.Client.Tests
         {
             internal readonly List<string> Seen = new List<string>(); // "host METHOD body auth"
             internal Func<string, HttpResponseMessage> Answer;
+            internal Func<string, TimeSpan> Hang; // how long a host takes to answer (optional; cancellable)
 
             protected override async Task<HttpResponseMessage> SendAsync(HttpRequestMessage req, CancellationToken ct)
             {
@@ -28,6 +29,7 @@ namespace Muster.Client.Tests
                 var host = req.RequestUri.Authority;
                 lock (Seen) Seen.Add(host + " " + req.Method + " " + body + " " + auth);
                 if (req.Method == HttpMethod.Delete) return new HttpResponseMessage(HttpStatusCode.NoContent);
+                if (Hang != null) await Task.Delay(Hang(host), ct).ConfigureAwait(false);
                 return Answer(host);
             }
         }
@@ -109,6 +111,190 @@ namespace Muster.Client.Tests
             }
             var hosts = b.Seen.Where(x => !x.Contains(" DELETE ")).Select(x => x.Split(' ')[0]).ToArray();
             Assert.AreEqual(new[] { "owner:2", "first:1", "owner:2" }, hosts, string.Join("\n", b.Seen));
+        }
+
+        private static Exception Refused()
+        {
+            return new HttpRequestException("Connection refused", new System.Net.Sockets.SocketException((int)System.Net.Sockets.SocketError.ConnectionRefused));
+        }
+
+        private static HttpResponseMessage Unavailable()
+        {
+            return Json(503, "{\"type\":\"about:blank\",\"title\":\"Service Unavailable\",\"status\":503,\"code\":\"family_unavailable\"}",
+                "application/problem+json");
+        }
+
+        private static string[] Hosts(Brokers b)
+        {
+            lock (b.Seen) return b.Seen.Where(x => !x.Contains(" DELETE ")).Select(x => x.Split(' ')[0]).ToArray();
+        }
+
+        /// <summary>Several brokers: a first base URL whose connection is refused is left
+        /// for the next one, the request resent there at once, and later requests go
+        /// straight there.</summary>
+        [Test]
+        public void ARefusedFirstBaseUrlIsLeftForTheNext()
+        {
+            var b = new Brokers
+            {
+                Answer = host =>
+                {
+                    if (host == "dead:1") throw Refused();
+                    return Json(201, SessionBody);
+                },
+            };
+            using (var c = new MusterClient(new[] { "http://dead:1", "http://b:2" }, new MusterClientOptions { Token = "t", HttpClient = new HttpClient(b) }))
+            {
+                c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult().Dispose();
+                c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult().Dispose();
+            }
+            Assert.AreEqual(new[] { "dead:1", "b:2", "b:2" }, Hosts(b), string.Join("\n", b.Seen));
+            Assert.AreEqual(b.Seen[0].Substring("dead:1".Length), b.Seen[1].Substring("b:2".Length), "the body and token are sent again");
+        }
+
+        /// <summary>family_unavailable moves the client on (the comma-separated form here)
+        /// and the request is resent at once; the next request starts at the new broker.</summary>
+        [Test]
+        public void FamilyUnavailableMovesOnAndResends()
+        {
+            var b = new Brokers { Answer = host => host == "a:1" ? Unavailable() : Json(201, SessionBody) };
+            using (var c = new MusterClient("http://a:1,http://b:2", new MusterClientOptions { HttpClient = new HttpClient(b) }))
+            {
+                c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult().Dispose();
+                c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult().Dispose();
+            }
+            Assert.AreEqual(new[] { "a:1", "b:2", "b:2" }, Hosts(b), string.Join("\n", b.Seen));
+        }
+
+        /// <summary>With one base URL, family_unavailable from it is returned (there is
+        /// nowhere else to go); from an owner, the owner is forgotten and the base URL
+        /// asked again.</summary>
+        [Test]
+        public void OneBaseUrlFamilyUnavailableIsReturnedAndAnOwnersIsLeft()
+        {
+            var b = new Brokers { Answer = host => Unavailable() };
+            using (var c = new MusterClient("http://a:1", new MusterClientOptions { HttpClient = new HttpClient(b) }))
+            {
+                var e = Assert.Throws<MusterException>(() => c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult());
+                Assert.AreEqual(ErrorCode.FamilyUnavailable, e.Code);
+            }
+            Assert.AreEqual(new[] { "a:1" }, Hosts(b));
+            int n = 0;
+            var b2 = new Brokers
+            {
+                Answer = host => host == "owner:2" ? Unavailable() : Interlocked.Increment(ref n) == 1 ? Misdirect("http://owner:2") : Json(201, SessionBody),
+            };
+            using (var c = new MusterClient("http://a:1", new MusterClientOptions { HttpClient = new HttpClient(b2) }))
+            {
+                c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult().Dispose();
+            }
+            Assert.AreEqual(new[] { "a:1", "owner:2", "a:1" }, Hosts(b2), string.Join("\n", b2.Seen));
+        }
+
+        /// <summary>A failure after the request may have been sent (here a reset, not a
+        /// refusal) is returned, not resent; it still moves the client on, so the caller's
+        /// retry goes to the next broker.</summary>
+        [Test]
+        public void AFailureAfterSendingIsReturnedButMovesOn()
+        {
+            var b = new Brokers
+            {
+                Answer = host =>
+                {
+                    if (host == "a:1") throw new HttpRequestException("reset", new System.IO.IOException("Connection reset by peer"));
+                    return Json(201, SessionBody);
+                },
+            };
+            using (var c = new MusterClient("http://a:1,http://b:2", new MusterClientOptions { HttpClient = new HttpClient(b) }))
+            {
+                Assert.Throws<HttpRequestException>(() => c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult());
+                c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult().Dispose();
+            }
+            Assert.AreEqual(new[] { "a:1", "b:2" }, Hosts(b), string.Join("\n", b.Seen));
+        }
+
+        /// <summary>Every broker refusing: one request is sent at most to every base URL
+        /// once plus MaxFollows more, then the connection error is returned.</summary>
+        [Test]
+        public void RefusalsEverywhereAreBounded()
+        {
+            var b = new Brokers { Answer = host => { throw Refused(); } };
+            using (var c = new MusterClient(new[] { "http://a:1", "http://b:2" }, new MusterClientOptions { HttpClient = new HttpClient(b) }))
+            {
+                var e = Assert.Throws<HttpRequestException>(() => c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult());
+                Assert.IsTrue(MusterClient.NotSent(e));
+            }
+            Assert.AreEqual(new[] { "a:1", "b:2", "a:1", "b:2" }, Hosts(b));
+        }
+
+        /// <summary>Requests failing at the same broker at the same time move the client
+        /// once: after two concurrent failures at a:1 the next request goes to b:2, not
+        /// c:3.</summary>
+        [Test]
+        public void ConcurrentFailuresMoveOnOnce()
+        {
+            var both = new CountdownEvent(2);
+            var b = new Brokers
+            {
+                Answer = host =>
+                {
+                    if (host != "a:1") return Json(201, SessionBody);
+                    both.Signal();
+                    both.Wait(TimeSpan.FromSeconds(5));
+                    throw new HttpRequestException("reset");
+                },
+            };
+            using (var c = new MusterClient("http://a:1,http://b:2,http://c:3", new MusterClientOptions { HttpClient = new HttpClient(b) }))
+            {
+                var two = new[] { 0, 1 }.Select(_ => Task.Run(() => c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)))).ToArray();
+                foreach (var t in two) Assert.Throws<HttpRequestException>(() => t.GetAwaiter().GetResult());
+                c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult().Dispose();
+            }
+            Assert.AreEqual(new[] { "a:1", "a:1", "b:2" }, Hosts(b), string.Join("\n", b.Seen));
+        }
+
+        /// <summary>The caller's own cancellation is no broker's failure: the client stays.</summary>
+        [Test]
+        public void TheCallersCancellationMovesNothing()
+        {
+            int slow = 0;
+            var b = new Brokers
+            {
+                Answer = host => Json(201, SessionBody),
+                Hang = host => host == "a:1" && Interlocked.Exchange(ref slow, 1) == 0 ? TimeSpan.FromSeconds(30) : TimeSpan.Zero,
+            };
+            using (var c = new MusterClient("http://a:1,http://b:2", new MusterClientOptions { HttpClient = new HttpClient(b) }))
+            using (var cts = new CancellationTokenSource(TimeSpan.FromMilliseconds(100)))
+            {
+                Assert.Catch<OperationCanceledException>(() => c.CreateSessionAsync("w", TimeSpan.FromSeconds(10), cts.Token).GetAwaiter().GetResult());
+                c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult().Dispose();
+            }
+            Assert.AreEqual(new[] { "a:1", "a:1" }, Hosts(b), string.Join("\n", b.Seen));
+        }
+
+        [Test]
+        public void SeveralBaseUrlsAreParsedAndValidated()
+        {
+            using (var c = new MusterClient(" http://a:1/ ,https://b.example:7420"))
+            {
+                Assert.AreEqual(new[] { "http://a:1", "https://b.example:7420" }, c.BaseUrls.ToArray());
+                Assert.AreEqual("http://a:1", c.BaseUrl);
+            }
+            using (var c = new MusterClient(new List<string> { "http://a:1", "http://b:2/" }))
+            {
+                Assert.AreEqual(new[] { "http://a:1", "http://b:2" }, c.BaseUrls.ToArray());
+            }
+            foreach (var bad in new[] { "http://a:1,", ",http://a:1", "http://a:1,ftp://b", "http://a:1,b:2", "http://a:1,,http://b:2" })
+            {
+                var e = Assert.Throws<ArgumentException>(() => new MusterClient(bad), bad);
+                StringAssert.Contains("want http(s)://host[:port], or several separated by commas", e.Message);
+            }
+            foreach (var bad in new[] { new string[0], new[] { "http://a:1", null }, new[] { "http://a:1", "http://" } })
+            {
+                var e = Assert.Throws<ArgumentException>(() => new MusterClient(bad));
+                StringAssert.Contains("want http(s)://host[:port]", e.Message);
+            }
+            Assert.Throws<ArgumentException>(() => new MusterClient((IEnumerable<string>)null));
         }
 
         [TestCase("{\"code\":\"wrong_broker\",\"owner\":\"http://10.0.0.2:7420\"}", "application/problem+json", true)]

@@ -233,6 +233,9 @@ namespace Muster.Client.Tests
             }
         }
 
+        /// <summary>The list is sent to b:2, which answers family_unavailable: the client
+        /// forgets that owner and asks its base URL again, which answers. The session of
+        /// a:1 is untouched.</summary>
         [Test]
         public async Task FamilyUnavailableFromAnotherBrokerChangesNothing()
         {
@@ -241,10 +244,39 @@ namespace Muster.Client.Tests
             {
                 var s = await c.CreateSessionAsync("w", TimeSpan.FromSeconds(30));
                 var la = await s.AcquireAsync(A, TimeSpan.FromMinutes(5));
-                b.Answer = (host, req) => !IsList(req) ? null : host == "a:1" ? Misdirect("http://b:2") : Problem(503, "family_unavailable", "x9");
-                var e = Assert.Throws<MusterException>(() => c.ListPageAsync("lease://acme/**").GetAwaiter().GetResult());
-                Assert.AreEqual(ErrorCode.FamilyUnavailable, e.Code);
+                int misdirects = 0;
+                b.Answer = (host, req) => !IsList(req) ? null
+                    : host == "a:1" ? (Interlocked.Increment(ref misdirects) == 1 ? Misdirect("http://b:2") : null)
+                    : Problem(503, "family_unavailable", "x9");
+                await c.ListPageAsync("lease://acme/**");
+                Assert.AreEqual(2, misdirects, "the list was not sent to the base URL again");
                 AssertHeld(s, la);
+                s.Dispose();
+            }
+        }
+
+        /// <summary>Several brokers: a family_unavailable that the client moved on from (the
+        /// request was answered by the next broker) still loses the sessions of the broker
+        /// that answered it, at once.</summary>
+        [Test]
+        public async Task FamilyUnavailableSentOnToTheNextBrokerStillLosesTheSession()
+        {
+            var b = new Brokers();
+            using (var c = new MusterClient(new[] { "http://a:1", "http://b:2" }, new MusterClientOptions { HttpClient = new HttpClient(b) }))
+            {
+                var s = await c.CreateSessionAsync("w", TimeSpan.FromSeconds(30));
+                var la = await s.AcquireAsync(A, TimeSpan.FromMinutes(5));
+                var hosts = new List<string>();
+                b.Answer = (host, req) =>
+                {
+                    if (!IsList(req)) return null;
+                    lock (hosts) hosts.Add(host);
+                    return host == "a:1" ? Problem(503, "family_unavailable", "e1") : ListPage("f1");
+                };
+                var page = await c.ListPageAsync("lease://acme/**");
+                Assert.AreEqual("f1", page.Epoch);
+                Assert.AreEqual(new[] { "a:1", "b:2" }, hosts.ToArray());
+                AssertLostNow(s, "family_unavailable", la);
                 s.Dispose();
             }
         }
