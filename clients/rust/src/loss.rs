@@ -315,11 +315,14 @@ mod tests {
         let (sa, la) = session_with(&c, &[X]).await;
         get(&c, "/v1/other").await.unwrap(); // followed to b: epoch b1
         held(&sa, &la);
-        let e = get(&c, "/v1/fu").await.unwrap_err(); // b (the owner now)
-        assert!(matches!(e, Error::FamilyUnavailable(_)), "{e:?}");
+        // b (the owner now) answers family_unavailable: it is forgotten
+        // and a answers.
+        get(&c, "/v1/fu").await.unwrap();
         held(&sa, &la);
 
-        // Created at b (the owner): b's new epoch ends it, not a's session.
+        // Created at b (the owner again): b's new epoch ends it, not a's
+        // session.
+        get(&c, "/v1/other").await.unwrap();
         let (sb, lb) = session_with(&c, &[Z]).await;
         assert_eq!(sb.epoch(), "b1");
         b.restart("b2");
@@ -346,6 +349,45 @@ mod tests {
             "{:?}",
             s.error()
         );
+    }
+
+    /// A family_unavailable answer that the client did not return (it
+    /// moved on to the next base URL, which answered) still ends the
+    /// sessions of the broker that answered it, at once; so it does with
+    /// the conformance tests' broken client that stays on that broker.
+    #[tokio::test]
+    async fn family_unavailable_heard_on_the_way_loses_the_session() {
+        for stay in [false, true] {
+            let a = Fake::start("a1", 60_000, |line| {
+                line.starts_with("GET /v1/fu ")
+                    .then(|| problem(503, "family_unavailable"))
+            })
+            .await;
+            let b = Fake::start("b1", 60_000, |_| None).await;
+            let faults = crate::Faults {
+                stay_on_unavailable: stay,
+                ..crate::Faults::default()
+            };
+            let c = Client::builder_list([&a.url, &b.url])
+                .faults(faults)
+                .build()
+                .unwrap();
+            let (s, leases) = session_with(&c, &[X, Z]).await;
+            assert_eq!(s.epoch(), "a1");
+            let got = get(&c, "/v1/fu").await;
+            lost_now(&s, &leases, "no longer serves the family");
+            let at_b = b.seen.lock().unwrap().len();
+            if stay {
+                assert!(matches!(got, Err(Error::FamilyUnavailable(_))), "{got:?}");
+                assert_eq!(at_b, 0);
+            } else {
+                got.unwrap();
+                assert_eq!(at_b, 1);
+                // The next session is b's.
+                let (s, _) = session_with(&c, &[X]).await;
+                assert_eq!(s.epoch(), "b1");
+            }
+        }
     }
 
     /// Rule 3: session_not_found to an acquire, an extend, a release or a
@@ -456,8 +498,10 @@ mod tests {
         .await;
         let c = Client::new(&b.url).unwrap();
         let (s, leases) = session_with(&c, &[X, Z]).await;
+        // Refused by the dead owner twice (each time forgotten, and b asked
+        // again), then b's 421 is the answer: the hops are used up.
         let e = get(&c, "/v1/dead").await.unwrap_err();
-        assert!(matches!(e, Error::Transport(_)), "{e:?}");
+        assert!(matches!(e, Error::WrongBroker(_)), "{e:?}");
         let e = get(&c, "/v1/busy").await.unwrap_err();
         assert!(matches!(e, Error::Unavailable(_)), "{e:?}");
         get(&c, "/v1/leases").await.unwrap();

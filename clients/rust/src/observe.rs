@@ -86,6 +86,13 @@ pub struct Faults {
     /// A client built with these faults follows `wrong_broker` but keeps
     /// sending to an owner that stopped answering.
     pub sticky_owner: bool,
+    /// A client built with these faults keeps sending to a broker that
+    /// answers `family_unavailable` instead of moving on (it still ends that
+    /// broker's sessions at once).
+    pub stay_on_unavailable: bool,
+    /// A client built with these faults uses only the first of its base
+    /// URLs: a dead first broker is never left.
+    pub single_broker: bool,
     /// A client built with these faults never reports a lease's loss:
     /// [`crate::Lease::lost`] is never cancelled.
     pub never_lost: bool,

@@ -1,7 +1,7 @@
 //! Watch streams: [`Client::watch`] opens one and returns a [`Subscription`],
 //! a [`Stream`] of [`Change`]s that starts after its snapshot [`Marker`].
 
-use crate::client::{content_type, read_body, Client};
+use crate::client::{BodyStream, Client};
 use crate::error::{Error, Result};
 use crate::sse::{Event, Parser};
 use crate::wire::{ChangeEvent, ChangeKind, Item, SnapshotEvent, StreamEndEvent};
@@ -61,7 +61,7 @@ pub struct MarkerPage {
 
 /// Reads events off a response body.
 struct Events {
-    body: Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    body: BodyStream,
     parser: Parser,
     queue: VecDeque<Event>,
 }
@@ -201,13 +201,11 @@ impl Client {
         if let Some(id) = session {
             rb = rb.header("Muster-Session", id);
         }
-        let resp = self.execute(rb).await?;
-        let host = crate::loss::answered_by(resp.url());
-        let status = resp.status().as_u16();
-        let ct = content_type(&resp);
+        let a = self.execute(rb).await?;
+        let (host, status, ct) = (a.host.clone(), a.status, a.content_type.clone());
         let mt = crate::error::media_type(&ct);
         if status != 200 || mt != "text/event-stream" {
-            let body = read_body(resp).await.unwrap_or_default();
+            let body = a.body().await.unwrap_or_default();
             if status == 200 {
                 return Err(Error::Protocol(format!(
                     "watch answered {mt:?}, not an event stream"
@@ -216,7 +214,7 @@ impl Client {
             return Err(self.problem(&host, status, &ct, &body));
         }
         let mut events = Events {
-            body: Box::pin(resp.bytes_stream()),
+            body: a.stream(),
             parser: Parser::new(MAX_EVENT),
             queue: VecDeque::new(),
         };

@@ -176,7 +176,7 @@ impl Runner {
             return self.post("/step", st.to_string()).await;
         }
         match op {
-            "observe" => self.observe(st),
+            "observe" => self.observe(st).await,
             "worker_acquire" => self.worker_acquire(st).await,
             "worker_lost" => self.worker_lost(st).await,
             "worker_holds" => self.worker_holds(st).await,
@@ -231,14 +231,33 @@ impl Runner {
         }
     }
 
-    /// A client of the proxy with the token's secret, broken as the
-    /// scenario's variant asks.
-    fn client(&self, token: &str) -> Result<Client, String> {
+    /// A client of the proxy (or of the brokers the step names, in order:
+    /// `GET /brokers` gives their URLs) with the token's secret, broken as
+    /// the scenario's variant asks.
+    async fn client(&self, st: &Value) -> Result<Client, String> {
+        let token = str_of(st, "token");
         let secret = self
             .tokens
             .get(token)
             .ok_or_else(|| format!("no token {token:?}"))?;
-        Client::builder(&self.h.proxy)
+        let names: Vec<&str> = st["brokers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|b| b.as_str().unwrap_or(""))
+            .collect();
+        let mut bases = vec![self.h.proxy.clone()];
+        if !names.is_empty() {
+            let urls = self.get_json("/brokers", &[]).await?;
+            bases = names
+                .iter()
+                .map(|n| match str_of(&urls, n) {
+                    "" => Err(format!("no broker {n:?} in GET /brokers")),
+                    u => Ok(u.to_string()),
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        Client::builder_list(bases)
             .token(secret.as_str())
             .faults(self.faults)
             .build()
@@ -261,7 +280,7 @@ impl Runner {
             opts = opts.wait(Duration::from_millis(ms));
         }
         if !self.workers.contains_key(&name) {
-            let c = self.client(str_of(st, "token"))?;
+            let c = self.client(st).await?;
             let w = Worker {
                 c,
                 session: None,
@@ -361,7 +380,7 @@ impl Runner {
         }
     }
 
-    fn observe(&mut self, st: &Value) -> Result<(), String> {
+    async fn observe(&mut self, st: &Value) -> Result<(), String> {
         let token = str_of(st, "token");
         let mut opts = ObserveOptions::default().faults(self.faults);
         if let Some(n) = st["page_size"].as_u64() {
@@ -376,7 +395,7 @@ impl Runner {
         if let Some(ms) = st["shortest_ttl_ms"].as_u64() {
             opts = opts.shortest_ttl(Duration::from_millis(ms));
         }
-        let client = self.client(token)?;
+        let client = self.client(st).await?;
         let selector = str_of(st, "selector");
         let o = client.observe(selector, opts).map_err(|e| e.to_string())?;
         let w = Watched {
@@ -687,6 +706,14 @@ fn broken_variant(scenario: &str) -> Option<Faults> {
             late_loss: true,
             ..f
         },
+        "dead-broker-first" => Faults {
+            single_broker: true,
+            ..f
+        },
+        "unavailable-broker-moves-on" => Faults {
+            stay_on_unavailable: true,
+            ..f
+        },
         _ => return None,
     })
 }
@@ -774,14 +801,24 @@ async fn every_scenario_catches_its_broken_observer() {
 
 /// Further broken clients a scenario must catch, each at the named step.
 fn more_broken_variants() -> Vec<(&'static str, Faults, &'static str)> {
-    vec![(
-        "failover-follow-owner",
-        Faults {
-            never_lost: true,
-            ..Faults::default()
-        },
-        "worker_lost",
-    )]
+    vec![
+        (
+            "failover-follow-owner",
+            Faults {
+                never_lost: true,
+                ..Faults::default()
+            },
+            "worker_lost",
+        ),
+        (
+            "unavailable-broker-moves-on",
+            Faults {
+                single_broker: true,
+                ..Faults::default()
+            },
+            "worker_acquire",
+        ),
+    ]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
