@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks deploy/prometheus/muster-alerts.yaml with promtool: the rules parse
 # (`promtool check rules`) and do what their unit tests say
-# (`promtool test rules`, deploy/prometheus/muster-alerts.test.yaml). That
+# (`promtool test rules`, deploy/prometheus/muster-alerts.test.yaml), and
+# the queries of deploy/grafana/muster-dashboard.json parse. That
 # every metric the rules and the Grafana dashboard name is one the broker
 # exports is checked by the Go test beside this script (tests/deploy), which
 # `go test ./...` runs.
@@ -40,4 +41,10 @@ fi
 log "using $promtool ($("$promtool" --version 2>&1 | head -n 1))"
 
 "$promtool" check rules deploy/prometheus/muster-alerts.yaml
+# The dashboard's queries parse: as recording rules, Grafana's variables
+# replaced (tests/deploy/dashrules).
+tmp=$(mktemp -d)
+trap 'rm -rf -- "$tmp"' EXIT
+go run ./tests/deploy/dashrules deploy/grafana/muster-dashboard.json >"$tmp/dashboard-queries.yaml"
+"$promtool" check rules "$tmp/dashboard-queries.yaml"
 (cd deploy/prometheus && "$promtool" test rules muster-alerts.test.yaml)
