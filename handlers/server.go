@@ -131,7 +131,9 @@ func New(opt Options) (*Server, error) {
 	if s.batchRules, err = loadBatchRules(spec); err != nil {
 		return nil, err
 	}
-	s.docs = swaggerui.Handler("/openapi.yaml")
+	// Relative to /docs/, so that the page works under a prefix a reverse
+	// proxy strips (docs/operations.md, Behind a reverse proxy).
+	s.docs = swaggerui.Handler("../openapi.yaml")
 	if opt.BodyReadTimeout <= 0 {
 		opt.BodyReadTimeout = DefaultBodyReadTimeout
 	}

@@ -21,6 +21,7 @@ fi
 if [[ "${MUSTER_TEST_BROWSER:-on}" != "off" && -x tests/browser/install.sh ]]; then
   bash tests/browser/install.sh
 fi
+bash tests/proxy/install.sh >/dev/null # Debian's nginx for tests/proxy, unless MUSTER_TEST_NGINX=off
 
 go mod tidy -diff && (cd clients/go && go mod tidy -diff) # go.mod/go.sum are tidy
 go test -count=1 -timeout 12m $(go list ./... | grep -v /tests/hostile)

@@ -184,13 +184,15 @@ type handler struct {
 // Handler returns the Swagger UI handler to mount at MountPath ("/docs").
 // It serves:
 //
-//	/docs             redirect to /docs/ (relative asset URLs need the slash)
+//	/docs             redirect to docs/ (relative asset URLs need the slash)
 //	/docs/            the page, which loads the spec from specURL
 //	/docs/index.html  the same page
 //	/docs/<file>      the embedded scripts, stylesheets, icons and licenses
 //
-// specURL is what Swagger UI fetches, normally "/openapi.yaml". A relative
-// URL (the usual case) is fetched from the broker's own origin; for an
+// specURL is what Swagger UI fetches, normally "../openapi.yaml": relative to
+// the page, so that the page works under any prefix a reverse proxy strips
+// (/muster/docs/ loads /muster/openapi.yaml). A relative or absolute path is
+// fetched from the broker's own origin; for an
 // absolute URL that origin is added to the page's connect-src. Handler panics
 // if specURL is empty or not a usable http(s) URL, as that is a wiring error.
 //
@@ -293,23 +295,31 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.serve(w, r, a, cc)
 }
 
-// redirectToSlash sends /docs to /docs/, keeping the query. The target is
-// taken from the request line so that it is right whether or not a prefix
-// was stripped before this handler.
+// redirectToSlash sends /docs to /docs/, keeping the query. The Location is
+// relative ("docs/"), the last segment of the request path with a slash, so
+// that it is right whatever prefix a reverse proxy or http.StripPrefix took
+// off before this handler: the browser resolves it against the URL it asked
+// for (/muster/docs gives /muster/docs/). http.Redirect would make it
+// absolute from the path this handler sees, so the header is written here.
 func (h *handler) redirectToSlash(w http.ResponseWriter, r *http.Request) {
-	p := r.URL.Path
-	if u, err := url.ParseRequestURI(r.RequestURI); err == nil && u.Path != "" {
-		p = u.Path
-	}
-	if p == "" || strings.HasPrefix(p, "//") {
-		p = MountPath
-	}
-	target := p + "/"
+	w.Header().Set("Cache-Control", "no-cache")
+	redirectRelative(w, r, path.Base(MountPath)+"/")
+}
+
+// redirectRelative answers 301 with the relative Location target (plus the
+// request's query) and a short HTML body, as http.Redirect does.
+func redirectRelative(w http.ResponseWriter, r *http.Request, target string) {
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}
-	w.Header().Set("Cache-Control", "no-cache")
-	http.Redirect(w, r, target, http.StatusMovedPermanently)
+	w.Header().Set("Location", target)
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	}
+	w.WriteHeader(http.StatusMovedPermanently)
+	if r.Method == http.MethodGet {
+		fmt.Fprintf(w, "<a href=\"%s\">Moved Permanently</a>.\n", template.HTMLEscapeString(target))
+	}
 }
 
 // serve writes one asset, gzipped when the client accepts it, with ETag

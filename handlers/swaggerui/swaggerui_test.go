@@ -209,10 +209,10 @@ func TestRedirectToSlash(t *testing.T) {
 		handler       http.Handler
 		target, where string
 	}{
-		{h, "/docs", "/docs/"},
-		{h, "/docs?deep=1", "/docs/?deep=1"},
-		{http.StripPrefix("/docs", h), "/docs", "/docs/"},
-		{http.StripPrefix("/api/docs", h), "/api/docs", "/api/docs/"},
+		{h, "/docs", "docs/"},
+		{h, "/docs?deep=1", "docs/?deep=1"},
+		{http.StripPrefix("/docs", h), "/docs", "docs/"},
+		{http.StripPrefix("/api/docs", h), "/api/docs", "docs/"},
 	} {
 		rec := do(t, tc.handler, http.MethodGet, tc.target)
 		if rec.Code != http.StatusMovedPermanently {

@@ -54,14 +54,16 @@ type handler struct{ assets map[string]*asset }
 
 // Handler returns the dashboard's handler, to mount at MountPath:
 //
-//	/ui             redirect to /ui/ (the page's relative URLs need the slash)
+//	/ui             redirect to ui/ (the page's relative URLs need the slash)
 //	/ui/            the page (also /ui/index.html)
 //	/ui/<file>      app.js, muster.js, ui.css, icon.svg
 //
 // Only GET and HEAD are allowed. Every answer carries the
 // Content-Security-Policy, nosniff, no-referrer and Cache-Control: no-cache
 // with an ETag (revalidated on each load: a new broker serves its own
-// files). The page calls the API on the origin that served it.
+// files). Every URL the page uses is relative to it: its files, and the API,
+// which it calls at the directory above the page (/ui/'s parent), so that it
+// works behind a reverse proxy that serves the broker under a prefix.
 func Handler() http.Handler {
 	h := &handler{assets: map[string]*asset{}}
 	for _, dir := range []string{"web", "dist"} {
@@ -93,12 +95,17 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch rest {
 	case "":
-		target := MountPath + "/"
+		// A relative Location ("ui/"), resolved by the browser against the
+		// URL it asked for, stays right under any prefix a reverse proxy
+		// strips (/muster/ui gives /muster/ui/); http.Redirect would make it
+		// absolute from the path seen here.
+		target := path.Base(MountPath) + "/"
 		if r.URL.RawQuery != "" {
 			target += "?" + r.URL.RawQuery
 		}
 		hdr.Set("Cache-Control", "no-cache")
-		http.Redirect(w, r, target, http.StatusMovedPermanently)
+		hdr.Set("Location", target)
+		w.WriteHeader(http.StatusMovedPermanently)
 		return
 	case "/":
 		rest = "/index.html"

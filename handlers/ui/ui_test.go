@@ -25,8 +25,8 @@ func TestHandler(t *testing.T) {
 		status             int
 		ctype, location    string
 	}{
-		{"Redirect", "GET", "/ui", 301, "", "/ui/"},
-		{"RedirectKeepsQuery", "GET", "/ui?selector=lease://acme/**", 301, "", "/ui/?selector=lease://acme/**"},
+		{"Redirect", "GET", "/ui", 301, "", "ui/"},
+		{"RedirectKeepsQuery", "GET", "/ui?selector=lease://acme/**", 301, "", "ui/?selector=lease://acme/**"},
 		{"Page", "GET", "/ui/", 200, "text/html; charset=utf-8", ""},
 		{"PageByName", "GET", "/ui/index.html", 200, "text/html; charset=utf-8", ""},
 		{"App", "GET", "/ui/app.js", 200, "text/javascript; charset=utf-8", ""},

@@ -12,8 +12,28 @@
     if (!specURL) {
       return;
     }
+    // The API lives where the spec does: openapi.yaml's server is "/", but
+    // behind a reverse proxy that serves the broker under a prefix (the page
+    // at /muster/docs/, the spec at /muster/openapi.yaml) the API's root is
+    // /muster/. "Try it out" requests for this origin are moved under the
+    // directory that holds the spec; with no prefix nothing changes.
+    var apiRoot = new URL(".", new URL(specURL, document.baseURI));
+    function underApiRoot(req) {
+      var u;
+      try {
+        u = new URL(req.url, document.baseURI);
+      } catch (e) {
+        return req;
+      }
+      if (u.origin === apiRoot.origin && apiRoot.pathname !== "/" && u.pathname.indexOf(apiRoot.pathname) !== 0) {
+        u.pathname = apiRoot.pathname + u.pathname.replace(/^\/+/, "");
+        req.url = u.toString();
+      }
+      return req;
+    }
     window.ui = SwaggerUIBundle({
       url: specURL,
+      requestInterceptor: underApiRoot,
       dom_id: "#swagger-ui",
       // Never send the spec to the public validator (and never fetch its badge).
       validatorUrl: null,

@@ -227,6 +227,7 @@ var LeaseTable = class {
 // src/main.ts
 var keys = { token: "muster.ui.token", selector: "muster.ui.selector", root: "muster.ui.fleet-root", live: "muster.ui.fleet-live" };
 var maxEvents = 200;
+var apiBase = new URL("..", location.href).href;
 var rateWindowMs = 1e4;
 var ui = {
   form: byId("watch-form"),
@@ -332,7 +333,7 @@ function start(selector, token) {
   table.show([]);
   ui.scroll.hidden = false;
   try {
-    client = new MusterClient(location.origin, { token });
+    client = new MusterClient(apiBase, { token });
     const o = client.observe(selector);
     observer = o;
     o.onChange((v) => render(o, v));
@@ -363,7 +364,7 @@ function showFleet() {
   const live = ui.fleetLive.value.trim() || ui.selector.value.trim();
   sessionStorage.setItem(keys.root, root);
   sessionStorage.setItem(keys.live, ui.fleetLive.value.trim());
-  client ??= new MusterClient(location.origin, { token: ui.token.value });
+  client ??= new MusterClient(apiBase, { token: ui.token.value });
   fleet.show(client, root, live);
 }
 ui.form.addEventListener("submit", (e) => {

@@ -3,7 +3,8 @@
  * the SDK's observer, with its state (bootstrapping, ready, recovering with
  * the reason, stopped with the error), an event log, counters and a fleet's
  * gap. Built with @muster/client's browser bundle (served beside it as
- * muster.js); talks only to the origin that served it.
+ * muster.js); talks only to the broker that served it, at the directory above
+ * the page (apiBase), so that it works under a prefix a reverse proxy strips.
  */
 import { ClosedError, MusterClient, MusterError, type Observer, type View } from "@muster/client";
 import { byId, clock, el, setAlert } from "./dom.js";
@@ -14,6 +15,13 @@ import { LeaseTable, diff, type Diff } from "./leases.js";
 /** sessionStorage keys: the token lives only as long as the tab. */
 const keys = { token: "muster.ui.token", selector: "muster.ui.selector", root: "muster.ui.fleet-root", live: "muster.ui.fleet-live" };
 const maxEvents = 200;
+/**
+ * The broker's base URL: the page is served at <base>/ui/, so the API is its
+ * parent directory, "http://host:port/" directly or "https://host/muster/"
+ * behind a proxy that serves the broker under /muster/ (never location.origin,
+ * which would leave the prefix out).
+ */
+const apiBase = new URL("..", location.href).href;
 const rateWindowMs = 10_000;
 
 type State = "idle" | "bootstrapping" | "ready" | "recovering" | "stopped";
@@ -130,7 +138,7 @@ function start(selector: string, token: string): void {
   table.show([]); // a new selector starts from an empty table
   ui.scroll.hidden = false;
   try {
-    client = new MusterClient(location.origin, { token });
+    client = new MusterClient(apiBase, { token });
     const o = client.observe(selector);
     observer = o;
     o.onChange((v) => render(o, v));
@@ -162,7 +170,7 @@ function showFleet(): void {
   const live = ui.fleetLive.value.trim() || ui.selector.value.trim();
   sessionStorage.setItem(keys.root, root);
   sessionStorage.setItem(keys.live, ui.fleetLive.value.trim());
-  client ??= new MusterClient(location.origin, { token: ui.token.value });
+  client ??= new MusterClient(apiBase, { token: ui.token.value });
   fleet.show(client, root, live);
 }
 
