@@ -302,3 +302,28 @@ func metric(t *testing.T, b *broker, name string) float64 {
 	t.Fatalf("%s has no sample %s", b.id, name)
 	return 0
 }
+
+// TestColdStartNoHerd: brokers started together take each family once, by
+// its desired owner. A broker takes free families only after heartbeating
+// for a whole round, so the first one up no longer claims every family and
+// hands most of them away a round later (a second restart for them).
+func TestColdStartNoHerd(t *testing.T) {
+	fams := []string{"acme", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"}
+	c := newClusterTimed(t, defaults, 3, fams...)
+	for _, fam := range fams {
+		c.waitOwner(fam, c.brokers, 30*time.Second)
+	}
+	// A herd's moves come within two rounds: the first broker gives a
+	// family up at its next round, its desired owner takes it at one of
+	// its own.
+	time.Sleep(2 * defaults.every)
+	var takeovers, releases float64
+	for _, b := range c.brokers {
+		takeovers += metric(t, b, "muster_placement_takeovers_total")
+		releases += metric(t, b, "muster_placement_releases_total")
+	}
+	t.Logf("cold start of 3 brokers, %d families: %v acquisitions, %v releases", len(fams), takeovers, releases)
+	if takeovers != float64(len(fams)) || releases != 0 {
+		t.Fatalf("%v acquisitions and %v releases for %d families: a herd (want each family acquired once, none handed away)", takeovers, releases, len(fams))
+	}
+}

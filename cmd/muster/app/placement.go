@@ -29,6 +29,7 @@ type placer struct {
 	log      *slog.Logger
 	self     string
 	held     map[string]claims.Claim // touched by the loop goroutine only
+	beating  time.Time               // since when every round heartbeated (loop goroutine only)
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
@@ -46,22 +47,48 @@ func newPlacer(store *claims.Store, broker *core.Broker, set *placementSettings,
 		metrics: newPlacementMetrics()}
 }
 
-// start runs the loop; its first step runs at once.
+// start runs the loop; its first step runs at once. A step runs every
+// renewEvery, and also at the moment another broker's claim may be taken
+// (takeoverAt): a crashed owner's families move at expires_at + margin,
+// not up to a round later.
 func (p *placer) start() {
 	p.started = true
 	go func() {
 		defer close(p.done)
-		t := time.NewTicker(p.set.renewEvery)
+		t := time.NewTimer(0)
 		defer t.Stop()
 		for {
-			p.step()
 			select {
 			case <-t.C:
 			case <-p.stop:
 				return
 			}
+			t.Reset(time.Until(p.step()))
 		}
 	}()
+}
+
+// takeoverSlack is how long after a claim's expiry plus margin (by this
+// broker's reading of the server's clock) the step that may take it runs:
+// the reading comes before the server's now(), so it is early by up to
+// the query's time.
+const takeoverSlack = 50 * time.Millisecond
+
+// takeoverAt is the earliest moment, after now, at which a live claim of
+// another broker on one of the deployment's families may be taken over if
+// it is not renewed; zero when there is none.
+func (p *placer) takeoverAt(owners map[string]claims.Owner, now time.Time) time.Time {
+	var at time.Time
+	for _, fam := range p.set.families {
+		o, ok := owners[fam]
+		if !ok || !o.Live || o.Broker == p.self {
+			continue
+		}
+		if t := o.Until.Add(p.set.claims.Margin + takeoverSlack); t.After(now) && (at.IsZero() || t.Before(at)) {
+			at = t
+		}
+	}
+	return at
 }
 
 // close stops the loop, then gives every held family up (a planned move:
@@ -94,8 +121,11 @@ func (p *placer) Owner(family string) (string, bool) {
 	return o.Addr, true
 }
 
-// step is one round, bounded by renewEvery.
-func (p *placer) step() {
+// step is one round, bounded by renewEvery. It returns when the next one
+// is due: renewEvery after it started, or earlier at takeoverAt.
+func (p *placer) step() (next time.Time) {
+	start := time.Now()
+	next = start.Add(p.set.renewEvery)
 	ctx, cancel := context.WithTimeout(context.Background(), p.set.renewEvery)
 	defer cancel()
 	// Renewals first: they are what keeps the families served. A failed
@@ -106,6 +136,7 @@ func (p *placer) step() {
 	for attempt := 0; p.renewAll(ctx, attempt == 0) != nil; attempt++ {
 		select {
 		case <-ctx.Done():
+			p.beating = time.Time{}
 			return
 		case <-p.stop:
 			return
@@ -114,7 +145,11 @@ func (p *placer) step() {
 	}
 	if err := p.store.Heartbeat(ctx); err != nil {
 		p.log.Warn("placement: heartbeat failed", "err", err)
+		p.beating = time.Time{}
 		return
+	}
+	if p.beating.IsZero() {
+		p.beating = start
 	}
 	live, err := p.store.LiveBrokers(ctx)
 	if err != nil {
@@ -129,17 +164,36 @@ func (p *placer) step() {
 	p.mu.Lock()
 	p.owners = owners
 	p.mu.Unlock()
+	// No herd: a broker takes free families only once it has heartbeated
+	// for a whole round, so that brokers starting together (a cold start,
+	// the end of a PostgreSQL outage) see each other first, and each
+	// family is acquired once, by its desired owner, instead of by the
+	// first broker up and handed away a round later.
+	settled := !start.Before(p.beating.Add(p.set.renewEvery))
 	for _, fam := range p.set.families {
 		want := desiredOwner(fam, live, p.set.pinned[fam])
 		c, holding := p.held[fam]
 		switch {
 		case holding && want != p.self && want != "":
 			p.giveUp(ctx, fam, c)
-		case !holding && want == p.self && !owners[fam].Live:
-			p.acquire(ctx, fam)
+		case !holding && want == p.self && !owners[fam].Live && settled:
+			if p.acquire(ctx, fam) && owners[fam].Broker != "" {
+				// Expired, but its margin has not passed by the server's
+				// clock (the takeover step ran early by the query's
+				// latency): try again shortly rather than a round later.
+				next = time.Now().Add(takeoverRetry)
+			}
 		}
 	}
+	if at := p.takeoverAt(owners, time.Now()); !at.IsZero() && at.Before(next) {
+		next = at
+	}
+	return next
 }
+
+// takeoverRetry is how soon an acquisition refused within a claim's margin
+// is tried again.
+const takeoverRetry = 100 * time.Millisecond
 
 // renewRetry is how soon a failed renewal is tried again.
 const renewRetry = 200 * time.Millisecond
@@ -204,14 +258,15 @@ func (p *placer) renewAll(ctx context.Context, logFailure bool) error {
 	return nil
 }
 
-// acquire takes fam and starts serving it.
-func (p *placer) acquire(ctx context.Context, fam string) {
+// acquire takes fam and starts serving it. It reports whether the claim
+// was held still (within its margin, or taken by another broker).
+func (p *placer) acquire(ctx context.Context, fam string) (held bool) {
 	c, err := p.store.Acquire(ctx, fam)
 	if err != nil {
 		if !errors.Is(err, claims.ErrHeld) {
 			p.log.Warn("placement: acquiring a family failed", "family", fam, "err", err)
 		}
-		return
+		return errors.Is(err, claims.ErrHeld)
 	}
 	if err := p.broker.Serve(context.Background(), core.Family(fam), core.PlacementEpoch(c.Epoch), c.Deadline()); err != nil {
 		p.log.Warn("placement: the core refused a new claim", "family", fam, "err", err)
@@ -222,6 +277,7 @@ func (p *placer) acquire(ctx context.Context, fam string) {
 	p.metrics.held.Store(int64(len(p.held)))
 	p.metrics.takeovers.Inc()
 	p.log.Info("placement: serving family", "family", fam, "epoch", c.Epoch)
+	return false
 }
 
 // giveUp stops serving fam, then releases its claim: in that order, so the
