@@ -4,13 +4,19 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: run build generate check-generated vet staticcheck test test-go bench fuzz hostile-long clean
+.PHONY: run build image generate check-generated vet staticcheck test test-go bench fuzz hostile-long clean
 
 run:
 	$(GO) run ./cmd/muster serve
 
 build:
 	$(GO) build -buildvcs=auto -o bin/muster ./cmd/muster
+
+# The container image (linux/amd64 and linux/arm64) without a container
+# daemon: bin/muster-image/oci (OCI layout) and bin/muster-image/muster-oci.tar
+# (oci-archive). Loading and running it: docs/operations.md, "Installing".
+image:
+	$(GO) run ./deploy/image -out bin/muster-image
 
 generate:
 	$(GO) generate ./api
