@@ -46,5 +46,6 @@ bash clients/rust/test.sh
 # The peers benchmark's driver (its own module): real redis-server and etcd,
 # one short round of every row; the figures are for `make bench`.
 bash tests/peers/smoke.sh
+bash deploy/systemd/verify.sh # the systemd unit: systemd-analyze verify and security (offline)
 # The concurrent packages once more under the race detector.
 go test -count=1 -race -timeout 8m ./core ./sse ./handlers/...
