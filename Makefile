@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 PKGS  := ./...
 
-.PHONY: run build generate check-generated vet staticcheck test test-go bench fuzz hostile-long clean
+.PHONY: run build image generate check-generated vet staticcheck test test-go bench fuzz hostile-long clean
 
 # ADDR=host:port chooses the address (default 127.0.0.1:7420).
 ADDR ?=
@@ -13,6 +13,12 @@ run:
 
 build:
 	$(GO) build -buildvcs=auto -o bin/muster ./cmd/muster
+
+# The container image (linux/amd64 and linux/arm64) without a container
+# daemon: bin/muster-image/oci (OCI layout) and bin/muster-image/muster-oci.tar
+# (oci-archive). Loading and running it: docs/operations.md, "Installing".
+image:
+	$(GO) run ./deploy/image -out bin/muster-image
 
 generate:
 	$(GO) generate ./api

@@ -48,5 +48,6 @@ bash clients/rust/test.sh
 # one short round of every row; the figures are for `make bench`.
 bash tests/peers/smoke.sh
 bash tests/deploy/alerts.sh # the Prometheus alert rules: promtool check rules and their unit tests
+bash deploy/systemd/verify.sh # the systemd unit: systemd-analyze verify and security (offline)
 # The concurrent packages once more under the race detector.
 go test -count=1 -race -timeout 8m ./core ./sse ./handlers/...

@@ -5,6 +5,7 @@
 //	muster session …       create|keepalive|end
 //	muster lease …         acquire|extend|release|get|list|watch|run
 //	muster fleet …         register|forget|desired|plan|gap|sweep
+//	muster healthcheck     exit 0 when the local broker answers /healthz
 //
 // Every command answers --help (exit 0) and refuses a usage error with a
 // message on stderr (exit 2). `muster help` lists the commands.
@@ -35,6 +36,7 @@ func commands() []command {
 		{"lease", "leases: acquire|extend|release|get|list|watch, and run a command holding one", leaseCommand()},
 		{"fleet", "the desired set: register|forget|desired|plan|gap|sweep", fleetCommand()},
 		{"version", "print the version and commit of this binary (also --version)", version},
+		{"healthcheck", "exit 0 when the broker on this host answers /healthz (a container's health check)", healthcheck},
 	}
 }
 
@@ -43,7 +45,7 @@ func usage() string {
 	var b strings.Builder
 	b.WriteString("Muster is a lease broker for worker fleets.\n\nusage:\n  muster COMMAND [flags]\n\ncommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-11s %s\n", c.name, c.summary)
 	}
 	b.WriteString(`
   muster serve [--addr HOST:PORT] [--data-dir DIR] [--config FILE] [--store URL | --store-file FILE] [--insecure-dev]

@@ -33,7 +33,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := m.Open(); err != nil {
+	if err := m.OpenContext(ctx); err != nil {
+		if ctx.Err() != nil { // SIGTERM while waiting for the fleet store
+			fmt.Fprintln(stderr, "muster: stopped before serving:", err)
+			return 0
+		}
 		fmt.Fprintln(stderr, "muster:", err)
 		return 1
 	}

@@ -88,7 +88,11 @@ func (m *Main) RegisterFlags(fs *flag.FlagSet) {
 
 // Open loads the configuration, starts the core and begins serving. It
 // returns once the listener is bound.
-func (m *Main) Open() (err error) {
+func (m *Main) Open() error { return m.OpenContext(context.Background()) }
+
+// OpenContext is Open whose wait for the fleet store (see openStore) ends
+// early when ctx ends: a SIGTERM during start-up stops the broker at once.
+func (m *Main) OpenContext(ctx context.Context) (err error) {
 	if m.Logger == nil {
 		m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: &m.logLevel}))
 	}
@@ -134,7 +138,7 @@ func (m *Main) Open() (err error) {
 	if err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	if err := m.openStore(); err != nil {
+	if err := m.openStore(ctx); err != nil {
 		return err
 	}
 	m.fleet.SpecsPerRoot = limits.specsPerRoot

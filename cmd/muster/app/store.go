@@ -11,8 +11,14 @@ import (
 )
 
 // StoreOpenTimeout bounds opening the fleet store at start-up (connecting to
-// PostgreSQL and migrating its schema, or taking the bbolt file lock).
+// PostgreSQL and migrating its schema, or taking the bbolt file lock),
+// retries included: a store that is unavailable (refused connection, server
+// starting up, lock held) is tried again every StoreRetryEvery until this
+// window ends.
 const StoreOpenTimeout = 30 * time.Second
+
+// StoreRetryEvery is the pause between two attempts to open the fleet store.
+const StoreRetryEvery = time.Second
 
 // StoreReadyTimeout bounds the readiness probe of the fleet store.
 const StoreReadyTimeout = 2 * time.Second
@@ -24,20 +30,44 @@ const readyProbeFamily = "\x01muster-readyz"
 // openStore opens the desired set named by StoreURL: "" is the bbolt file in
 // the data directory, postgres://… a PostgreSQL database. The URL is never
 // logged or quoted in an error: it may hold a password.
-func (m *Main) openStore() error {
-	ctx, cancel := context.WithTimeout(context.Background(), StoreOpenTimeout)
+//
+// A failure classed unavailable (the server is down or starting, the
+// network refuses) is retried every StoreRetryEvery within
+// StoreOpenTimeout, with a "waiting for the fleet store" warning each time;
+// any other failure (a wrong password, a schema newer than this broker, a
+// bad URL) ends the start at once. ctx ends the wait early (SIGTERM).
+func (m *Main) openStore(ctx context.Context) error {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, StoreOpenTimeout)
 	defer cancel()
-	store, err := fleetstore.Open(ctx, m.DataDir, m.StoreURL)
-	if err != nil {
-		return fmt.Errorf("fleet store: %w", err)
+	for attempt := 1; ; attempt++ {
+		store, err := fleetstore.Open(ctx, m.DataDir, m.StoreURL)
+		if err == nil {
+			m.fleet = fleetstore.New(store)
+			backend := "bbolt"
+			if m.StoreURL != "" {
+				backend = "postgres"
+			}
+			m.Logger.Info("fleet store open", "backend", backend, "attempts", attempt)
+			return nil
+		}
+		if muster.ErrorCode(err) != muster.CodeUnavailable || ctx.Err() != nil {
+			if attempt > 1 {
+				return fmt.Errorf("fleet store: gave up after %d attempts in %s: %w", attempt, time.Since(start).Round(time.Millisecond), err)
+			}
+			return fmt.Errorf("fleet store: %w", err)
+		}
+		left := StoreOpenTimeout - time.Since(start)
+		m.Logger.Warn("waiting for the fleet store", "attempt", attempt, "err", err,
+			"retry_in", StoreRetryEvery.String(), "gives_up_in", left.Round(time.Second).String())
+		t := time.NewTimer(StoreRetryEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("fleet store: gave up after %d attempts in %s: %w", attempt, time.Since(start).Round(time.Millisecond), err)
+		case <-t.C:
+		}
 	}
-	m.fleet = fleetstore.New(store)
-	backend := "bbolt"
-	if m.StoreURL != "" {
-		backend = "postgres"
-	}
-	m.Logger.Info("fleet store open", "backend", backend)
-	return nil
 }
 
 // closeStore closes the desired set, if it was opened.
