@@ -315,6 +315,22 @@ func (s *Store) Leave(ctx context.Context) error {
 }
 
 // LiveBrokers lists the brokers whose heartbeat has not expired, by id.
+// LiveAddrs is every live broker (heartbeat not expired, by the server's
+// clock) with its advertised base URL.
+func (s *Store) LiveAddrs(ctx context.Context) (map[string]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT broker, addr FROM muster_brokers WHERE expires_at > now()`)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	var broker, addr string
+	_, err = pgx.ForEachRow(rows, []any{&broker, &addr}, func() error {
+		out[broker] = addr
+		return nil
+	})
+	return out, err
+}
+
 func (s *Store) LiveBrokers(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT broker FROM muster_brokers WHERE expires_at > now() ORDER BY broker`)
 	if err != nil {

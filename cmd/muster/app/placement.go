@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -37,6 +38,7 @@ type placer struct {
 
 	mu     sync.Mutex
 	owners map[string]claims.Owner // the last read of the table
+	live   map[string]string       // the live brokers then, with their addresses
 
 	metrics *placementMetrics
 }
@@ -110,12 +112,17 @@ func (p *placer) close() {
 	p.store.Close()
 }
 
-// Owner implements handlers.Directory.
+// Owner implements handlers.Directory: the owner of the family's live claim
+// as of the last read of the table, unless that broker's heartbeat had
+// expired by then (a broker that stopped heartbeating is never named).
 func (p *placer) Owner(family string) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	o, ok := p.owners[family]
 	if !ok || !o.Live || o.Broker == p.self || !time.Now().Before(o.Until) {
+		return "", false
+	}
+	if _, alive := p.live[o.Broker]; !alive {
 		return "", false
 	}
 	return o.Addr, true
@@ -151,18 +158,19 @@ func (p *placer) step() (next time.Time) {
 	if p.beating.IsZero() {
 		p.beating = start
 	}
-	live, err := p.store.LiveBrokers(ctx)
+	addrs, err := p.store.LiveAddrs(ctx)
 	if err != nil {
 		p.log.Warn("placement: reading the live brokers failed", "err", err)
 		return
 	}
+	live := sortedKeys(addrs)
 	owners, err := p.store.Owners(ctx)
 	if err != nil {
 		p.log.Warn("placement: reading the claims failed", "err", err)
 		return
 	}
 	p.mu.Lock()
-	p.owners = owners
+	p.owners, p.live = owners, addrs
 	p.mu.Unlock()
 	// No herd: a broker takes free families only once it has heartbeated
 	// for a whole round, so that brokers starting together (a cold start,
@@ -170,8 +178,9 @@ func (p *placer) step() (next time.Time) {
 	// family is acquired once, by its desired owner, instead of by the
 	// first broker up and handed away a round later.
 	settled := !start.Before(p.beating.Add(p.set.renewEvery))
+	wants := desiredOwners(p.set.families, live, p.set.pinned)
 	for _, fam := range p.set.families {
-		want := desiredOwner(fam, live, p.set.pinned[fam])
+		want := wants[fam]
 		c, holding := p.held[fam]
 		switch {
 		case holding && want != p.self && want != "":
@@ -296,21 +305,50 @@ func (p *placer) giveUp(ctx context.Context, fam string, c claims.Claim) {
 	p.log.Info("placement: gave family up", "family", fam, "epoch", c.Epoch)
 }
 
-// desiredOwner is the broker that should serve fam: its pinned broker when
-// that one is live, otherwise the live broker with the highest rendezvous
-// hash of (family, broker). "" when no broker is live.
-func desiredOwner(fam string, live []string, pinned string) string {
-	if pinned != "" && slices.Contains(live, pinned) {
-		return pinned
+// desiredOwners is the broker that should serve each of fams (sorted):
+// its pinned broker when that one is live; otherwise, family by family in
+// order, the live broker with the highest rendezvous hash of (family,
+// broker) among those holding fewer than ceil(families / live brokers) —
+// rendezvous hashing with bounded loads, so that few families spread
+// evenly (12 over 3 brokers: 4 each) where plain hashing can leave a
+// broker with none. Every broker computes the same answer from the same
+// configuration and live set. No family has an owner when no broker is
+// live.
+func desiredOwners(fams, live []string, pinned map[string]string) map[string]string {
+	out := make(map[string]string, len(fams))
+	if len(live) == 0 {
+		return out
 	}
-	best, bestScore := "", uint64(0)
-	for _, b := range live {
-		h := sha256.Sum256([]byte(fam + "\x00" + b))
-		if s := binary.BigEndian.Uint64(h[:8]); best == "" || s > bestScore {
-			best, bestScore = b, s
+	limit := (len(fams) + len(live) - 1) / len(live)
+	load := map[string]int{}
+	for _, fam := range fams {
+		if b := pinned[fam]; b != "" && slices.Contains(live, b) {
+			out[fam] = b
+			load[b]++
 		}
 	}
-	return best
+	for _, fam := range fams {
+		if _, ok := out[fam]; ok {
+			continue
+		}
+		ranked := slices.Clone(live)
+		slices.SortFunc(ranked, func(a, b string) int { return cmp.Compare(score(fam, b), score(fam, a)) })
+		out[fam] = ranked[0]
+		for _, b := range ranked {
+			if load[b] < limit {
+				out[fam] = b
+				break
+			}
+		}
+		load[out[fam]]++
+	}
+	return out
+}
+
+// score is the rendezvous hash of (family, broker).
+func score(fam, broker string) uint64 {
+	h := sha256.Sum256([]byte(fam + "\x00" + broker))
+	return binary.BigEndian.Uint64(h[:8])
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -1,8 +1,10 @@
 package app
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,36 +66,58 @@ func TestPlacementRefused(t *testing.T) {
 	}
 }
 
-func TestDesiredOwner(t *testing.T) {
+func TestDesiredOwners(t *testing.T) {
 	live := []string{"a", "b", "c"}
-	if got := desiredOwner("acme", nil, ""); got != "" {
-		t.Fatalf("no live broker: %q", got)
+	if got := desiredOwners([]string{"acme"}, nil, nil); len(got) != 0 {
+		t.Fatalf("no live broker: %v", got)
 	}
-	if got := desiredOwner("acme", live, "b"); got != "b" {
-		t.Fatalf("pinned to a live broker: %q", got)
+	if got := desiredOwners([]string{"acme"}, live, map[string]string{"acme": "b"}); got["acme"] != "b" {
+		t.Fatalf("pinned to a live broker: %v", got)
 	}
-	if got := desiredOwner("acme", live, "z"); got != desiredOwner("acme", live, "") {
-		t.Fatalf("pinned to a dead broker falls back to the hash: %q", got)
+	if got, hash := desiredOwners([]string{"acme"}, live, map[string]string{"acme": "z"}), desiredOwners([]string{"acme"}, live, nil); got["acme"] != hash["acme"] {
+		t.Fatalf("pinned to a dead broker falls back to the hash: %v", got)
 	}
-	// Adding a broker moves only families to it; removing one moves only its own.
+	// Few families spread evenly: 12 over 3 brokers, 4 each, for any names.
+	for round := range 50 {
+		fams := make([]string, 12)
+		for i := range fams {
+			fams[i] = fmt.Sprintf("fam-%d-%d", round, i)
+		}
+		slices.Sort(fams)
+		load := map[string]int{}
+		for _, b := range desiredOwners(fams, live, nil) {
+			load[b]++
+		}
+		if load["a"] != 4 || load["b"] != 4 || load["c"] != 4 {
+			t.Fatalf("12 families over 3 brokers: %v", load)
+		}
+	}
+	// Many families: a broker joining takes its share and moves few others;
+	// one leaving moves its own and few others.
 	fams := make([]string, 200)
 	for i := range fams {
-		fams[i] = "fam-" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		fams[i] = fmt.Sprintf("fam-%03d", i)
 	}
-	moved := 0
+	before := desiredOwners(fams, live, nil)
+	joined := desiredOwners(fams, append(slices.Clone(live), "d"), nil)
+	left := desiredOwners(fams, []string{"a", "c"}, nil)
+	toD, others, moved := 0, 0, 0
 	for _, f := range fams {
-		before, after := desiredOwner(f, live, ""), desiredOwner(f, append(live, "d"), "")
-		if before != after {
+		switch {
+		case joined[f] == "d":
+			toD++
+		case joined[f] != before[f]:
+			others++
+		}
+		if before[f] != "b" && left[f] != before[f] {
 			moved++
-			if after != "d" {
-				t.Fatalf("%s moved from %s to %s when d joined", f, before, after)
-			}
-		}
-		if gone := desiredOwner(f, []string{"a", "c"}, ""); before != "b" && gone != before {
-			t.Fatalf("%s moved from %s to %s when b left", f, before, gone)
 		}
 	}
-	if moved < len(fams)/8 || moved > len(fams)/2 {
-		t.Fatalf("%d of %d families moved to a fourth broker, want about a quarter", moved, len(fams))
+	if toD != 50 || others > len(fams)/10 {
+		t.Fatalf("d joined: %d families to d (want its 50), %d moved between the others", toD, others)
 	}
+	if moved > len(fams)/10 {
+		t.Fatalf("b left: %d families not b's moved", moved)
+	}
+	t.Logf("200 families, d joins: 50 to d, %d others moved; b leaves: %d not b's moved", others, moved)
 }
