@@ -43,6 +43,14 @@ export const Broken = {
    * request end nothing at once (no prompt loss).
    */
   LateLoss: 1 << 14,
+  /** The runner's clients use only the first of their base URLs: a dead first broker is never left. */
+  SingleBroker: 1 << 15,
+  /**
+   * The runner's clients keep sending to a broker that answers
+   * family_unavailable instead of moving on (its sessions are still lost
+   * promptly).
+   */
+  StayOnUnavailable: 1 << 16,
 } as const;
 
 /** The hidden ObserveOptions key that selects broken modes. */

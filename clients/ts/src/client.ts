@@ -1,13 +1,14 @@
 /**
- * MusterClient: one broker, one token. Safe to share; it holds no state
- * besides its configuration, the last epoch it saw, the broker it follows
- * to, and its live sessions (for prompt loss: loss.ts).
+ * MusterClient: one broker or several, one token. Safe to share; it holds no
+ * state besides its configuration, the last epoch it saw, the broker it
+ * sends to (the owner it follows, or the current base URL), and its live
+ * sessions (for prompt loss: loss.ts).
  */
 import createClient, { type Client } from "openapi-fetch";
 import type { paths } from "./api/schema.js";
 import { MusterError, problemError } from "./errors.js";
 import { Fleet } from "./fleet.js";
-import { Losses, hostOf } from "./loss.js";
+import { Losses } from "./loss.js";
 import { getLease, listPage, listItems, listPages, type Item, type LeaseStatus, type ListOptions, type Page } from "./list.js";
 import { Observer, type ObserveOptions } from "./observe.js";
 import { Session, type SessionOptions } from "./session.js";
@@ -27,7 +28,7 @@ export interface ClientOptions {
   withoutFollow?: boolean;
 }
 
-/** The brokers one request is sent to after the first, at most. */
+/** The wrong_broker answers one request follows, at most. */
 export const maxFollows = 2;
 
 /** Options every request accepts. */
@@ -43,10 +44,44 @@ interface FetchAnswer<T> {
   response: Response;
 }
 
-/** A client of one Muster broker. */
+/**
+ * The base URLs a MusterClient is given: one URL, several separated by
+ * commas (the form MUSTER_ADDR takes), or a list, in order of preference;
+ * each without its trailing slashes. Throws a MusterError invalid_request
+ * naming the first one that is not http(s)://host[:port].
+ */
+export function parseBaseUrls(baseUrls: string | readonly string[]): string[] {
+  const list = typeof baseUrls === "string" ? baseUrls.split(",") : [...baseUrls];
+  if (list.length === 0) throw new MusterError("invalid_request", "no base URL: want http(s)://host[:port], or several");
+  return list.map((raw) => {
+    const s = String(raw).trim().replace(/\/+$/, "");
+    let u: URL | undefined;
+    try {
+      u = new URL(s);
+    } catch {
+      u = undefined;
+    }
+    if (u === undefined || (u.protocol !== "http:" && u.protocol !== "https:") || u.host === "") {
+      throw new MusterError("invalid_request", `base URL ${JSON.stringify(s)}: want http(s)://host[:port], or several separated by commas`);
+    }
+    return s;
+  });
+}
+
+/**
+ * A client of a Muster broker, or of a deployment of several brokers. It
+ * picks the broker of every request, observer and watch stream by the rule
+ * of docs/client-operations.md, "Several brokers" (see fetch).
+ */
 export class MusterClient {
-  /** The broker's base URL without a trailing slash, e.g. "http://127.0.0.1:7420". */
+  /**
+   * The first (preferred) base URL without a trailing slash, e.g.
+   * "http://127.0.0.1:7420": the one request URLs are built on before the
+   * client picks their broker.
+   */
   readonly baseUrl: string;
+  /** Every base URL the client was given, in order of preference, without trailing slashes. */
+  readonly baseUrls: readonly string[];
   /**
    * The generated low-level client (openapi-fetch over openapi.yaml's
    * paths), configured with this client's base URL, token and fetch. Its
@@ -56,10 +91,20 @@ export class MusterClient {
   readonly #token: string;
   readonly #fetch: typeof globalThis.fetch | undefined;
   readonly #follow: boolean;
-  /** Where requests go (docs/placement.md): the owner a 421 named, undefined for baseUrl. */
+  readonly #bases: readonly URL[];
+  /** The current base URL: an index into #bases. */
+  #cur = 0;
+  /** The owner a 421 wrong_broker named (docs/placement.md); undefined for none. */
   #owner: URL | undefined;
   /** @internal conformance tests only: never forget an owner that stopped answering. */
   stickyOwner = false;
+  /** @internal conformance tests only: every base URL but the first is ignored. */
+  singleBroker = false;
+  /**
+   * @internal conformance tests only: a family_unavailable answer moves the
+   * client nowhere (its sessions there are still lost promptly).
+   */
+  stayOnUnavailable = false;
   /** @internal conformance tests only: a lease's loss is never reported (`lost` never aborts). */
   neverLost = false;
   /**
@@ -79,17 +124,15 @@ export class MusterClient {
   /** The host (host:port) that answered each response fetch returned. */
   readonly #hosts = new WeakMap<Response, string>();
 
-  constructor(baseUrl: string, options: ClientOptions = {}) {
-    let u: URL | undefined;
-    try {
-      u = new URL(baseUrl);
-    } catch {
-      u = undefined;
-    }
-    if (u === undefined || (u.protocol !== "http:" && u.protocol !== "https:") || u.host === "") {
-      throw new MusterError("invalid_request", `base URL ${JSON.stringify(baseUrl)}: want http(s)://host[:port]`);
-    }
-    this.baseUrl = baseUrl.replace(/\/+$/, "");
+  /**
+   * baseUrls: the broker's base URL, or the base URLs of several brokers in
+   * order of preference, as a list or as one string separated by commas
+   * (docs/client-operations.md, "Several brokers").
+   */
+  constructor(baseUrls: string | readonly string[], options: ClientOptions = {}) {
+    this.baseUrls = Object.freeze(parseBaseUrls(baseUrls));
+    this.baseUrl = this.baseUrls[0]!;
+    this.#bases = this.baseUrls.map((s) => new URL(s));
     this.#token = options.token ?? "";
     this.#fetch = options.fetch;
     this.#follow = options.withoutFollow !== true;
@@ -104,45 +147,95 @@ export class MusterClient {
     return this.#epoch;
   }
 
+  /** The owner a wrong_broker answer sent the client to, "" when none is remembered. */
+  get owner(): string {
+    return this.#owner === undefined ? "" : this.#owner.href.replace(/\/+$/, "");
+  }
+
+  /** The number of base URLs the client uses. */
+  get #n(): number {
+    return this.singleBroker ? 1 : this.#bases.length;
+  }
+
+  /** Where the next request goes: the remembered owner, else the current base URL. */
+  #target(): URL {
+    return this.#owner ?? this.#bases[this.#cur % this.#n]!;
+  }
+
   /**
-   * @internal fetch with the configured implementation; authorizes a Request,
-   * records the epoch of the answer and which host gave it (answeredBy), and
-   * ends the sessions that host's answer shows gone (prompt loss: loss.ts)
-   * before it returns the answer. In a multi-broker deployment
-   * (docs/placement.md) a 421 wrong_broker answer names the broker that
-   * serves the caller's family: the request is sent there instead (at most
-   * maxFollows times), and every later request goes there directly until
-   * that broker stops answering. A 421 means the broker did nothing, so
-   * resending is safe for every operation.
+   * Leaves t, which failed: the owner is forgotten, or the current base URL
+   * becomes the next one, unless another request moved on from t already.
+   */
+  #moveOn(t: URL): void {
+    if (t === this.#owner) {
+      if (!this.stickyOwner) this.#owner = undefined;
+    } else if (this.#owner === undefined && t === this.#bases[this.#cur % this.#n]) {
+      this.#cur = (this.#cur + 1) % this.#n;
+    }
+  }
+
+  /**
+   * @internal fetch with the configured implementation; authorizes a
+   * Request, picks its broker, records the epoch of every answer and which
+   * host gave it (answeredBy), and ends the sessions that host's answer
+   * shows gone (prompt loss: loss.ts), also for answers it does not return.
+   *
+   * The broker (docs/client-operations.md, "Several brokers"): the owner a
+   * 421 wrong_broker answer named, else the current base URL. A 421 is
+   * followed (at most maxFollows times per request, unless withoutFollow). A
+   * connection error (not the caller's own abort) or a family_unavailable
+   * answer moves the client on: the owner is forgotten, or the current base
+   * URL becomes the next one. A request the broker certainly did not act on
+   * (the connection could not be made, 421, family_unavailable) is sent
+   * again at once to the new target, each request reaching at most every
+   * base URL once plus maxFollows owners; any other failure is returned, and
+   * the caller's next attempt goes to the new target.
    */
   async fetch(input: Request | string, init?: RequestInit): Promise<Response> {
     if (input instanceof Request) this.authorize(input.headers);
     const f = this.#fetch ?? globalThis.fetch;
-    if (!this.#follow) {
-      const url = input instanceof Request ? input.url : input;
-      return this.#record(await f(input, init), hostOf(url));
-    }
-    // A body is read once, so that every hop can send it again.
+    const url = input instanceof Request ? input.url : input;
+    const signal = input instanceof Request ? input.signal : (init?.signal ?? undefined);
+    // A body is read once, so that every attempt can send it again.
     const body = input instanceof Request && input.body !== null ? await input.arrayBuffer() : undefined;
-    for (let hop = 0; ; hop++) {
-      const owner = this.#owner;
-      const url = input instanceof Request ? input.url : input;
-      const to = owner === undefined ? url : rebase(url, owner);
+    let follows = 0;
+    let fails = 0;
+    for (;;) {
+      const t = this.#target();
+      const to = rebase(url, t);
       const req =
         input instanceof Request ? new Request(to, { method: input.method, headers: input.headers, body, signal: input.signal }) : to;
       let resp: Response;
       try {
-        resp = await this.#record(await f(req, input instanceof Request ? undefined : init), hostOf(to));
+        resp = await f(req, input instanceof Request ? undefined : init);
       } catch (err) {
-        // The owner we were sent to is gone (a failover): the next request
-        // asks the configured broker again.
-        if (owner !== undefined && this.#owner === owner && !this.stickyOwner) this.#owner = undefined;
+        // The caller gave up (its own abort, not a timeout): no broker failed.
+        if (signal?.aborted === true && !isTimeout(signal.reason)) throw err;
+        this.#moveOn(t);
+        fails++;
+        if (!signal?.aborted && notSent(err) && fails < this.#n + maxFollows) continue;
         throw err;
       }
-      if (resp.status !== 421 || hop >= maxFollows) return resp;
-      const next = await misdirectedTo(resp);
-      if (next === undefined) return resp;
-      this.#owner = next;
+      resp = await this.#record(resp, t.host);
+      if (resp.status === 503 && (await isProblem(resp, "family_unavailable"))) {
+        if (this.stayOnUnavailable) return resp;
+        this.#moveOn(t);
+        fails++;
+        if (fails < this.#n + maxFollows && (this.#n > 1 || t !== this.#bases[0])) {
+          await discard(resp);
+          continue;
+        }
+        return resp;
+      }
+      if (resp.status === 421 && this.#follow && follows < maxFollows) {
+        const next = await misdirectedTo(resp);
+        if (next === undefined) return resp;
+        follows++;
+        this.#owner = next;
+        await discard(resp);
+        continue;
+      }
+      return resp;
     }
   }
 
@@ -233,12 +326,63 @@ export class MusterClient {
   }
 }
 
-/** url with the scheme and host of owner. */
-function rebase(url: string, owner: URL): string {
+/** url with the scheme and host of to. */
+function rebase(url: string, to: URL): string {
   const u = new URL(url);
-  u.protocol = owner.protocol;
-  u.host = owner.host;
+  if (u.protocol === to.protocol && u.host === to.host) return url;
+  u.protocol = to.protocol;
+  u.host = to.host;
   return u.toString();
+}
+
+/** Drops an answer's body that nobody will read. */
+async function discard(resp: Response): Promise<void> {
+  try {
+    await resp.body?.cancel();
+  } catch {
+    // nothing to free
+  }
+}
+
+/** Whether an abort reason is a timeout (AbortSignal.timeout), not the caller giving up. */
+function isTimeout(reason: unknown): boolean {
+  return reason instanceof Error && reason.name === "TimeoutError";
+}
+
+/** Error codes of a connection that could not be made (Node's fetch puts them on err.cause). */
+const connectCodes = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "UND_ERR_CONNECT_TIMEOUT"]);
+
+/**
+ * Whether err, a fetch failure, proves the request never reached a broker:
+ * the connection could not be made (refused, no route, no such host, connect
+ * timeout). Node's fetch says so in err.cause (an AggregateError when several
+ * addresses were tried); a browser's fetch does not say, so there it is never
+ * proven and the request is not resent.
+ */
+export function notSent(err: unknown): boolean {
+  const seen = new Set<unknown>();
+  const walk = (e: unknown): boolean => {
+    if (e === null || typeof e !== "object" || seen.has(e)) return false;
+    seen.add(e);
+    const x = e as { code?: unknown; syscall?: unknown; cause?: unknown; errors?: unknown };
+    if (typeof x.code === "string" && connectCodes.has(x.code)) return true;
+    if (x.syscall === "connect" && x.code !== "ECONNRESET") return true;
+    if (Array.isArray(x.errors) && x.errors.length > 0 && x.errors.every(walk)) return true;
+    return walk(x.cause);
+  };
+  return walk(err);
+}
+
+/** Whether resp is a problem answer of code; its body stays readable. */
+async function isProblem(resp: Response, code: string): Promise<boolean> {
+  const mt = (resp.headers.get("Content-Type") ?? "").split(";")[0]!.trim().toLowerCase();
+  if (mt !== "application/problem+json") return false;
+  try {
+    const p = JSON.parse(await resp.clone().text()) as { code?: unknown } | null;
+    return p !== null && typeof p === "object" && p.code === code;
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -99,12 +99,3 @@ export class Losses {
     s.end(new SessionLostError((err as Error).message, err));
   }
 }
-
-/** The host (host:port) of url, "" when it is not an absolute URL. */
-export function hostOf(url: string): string {
-  try {
-    return new URL(url).host;
-  } catch {
-    return "";
-  }
-}

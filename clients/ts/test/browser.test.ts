@@ -67,7 +67,7 @@ interface PageGlobals {
 /** Observers living in the page, driven through page.evaluate. */
 function pageObservers(p: Page): ObserverFactory {
   let next = 0;
-  return async (_proxy, secret, selector, opts: ObserveOptions) => {
+  return async (_bases, secret, selector, opts: ObserveOptions) => {
     const id = String(next++);
     await p.evaluate(
       ([id, secret, selector, opts]) => {

@@ -29,6 +29,8 @@ export const brokenVariants: Record<string, number> = {
   "failover-follow-owner": Broken.StickyOwner,
   "grant-after-wait-keeps-lease": Broken.SendPlusTtl,
   "restart-loses-lease-promptly": Broken.LateLoss,
+  "dead-broker-first": Broken.SingleBroker,
+  "unavailable-broker-moves-on": Broken.StayOnUnavailable,
 };
 
 /** Where a scenario's broken variant is a broken client, the step at which it must fail. */
@@ -38,7 +40,10 @@ const brokenSteps: Record<string, string> = {
 };
 
 /** Further broken clients a scenario must catch, each at the named step (the Go runner's moreBrokenVariants). */
-const moreBrokenVariants = [{ scenario: "failover-follow-owner", name: "never-lost", mode: Broken.NeverLost, step: "worker_lost" }];
+const moreBrokenVariants = [
+  { scenario: "failover-follow-owner", name: "never-lost", mode: Broken.NeverLost, step: "worker_lost" },
+  { scenario: "unavailable-broker-moves-on", name: "single-broker", mode: Broken.SingleBroker, step: "worker_acquire" },
+];
 
 test("selector matching for expect_same_view", () => {
   assert.ok(selectorMatches("lease://acme/*/*", "lease://acme/r/x"));
@@ -82,6 +87,8 @@ describe("conformance", () => {
     "failover-follow-owner",
     "grant-after-wait-keeps-lease",
     "restart-loses-lease-promptly",
+    "dead-broker-first",
+    "unavailable-broker-moves-on",
   ]);
   for (const sc of scenarios) {
     if (!all && !quick.has(sc.name)) continue;

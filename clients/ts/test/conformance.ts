@@ -103,6 +103,22 @@ export class Harness {
     return this.#json("POST", "/step", JSON.stringify(step));
   }
 
+  /**
+   * The base URLs of a step's brokers (a list of names, resolved with GET
+   * /brokers, in that order); the proxy's alone when the step has none. An
+   * unknown name fails the step.
+   */
+  async bases(brokers: unknown): Promise<string[]> {
+    if (brokers === undefined || (Array.isArray(brokers) && brokers.length === 0)) return [this.proxy];
+    if (!Array.isArray(brokers) || !brokers.every((b) => typeof b === "string")) throw new Error(`brokers ${JSON.stringify(brokers)}: want a list of broker names`);
+    const urls = (await this.#json("GET", "/brokers")) as Record<string, string>;
+    return brokers.map((b: string) => {
+      const u = urls[b];
+      if (typeof u !== "string" || u === "") throw new Error(`no broker ${JSON.stringify(b)} in GET /brokers`);
+      return u;
+    });
+  }
+
   async holder(actor: string): Promise<string> {
     return ((await this.#json("GET", `/holder/${encodeURIComponent(actor)}`)) as { holder_incarnation: string }).holder_incarnation;
   }
@@ -133,13 +149,18 @@ export interface ObserverHandle {
   close(): Promise<void>;
 }
 
-/** Starts observers: the runner's only dependency on where the SDK runs. */
-export type ObserverFactory = (proxy: string, secret: string, selector: string, opts: ObserveOptions) => Promise<ObserverHandle>;
+/**
+ * Starts observers: the runner's only dependency on where the SDK runs.
+ * bases: the harness's proxy URL, or the base URLs of a step's brokers.
+ */
+export type ObserverFactory = (bases: readonly string[], secret: string, selector: string, opts: ObserveOptions) => Promise<ObserverHandle>;
 
-/** A client of the harness's proxy, broken as the scenario's variant asks. */
-function runnerClient(proxy: string, secret: string, broken: number): MusterClient {
-  const c = new MusterClient(proxy, { token: secret, withoutFollow: (broken & Broken.NoFollow) !== 0 });
+/** A client of the given base URLs (the proxy, or a step's brokers), broken as the scenario's variant asks. */
+function runnerClient(bases: readonly string[], secret: string, broken: number): MusterClient {
+  const c = new MusterClient(bases, { token: secret, withoutFollow: (broken & Broken.NoFollow) !== 0 });
   c.stickyOwner = (broken & Broken.StickyOwner) !== 0;
+  c.singleBroker = (broken & Broken.SingleBroker) !== 0;
+  c.stayOnUnavailable = (broken & Broken.StayOnUnavailable) !== 0;
   c.neverLost = (broken & Broken.NeverLost) !== 0;
   c.sendPlusTtl = (broken & Broken.SendPlusTtl) !== 0;
   c.lateLoss = (broken & Broken.LateLoss) !== 0;
@@ -147,8 +168,8 @@ function runnerClient(proxy: string, secret: string, broken: number): MusterClie
 }
 
 /** The factory of this process: the SDK's Observer, through the harness's proxy. */
-export const nodeObservers: ObserverFactory = (proxy, secret, selector, opts) => {
-  const o = runnerClient(proxy, secret, opts[brokenKey] ?? 0).observe(selector, opts);
+export const nodeObservers: ObserverFactory = (bases, secret, selector, opts) => {
+  const o = runnerClient(bases, secret, opts[brokenKey] ?? 0).observe(selector, opts);
   return Promise.resolve({
     state: () => {
       const v = o.view();
@@ -222,7 +243,7 @@ async function workerAcquire(h: Harness, s: Record<string, unknown>, ws: Workers
   let w = ws.byName.get(name);
   if (w === undefined) {
     const token = s["token"] as string;
-    w = { c: runnerClient(h.proxy, need(h.tokens[token], `token ${token}`), broken), session: null, sessions: [], leases: new Map() };
+    w = { c: runnerClient(await h.bases(s["brokers"]), need(h.tokens[token], `token ${token}`), broken), session: null, sessions: [], leases: new Map() };
     ws.byName.set(name, w);
   }
   if (s["new_session"] === true) w.session = null;
@@ -379,7 +400,7 @@ async function runObserverOp(
       if (typeof s["jitter"] === "number") opts.reconcileJitter = s["jitter"];
       if (typeof s["shortest_ttl_ms"] === "number") opts.shortestTtlMs = s["shortest_ttl_ms"];
       if (broken !== 0) opts[brokenKey] = broken;
-      observers.set(name, { o: await factory(h.proxy, need(h.tokens[token], `token ${token}`), selector, opts), token, selector });
+      observers.set(name, { o: await factory(await h.bases(s["brokers"]), need(h.tokens[token], `token ${token}`), selector, opts), token, selector });
       return;
     }
     case "wait_ready":

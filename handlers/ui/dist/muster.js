@@ -858,13 +858,6 @@ var Losses = class {
     s.end(new SessionLostError(err.message, err));
   }
 };
-function hostOf(url) {
-  try {
-    return new URL(url).host;
-  } catch {
-    return "";
-  }
-}
 
 // src/list.ts
 function itemFrom(i) {
@@ -966,7 +959,15 @@ var Broken = {
    * from its broker, family_unavailable or session_not_found to another
    * request end nothing at once (no prompt loss).
    */
-  LateLoss: 1 << 14
+  LateLoss: 1 << 14,
+  /** The runner's clients use only the first of their base URLs: a dead first broker is never left. */
+  SingleBroker: 1 << 15,
+  /**
+   * The runner's clients keep sending to a broker that answers
+   * family_unavailable instead of moving on (its sessions are still lost
+   * promptly).
+   */
+  StayOnUnavailable: 1 << 16
 };
 var brokenKey = /* @__PURE__ */ Symbol("muster.broken");
 
@@ -2226,9 +2227,32 @@ var Session = class _Session {
 
 // src/client.ts
 var maxFollows = 2;
+function parseBaseUrls(baseUrls) {
+  const list = typeof baseUrls === "string" ? baseUrls.split(",") : [...baseUrls];
+  if (list.length === 0) throw new MusterError("invalid_request", "no base URL: want http(s)://host[:port], or several");
+  return list.map((raw) => {
+    const s = String(raw).trim().replace(/\/+$/, "");
+    let u;
+    try {
+      u = new URL(s);
+    } catch {
+      u = void 0;
+    }
+    if (u === void 0 || u.protocol !== "http:" && u.protocol !== "https:" || u.host === "") {
+      throw new MusterError("invalid_request", `base URL ${JSON.stringify(s)}: want http(s)://host[:port], or several separated by commas`);
+    }
+    return s;
+  });
+}
 var MusterClient = class {
-  /** The broker's base URL without a trailing slash, e.g. "http://127.0.0.1:7420". */
+  /**
+   * The first (preferred) base URL without a trailing slash, e.g.
+   * "http://127.0.0.1:7420": the one request URLs are built on before the
+   * client picks their broker.
+   */
   baseUrl;
+  /** Every base URL the client was given, in order of preference, without trailing slashes. */
+  baseUrls;
   /**
    * The generated low-level client (openapi-fetch over openapi.yaml's
    * paths), configured with this client's base URL, token and fetch. Its
@@ -2238,10 +2262,20 @@ var MusterClient = class {
   #token;
   #fetch;
   #follow;
-  /** Where requests go (docs/placement.md): the owner a 421 named, undefined for baseUrl. */
+  #bases;
+  /** The current base URL: an index into #bases. */
+  #cur = 0;
+  /** The owner a 421 wrong_broker named (docs/placement.md); undefined for none. */
   #owner;
   /** @internal conformance tests only: never forget an owner that stopped answering. */
   stickyOwner = false;
+  /** @internal conformance tests only: every base URL but the first is ignored. */
+  singleBroker = false;
+  /**
+   * @internal conformance tests only: a family_unavailable answer moves the
+   * client nowhere (its sessions there are still lost promptly).
+   */
+  stayOnUnavailable = false;
   /** @internal conformance tests only: a lease's loss is never reported (`lost` never aborts). */
   neverLost = false;
   /**
@@ -2260,17 +2294,15 @@ var MusterClient = class {
   losses = new Losses(() => this.lateLoss);
   /** The host (host:port) that answered each response fetch returned. */
   #hosts = /* @__PURE__ */ new WeakMap();
-  constructor(baseUrl, options = {}) {
-    let u;
-    try {
-      u = new URL(baseUrl);
-    } catch {
-      u = void 0;
-    }
-    if (u === void 0 || u.protocol !== "http:" && u.protocol !== "https:" || u.host === "") {
-      throw new MusterError("invalid_request", `base URL ${JSON.stringify(baseUrl)}: want http(s)://host[:port]`);
-    }
-    this.baseUrl = baseUrl.replace(/\/+$/, "");
+  /**
+   * baseUrls: the broker's base URL, or the base URLs of several brokers in
+   * order of preference, as a list or as one string separated by commas
+   * (docs/client-operations.md, "Several brokers").
+   */
+  constructor(baseUrls, options = {}) {
+    this.baseUrls = Object.freeze(parseBaseUrls(baseUrls));
+    this.baseUrl = this.baseUrls[0];
+    this.#bases = this.baseUrls.map((s) => new URL(s));
     this.#token = options.token ?? "";
     this.#fetch = options.fetch;
     this.#follow = options.withoutFollow !== true;
@@ -2283,41 +2315,88 @@ var MusterClient = class {
   get epoch() {
     return this.#epoch;
   }
+  /** The owner a wrong_broker answer sent the client to, "" when none is remembered. */
+  get owner() {
+    return this.#owner === void 0 ? "" : this.#owner.href.replace(/\/+$/, "");
+  }
+  /** The number of base URLs the client uses. */
+  get #n() {
+    return this.singleBroker ? 1 : this.#bases.length;
+  }
+  /** Where the next request goes: the remembered owner, else the current base URL. */
+  #target() {
+    return this.#owner ?? this.#bases[this.#cur % this.#n];
+  }
   /**
-   * @internal fetch with the configured implementation; authorizes a Request,
-   * records the epoch of the answer and which host gave it (answeredBy), and
-   * ends the sessions that host's answer shows gone (prompt loss: loss.ts)
-   * before it returns the answer. In a multi-broker deployment
-   * (docs/placement.md) a 421 wrong_broker answer names the broker that
-   * serves the caller's family: the request is sent there instead (at most
-   * maxFollows times), and every later request goes there directly until
-   * that broker stops answering. A 421 means the broker did nothing, so
-   * resending is safe for every operation.
+   * Leaves t, which failed: the owner is forgotten, or the current base URL
+   * becomes the next one, unless another request moved on from t already.
+   */
+  #moveOn(t) {
+    if (t === this.#owner) {
+      if (!this.stickyOwner) this.#owner = void 0;
+    } else if (this.#owner === void 0 && t === this.#bases[this.#cur % this.#n]) {
+      this.#cur = (this.#cur + 1) % this.#n;
+    }
+  }
+  /**
+   * @internal fetch with the configured implementation; authorizes a
+   * Request, picks its broker, records the epoch of every answer and which
+   * host gave it (answeredBy), and ends the sessions that host's answer
+   * shows gone (prompt loss: loss.ts), also for answers it does not return.
+   *
+   * The broker (docs/client-operations.md, "Several brokers"): the owner a
+   * 421 wrong_broker answer named, else the current base URL. A 421 is
+   * followed (at most maxFollows times per request, unless withoutFollow). A
+   * connection error (not the caller's own abort) or a family_unavailable
+   * answer moves the client on: the owner is forgotten, or the current base
+   * URL becomes the next one. A request the broker certainly did not act on
+   * (the connection could not be made, 421, family_unavailable) is sent
+   * again at once to the new target, each request reaching at most every
+   * base URL once plus maxFollows owners; any other failure is returned, and
+   * the caller's next attempt goes to the new target.
    */
   async fetch(input, init) {
     if (input instanceof Request) this.authorize(input.headers);
     const f = this.#fetch ?? globalThis.fetch;
-    if (!this.#follow) {
-      const url = input instanceof Request ? input.url : input;
-      return this.#record(await f(input, init), hostOf(url));
-    }
+    const url = input instanceof Request ? input.url : input;
+    const signal = input instanceof Request ? input.signal : init?.signal ?? void 0;
     const body = input instanceof Request && input.body !== null ? await input.arrayBuffer() : void 0;
-    for (let hop = 0; ; hop++) {
-      const owner = this.#owner;
-      const url = input instanceof Request ? input.url : input;
-      const to = owner === void 0 ? url : rebase(url, owner);
+    let follows = 0;
+    let fails = 0;
+    for (; ; ) {
+      const t = this.#target();
+      const to = rebase(url, t);
       const req = input instanceof Request ? new Request(to, { method: input.method, headers: input.headers, body, signal: input.signal }) : to;
       let resp;
       try {
-        resp = await this.#record(await f(req, input instanceof Request ? void 0 : init), hostOf(to));
+        resp = await f(req, input instanceof Request ? void 0 : init);
       } catch (err) {
-        if (owner !== void 0 && this.#owner === owner && !this.stickyOwner) this.#owner = void 0;
+        if (signal?.aborted === true && !isTimeout(signal.reason)) throw err;
+        this.#moveOn(t);
+        fails++;
+        if (!signal?.aborted && notSent(err) && fails < this.#n + maxFollows) continue;
         throw err;
       }
-      if (resp.status !== 421 || hop >= maxFollows) return resp;
-      const next = await misdirectedTo(resp);
-      if (next === void 0) return resp;
-      this.#owner = next;
+      resp = await this.#record(resp, t.host);
+      if (resp.status === 503 && await isProblem(resp, "family_unavailable")) {
+        if (this.stayOnUnavailable) return resp;
+        this.#moveOn(t);
+        fails++;
+        if (fails < this.#n + maxFollows && (this.#n > 1 || t !== this.#bases[0])) {
+          await discard(resp);
+          continue;
+        }
+        return resp;
+      }
+      if (resp.status === 421 && this.#follow && follows < maxFollows) {
+        const next = await misdirectedTo(resp);
+        if (next === void 0) return resp;
+        follows++;
+        this.#owner = next;
+        await discard(resp);
+        continue;
+      }
+      return resp;
     }
   }
   async #record(resp, host) {
@@ -2395,11 +2474,45 @@ var MusterClient = class {
     return new Fleet(this, root);
   }
 };
-function rebase(url, owner) {
+function rebase(url, to) {
   const u = new URL(url);
-  u.protocol = owner.protocol;
-  u.host = owner.host;
+  if (u.protocol === to.protocol && u.host === to.host) return url;
+  u.protocol = to.protocol;
+  u.host = to.host;
   return u.toString();
+}
+async function discard(resp) {
+  try {
+    await resp.body?.cancel();
+  } catch {
+  }
+}
+function isTimeout(reason) {
+  return reason instanceof Error && reason.name === "TimeoutError";
+}
+var connectCodes = /* @__PURE__ */ new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "UND_ERR_CONNECT_TIMEOUT"]);
+function notSent(err) {
+  const seen = /* @__PURE__ */ new Set();
+  const walk = (e) => {
+    if (e === null || typeof e !== "object" || seen.has(e)) return false;
+    seen.add(e);
+    const x = e;
+    if (typeof x.code === "string" && connectCodes.has(x.code)) return true;
+    if (x.syscall === "connect" && x.code !== "ECONNRESET") return true;
+    if (Array.isArray(x.errors) && x.errors.length > 0 && x.errors.every(walk)) return true;
+    return walk(x.cause);
+  };
+  return walk(err);
+}
+async function isProblem(resp, code) {
+  const mt = (resp.headers.get("Content-Type") ?? "").split(";")[0].trim().toLowerCase();
+  if (mt !== "application/problem+json") return false;
+  try {
+    const p = JSON.parse(await resp.clone().text());
+    return p !== null && typeof p === "object" && p.code === code;
+  } catch {
+    return false;
+  }
 }
 async function misdirectedTo(resp) {
   const mt = (resp.headers.get("Content-Type") ?? "").split(";")[0].trim().toLowerCase();
