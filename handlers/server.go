@@ -61,6 +61,9 @@ type Options struct {
 	// Directory names the owners of families this broker does not serve
 	// (multi-broker mode, docs/placement.md); nil in a single broker.
 	Directory Directory
+	// BrokerName, when set (multi-broker mode), is sent as the Muster-Broker
+	// header of every answer.
+	BrokerName string
 	// AccessLog logs one line per request at level info: method, route
 	// pattern (never a path: no session id, route or token), status and
 	// duration.
@@ -69,15 +72,16 @@ type Options struct {
 
 // Server is the HTTP face of one broker.
 type Server struct {
-	broker  *core.Broker
-	auth    *Authenticator
-	metrics *Metrics
-	log     *slog.Logger
-	ready   func(context.Context) error
-	clock   core.Clock
-	cursors *core.CursorCodec
-	hub     sse.Hub
-	router  http.Handler
+	brokerName string // Muster-Broker, "" when not placed
+	broker     *core.Broker
+	auth       *Authenticator
+	metrics    *Metrics
+	log        *slog.Logger
+	ready      func(context.Context) error
+	clock      core.Clock
+	cursors    *core.CursorCodec
+	hub        sse.Hub
+	router     http.Handler
 	// contract is the middleware behind router (tests switch its fast path).
 	contract *contract
 	docs     http.Handler
@@ -109,7 +113,8 @@ func New(opt Options) (*Server, error) {
 	}
 	s := &Server{broker: opt.Broker, auth: opt.Auth, metrics: opt.Metrics, log: opt.Logger, ready: opt.Ready, clock: opt.Clock,
 		cursors: core.NewCursorCodec(opt.CursorMaster, opt.Broker.Epoch()), fleet: opt.Fleet,
-		sweeps: newSweepGate(opt.SweepsRunning), sweepWorker: opt.SweepWorker, sweepLimits: opt.SweepLimits, directory: opt.Directory}
+		sweeps: newSweepGate(opt.SweepsRunning), sweepWorker: opt.SweepWorker, sweepLimits: opt.SweepLimits, directory: opt.Directory,
+		brokerName: opt.BrokerName}
 	if opt.AccessLog {
 		// Written whatever the log level: asked for by itself.
 		log := slog.New(alwaysEnabled{opt.Logger.Handler()})
@@ -243,8 +248,16 @@ func (s *Server) epochHeader(next http.Handler) http.Handler {
 	// One value slice for every answer: net/http copies it when it sends
 	// the header, and Set or Add replace it rather than write into it.
 	epoch := []string{s.broker.Epoch()}
+	if s.brokerName == "" {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header()["Muster-Epoch"] = epoch
+			next.ServeHTTP(w, r)
+		})
+	}
+	name := []string{s.brokerName}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Muster-Epoch"] = epoch
+		w.Header()["Muster-Broker"] = name
 		next.ServeHTTP(w, r)
 	})
 }

@@ -49,6 +49,10 @@ func TestEachFamilyServedOnce(t *testing.T) {
 		if err != nil || a.status != 200 {
 			t.Fatalf("fleet read on %s: %d %v", b.id, a.status, err)
 		}
+		// Every answer names the broker that gave it.
+		if got := a.header.Get("Muster-Broker"); got != b.id {
+			t.Fatalf("Muster-Broker from %s: %q", b.id, got)
+		}
 	}
 }
 

@@ -185,6 +185,7 @@ func (m *Main) OpenContext(ctx context.Context) (err error) {
 		BodyReadTimeout: limits.BodyReadTimeout,
 		SweepsRunning:   limits.SweepsRunning,
 		Directory:       directory,
+		BrokerName:      m.brokerName(),
 
 		CORSAllowedOrigins: cfg.CORS.AllowedOrigins,
 		AccessLog:          cfg.Log.Access,
@@ -312,3 +313,11 @@ func randomBytes(n int) []byte {
 }
 
 func randomText(n int) string { return base64.RawURLEncoding.EncodeToString(randomBytes(n)) }
+
+// brokerName is this broker's placement name, "" when not placed.
+func (m *Main) brokerName() string {
+	if m.placer == nil {
+		return ""
+	}
+	return m.placer.self
+}
