@@ -97,6 +97,9 @@ type Owner struct {
 	Addr   string
 	Epoch  uint64
 	Live   bool // held now: not released and not expired (server time)
+	// Released: its last owner gave it up (a planned move), rather than
+	// let it expire.
+	Released bool
 	// Until is when the claim expires unless renewed: the server's
 	// remaining time added to the local clock read before the query (a
 	// routing hint, not a safety bound).
@@ -275,7 +278,7 @@ func (s *Store) Release(ctx context.Context, c Claim) error {
 func (s *Store) Owners(ctx context.Context) (map[string]Owner, error) {
 	sent := s.now()
 	rows, err := s.pool.Query(ctx, `
-		SELECT family, owner, addr, epoch, NOT released AND expires_at > now(),
+		SELECT family, owner, addr, epoch, NOT released AND expires_at > now(), released,
 		       GREATEST(0, EXTRACT(EPOCH FROM expires_at - now()) * 1000000)::bigint
 		FROM muster_placement`)
 	if err != nil {
@@ -285,7 +288,7 @@ func (s *Store) Owners(ctx context.Context) (map[string]Owner, error) {
 	for rows.Next() {
 		var o Owner
 		var epoch, remaining int64
-		if err := rows.Scan(&o.Family, &o.Broker, &o.Addr, &epoch, &o.Live, &remaining); err != nil {
+		if err := rows.Scan(&o.Family, &o.Broker, &o.Addr, &epoch, &o.Live, &o.Released, &remaining); err != nil {
 			rows.Close()
 			return nil, err
 		}

@@ -244,6 +244,9 @@ func TestShutdownAnswersWaitersFirst(t *testing.T) {
 	if took >= claimTTL+margin {
 		t.Fatalf("handover took %v: the claim expired instead of being released", took)
 	}
+	if n := metric(t, o, `muster_placement_moves_total{cause="handover"}`); n != 1 {
+		t.Fatalf("the new owner counts %v handovers, want 1", n)
+	}
 }
 
 // A PostgreSQL restart longer than the claim TTL: every broker stops
@@ -324,10 +327,14 @@ func TestColdStartNoHerd(t *testing.T) {
 	// family up at its next round, its desired owner takes it at one of
 	// its own.
 	time.Sleep(2 * defaults.every)
-	var takeovers, releases float64
+	var takeovers, releases, initial float64
 	for _, b := range c.brokers {
 		takeovers += metric(t, b, "muster_placement_takeovers_total")
 		releases += metric(t, b, "muster_placement_releases_total")
+		initial += metric(t, b, `muster_placement_moves_total{cause="initial"}`)
+	}
+	if initial != takeovers {
+		t.Errorf("moves by cause initial %v, acquisitions %v: every acquisition of a cold start is initial", initial, takeovers)
 	}
 	t.Logf("cold start of 3 brokers, %d families: %v acquisitions, %v releases", len(fams), takeovers, releases)
 	if takeovers != float64(len(fams)) || releases != 0 {

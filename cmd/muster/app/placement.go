@@ -104,7 +104,7 @@ func (p *placer) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for fam, c := range p.held {
-		p.giveUp(ctx, fam, c)
+		p.giveUp(ctx, fam, c, "shutdown")
 	}
 	if err := p.store.Leave(ctx); err != nil {
 		p.log.Warn("placement: leaving the broker table failed", "err", err)
@@ -184,9 +184,9 @@ func (p *placer) step() (next time.Time) {
 		c, holding := p.held[fam]
 		switch {
 		case holding && want != p.self && want != "":
-			p.giveUp(ctx, fam, c)
+			p.giveUp(ctx, fam, c, "rebalance")
 		case !holding && want == p.self && !owners[fam].Live && settled:
-			if p.acquire(ctx, fam) && owners[fam].Broker != "" {
+			if p.acquire(ctx, fam, acquireCause(owners[fam])) && owners[fam].Broker != "" {
 				// Expired, but its margin has not passed by the server's
 				// clock (the takeover step ran early by the query's
 				// latency): try again shortly rather than a round later.
@@ -227,7 +227,7 @@ func (p *placer) renewAll(ctx context.Context, logFailure bool) error {
 			// up so that the next acquisition starts a new epoch.
 			p.log.Warn("placement: serving deadline passed before a renewal", "family", fam)
 			p.metrics.fenced.Inc()
-			p.giveUp(ctx, fam, c)
+			p.giveUp(ctx, fam, c, "")
 			continue
 		}
 		if pl.Changes >= core.RebaseAt {
@@ -260,7 +260,7 @@ func (p *placer) renewAll(ctx context.Context, logFailure bool) error {
 		p.held[c.Family] = next
 		if err := p.broker.Serve(context.Background(), core.Family(c.Family), core.PlacementEpoch(next.Epoch), next.Deadline()); err != nil {
 			p.log.Warn("placement: the core refused a renewed claim", "family", c.Family, "err", err)
-			p.giveUp(ctx, c.Family, next)
+			p.giveUp(ctx, c.Family, next, "")
 		}
 	}
 	p.metrics.held.Store(int64(len(p.held)))
@@ -269,7 +269,7 @@ func (p *placer) renewAll(ctx context.Context, logFailure bool) error {
 
 // acquire takes fam and starts serving it. It reports whether the claim
 // was held still (within its margin, or taken by another broker).
-func (p *placer) acquire(ctx context.Context, fam string) (held bool) {
+func (p *placer) acquire(ctx context.Context, fam, cause string) (held bool) {
 	c, err := p.store.Acquire(ctx, fam)
 	if err != nil {
 		if !errors.Is(err, claims.ErrHeld) {
@@ -285,19 +285,35 @@ func (p *placer) acquire(ctx context.Context, fam string) (held bool) {
 	p.held[fam] = c
 	p.metrics.held.Store(int64(len(p.held)))
 	p.metrics.takeovers.Inc()
-	p.log.Info("placement: serving family", "family", fam, "epoch", c.Epoch)
+	p.metrics.moves.WithLabelValues(cause).Inc()
+	p.log.Info("placement: serving family", "family", fam, "epoch", c.Epoch, "cause", cause)
 	return false
 }
 
+// acquireCause is the cause of a move that takes a family whose claim is o.
+func acquireCause(o claims.Owner) string {
+	switch {
+	case o.Broker == "":
+		return "initial"
+	case o.Released:
+		return "handover"
+	}
+	return "failover"
+}
+
 // giveUp stops serving fam, then releases its claim: in that order, so the
-// release attests that this broker stopped.
-func (p *placer) giveUp(ctx context.Context, fam string, c claims.Claim) {
+// release attests that this broker stopped. cause is a move's (rebalance,
+// shutdown), "" for a family that stopped at its deadline.
+func (p *placer) giveUp(ctx context.Context, fam string, c claims.Claim, cause string) {
 	if err := p.broker.Unserve(context.Background(), core.Family(fam)); err != nil {
 		return // the actor is gone: the claim expires on its own
 	}
 	delete(p.held, fam)
 	p.metrics.held.Store(int64(len(p.held)))
 	p.metrics.releases.Inc()
+	if cause != "" {
+		p.metrics.moves.WithLabelValues(cause).Inc()
+	}
 	if err := p.store.Release(ctx, c); err != nil {
 		p.log.Warn("placement: releasing a claim failed; it expires on its own", "family", fam, "err", err)
 		return

@@ -16,7 +16,14 @@ type placementMetrics struct {
 	releases    prometheus.Counter
 	fenced      prometheus.Counter
 	lost        prometheus.Counter
+	moves       *prometheus.CounterVec
 }
+
+// The causes of muster_placement_moves_total: a family acquired after its
+// last owner released it (handover) or let it expire (failover), or
+// never claimed before (initial); given up because another live broker is
+// its desired owner (rebalance) or because this broker stops (shutdown).
+var moveCauses = []string{"initial", "handover", "failover", "rebalance", "shutdown"}
 
 func newPlacementMetrics() *placementMetrics {
 	return &placementMetrics{
@@ -35,6 +42,9 @@ func newPlacementMetrics() *placementMetrics {
 			Help: "Families this broker stopped serving at their deadline because no renewal came in time."}),
 		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_placement_lost_total",
 			Help: "Claims found taken or expired at renewal."}),
+		moves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "muster_placement_moves_total",
+			Help: "Families this broker took or gave up, by cause: initial, handover (released by its last owner), failover (expired), rebalance (another broker is its desired owner), shutdown."},
+			[]string{"cause"}),
 	}
 }
 
@@ -42,7 +52,10 @@ func newPlacementMetrics() *placementMetrics {
 func (m *placementMetrics) register(reg prometheus.Registerer) error {
 	held := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muster_placement_claims",
 		Help: "Families whose claim this broker holds."}, func() float64 { return float64(m.held.Load()) })
-	for _, c := range []prometheus.Collector{held, m.renew, m.renewFailed, m.takeovers, m.releases, m.fenced, m.lost} {
+	for _, c := range moveCauses {
+		m.moves.WithLabelValues(c) // every cause exported from the start, at 0
+	}
+	for _, c := range []prometheus.Collector{held, m.renew, m.renewFailed, m.takeovers, m.releases, m.fenced, m.lost, m.moves} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
