@@ -211,7 +211,7 @@ func leaseCommand() func([]string, io.Writer, io.Writer) int {
 				}
 				return watch(ctx, c, cf, sels, out)
 			}},
-		{name: "run", args: "ROUTE -- COMMAND [ARG…]", summary: "hold a lease while a command runs (renewed until it exits; killed if the lease is lost). Exit status: the command's, or 2 usage, 69 broker unavailable, 75 held by another, 76 lease lost", nargs: [2]int{2, -1},
+		{name: "run", args: "ROUTE -- COMMAND [ARG…]", summary: "hold a lease while a command runs (renewed until it exits; killed if the lease is lost). Exit status: the command's, or 2 usage, 69 broker unavailable, 75 held by another, 76 lease lost, 127 command not started", nargs: [2]int{2, -1},
 			flags: func(fs *flag.FlagSet) {
 				fs.DurationVar(&ttl, "ttl", 30*time.Second, "lease `TTL` ("+span(core.MinLeaseTTL, core.MaxLeaseTTL)+"); renewed every third of it")
 				fs.DurationVar(&wait, "wait", 0, "how long to wait for the lease when it is held (0: do not wait; no upper bound: queued again every "+short(core.MaxWait)+")")

@@ -676,3 +676,24 @@ func TestCLIEscapesWhatItPrints(t *testing.T) {
 		t.Fatalf("lease list -o json: %+q", items)
 	}
 }
+
+// TestCLILeaseRunExitCodes: the statuses of `lease run` that are its own,
+// beside those TestCLILeaseRun shows (75 held, 76 lost, the command's):
+// 69 when no broker answers, 127 when the command cannot be started (the
+// lease is released then), 2 for bad usage.
+func TestCLILeaseRunExitCodes(t *testing.T) {
+	dead := &cli{tb: t, addr: "http://127.0.0.1:1"}
+	if _, errOut, code := dead.run("lease", "run", "lease://acme/cron/x", "--", "true"); code != 69 {
+		t.Fatalf("no broker: exit %d, want 69\n%s", code, errOut)
+	}
+	c := newCLI(t, startProcess(t, "--addr", "127.0.0.1:0"))
+	if _, errOut, code := c.run("lease", "run", "lease://acme/cron/x", "--", "/nonexistent/command"); code != 127 {
+		t.Fatalf("a command that cannot start: exit %d, want 127\n%s", code, errOut)
+	}
+	if out := c.ok("lease", "get", "lease://acme/cron/x"); !regexp.MustCompile(`(?m)^held\s+no$`).MatchString(out) {
+		t.Fatalf("after a command that could not start:\n%s", out)
+	}
+	if _, _, code := c.run("lease", "run", "lease://acme/cron/x", "--ttl", "1h", "--", "true"); code != 2 {
+		t.Fatalf("a bad --ttl: exit %d, want 2", code)
+	}
+}
