@@ -18,20 +18,9 @@ cd "$(dirname "$0")/../.."
 log() { printf 'deploy/systemd/verify.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-if ! command -v systemd-analyze >/dev/null; then
-  command -v apt-get >/dev/null || die "no systemd-analyze and no apt-get to install it"
-  sudo=()
-  if [[ $(id -u) -ne 0 ]]; then
-    command -v sudo >/dev/null && sudo -n true 2>/dev/null || die "installing systemd needs root (or sudo without a password)"
-    sudo=(sudo -n)
-  fi
-  log "no systemd-analyze; installing Debian's systemd (apt-get)"
-  start=$SECONDS
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 || die "apt-get update failed"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends systemd >&2 ||
-    die "apt-get install -y systemd failed"
-  log "systemd installed in $((SECONDS - start)) s"
-fi
+# shellcheck source=../../tests/lib/apt.sh
+. tests/lib/apt.sh
+command -v systemd-analyze >/dev/null || apt_install systemd-analyze systemd
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -19,19 +19,9 @@ cd "$(dirname "$0")/../.."
 log() { printf 'tests/deploy/alerts.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-install_promtool() {
-  command -v apt-get >/dev/null || die "no promtool and no apt-get to install it; set PROMTOOL"
-  local sudo=()
-  if [[ $(id -u) -ne 0 ]]; then
-    command -v sudo >/dev/null && sudo -n true 2>/dev/null || die "installing promtool needs root (or sudo without a password); set PROMTOOL instead"
-    sudo=(sudo -n)
-  fi
-  log "no promtool found; installing the distribution's prometheus (apt-get)"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 ||
-    die "apt-get update failed"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >&2 ||
-    die "apt-get install -y --no-install-recommends prometheus failed"
-}
+# shellcheck source=../lib/apt.sh
+. tests/lib/apt.sh
+install_promtool() { apt_install promtool prometheus; }
 
 promtool=${PROMTOOL:-}
 if [[ -z $promtool ]]; then

@@ -42,20 +42,10 @@ if path=$(find_nginx); then
 	exit 0
 fi
 
-command -v apt-get >/dev/null || die "no nginx and no apt-get to install it; set MUSTER_NGINX or MUSTER_TEST_NGINX=off"
-sudo=()
-if [[ $(id -u) -ne 0 ]]; then
-	command -v sudo >/dev/null && sudo -n true 2>/dev/null || die "installing nginx needs root (or sudo without a password); set MUSTER_NGINX or MUSTER_TEST_NGINX=off"
-	sudo=(sudo -n)
-fi
-log "no nginx found; installing the distribution's nginx (apt-get)"
-start=$(date +%s)
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 ||
-	die "apt-get update failed"
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nginx >&2 ||
-	die "apt-get install -y nginx failed"
-end=$(date +%s)
+# shellcheck source=../lib/apt.sh
+. "$(dirname "$0")/../lib/apt.sh"
+apt_install nginx nginx
 
 path=$(find_nginx) || die "nginx is installed but no nginx binary was found"
-log "installed nginx in $((end - start))s: $("$path" -v 2>&1 || true)"
+log "$("$path" -v 2>&1 || true)"
 echo "$path"
