@@ -15,6 +15,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/musterhq/muster/core"
@@ -69,6 +71,14 @@ type Main struct {
 	placer   *placer // nil unless the configuration has a placement section
 	httpLog  *httpErrorLog
 	conns    *connLimit
+
+	// In force, replaced by Reload (reload.go) under reloadMu.
+	cfg      *FileConfig
+	limits   atomic.Pointer[Limits]
+	auth     *handlers.Authenticator
+	handler  *handlers.Server
+	reloads  *reloadMetrics
+	reloadMu sync.Mutex
 }
 
 // NewMain returns a Main with the defaults.
@@ -105,13 +115,7 @@ func (m *Main) Open() (err error) {
 		return err
 	}
 	auth := handlers.NewAuthenticator(tokens)
-	families := []string{handlers.DevFamily}
-	if len(tokens) > 0 {
-		families = families[:0]
-		for _, t := range tokens {
-			families = append(families, string(t.Family))
-		}
-	}
+	families := tokenFamilies(tokens)
 	limits, err := cfg.Limits.resolve(families)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
@@ -137,7 +141,9 @@ func (m *Main) Open() (err error) {
 	if err := m.openStore(); err != nil {
 		return err
 	}
-	m.fleet.SpecsPerRoot = limits.specsPerRoot
+	m.cfg, m.auth = cfg, auth
+	m.limits.Store(&limits)
+	m.fleet.SpecsPerRoot = func(family string) int { return m.limits.Load().specsPerRoot(family) }
 
 	var placement *placementSettings
 	if cfg.Placement != nil {
@@ -160,6 +166,8 @@ func (m *Main) Open() (err error) {
 		directory = m.placer
 	}
 	metrics := handlers.NewMetrics(m.broker)
+	m.reloads = newReloadMetrics()
+	metrics.Registry.MustRegister(m.reloads.total, m.reloads.lastSuccess)
 	if m.placer != nil {
 		if err := m.placer.metrics.register(metrics.Registry); err != nil {
 			m.closePlacer()
@@ -191,6 +199,7 @@ func (m *Main) Open() (err error) {
 		_ = m.closeStore()
 		return err
 	}
+	m.handler = h
 	ln, err := net.Listen("tcp", m.Addr)
 	if err != nil {
 		m.closePlacer()
