@@ -97,9 +97,10 @@ func token(args []string, stdout, stderr io.Writer) int {
 // localURL is the URL a client on this machine uses: a broker listening on
 // every interface (0.0.0.0, ::) is reached on the loopback address.
 func localURL(u string) (url, note string) {
-	host, port, err := net.SplitHostPort(strings.TrimPrefix(u, "http://"))
+	scheme, hostport, _ := strings.Cut(u, "://")
+	host, port, err := net.SplitHostPort(hostport)
 	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
-		return "http://" + net.JoinHostPort("127.0.0.1", port), " (listening on every interface)"
+		return scheme + "://" + net.JoinHostPort("127.0.0.1", port), " (listening on every interface)"
 	}
 	return u, ""
 }

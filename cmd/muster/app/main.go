@@ -79,6 +79,7 @@ type Main struct {
 	handler  *handlers.Server
 	reloads  *reloadMetrics
 	reloadMu sync.Mutex
+	tls      *tlsFiles // nil unless the configuration has a tls section
 }
 
 // NewMain returns a Main with the defaults.
@@ -119,6 +120,14 @@ func (m *Main) Open() (err error) {
 	limits, err := cfg.Limits.resolve(families)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
+	}
+	if cfg.TLS != nil {
+		tc, err := cfg.TLS.load()
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		m.tls = &tlsFiles{}
+		m.tls.current.Store(tc)
 	}
 	if auth.DevMode() && !m.InsecureDev && !loopback(m.Addr) {
 		return fmt.Errorf("refusing to serve without tokens on non-loopback address %s: configure tokens or pass --insecure-dev", m.Addr)
@@ -220,10 +229,16 @@ func (m *Main) Open() (err error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          log.New(m.httpLog, "", 0),
 	}
-	// HTTP/1.1 and HTTP/2 over cleartext (h2c) both serve watch streams.
+	// HTTP/1.1 and HTTP/2, over TLS (ALPN) or cleartext (h2c), both serve
+	// watch streams.
 	m.server.Protocols = new(http.Protocols)
 	m.server.Protocols.SetHTTP1(true)
-	m.server.Protocols.SetUnencryptedHTTP2(true)
+	if m.tls != nil {
+		m.server.Protocols.SetHTTP2(true)
+		m.server.TLSConfig = m.tls.serverConfig()
+	} else {
+		m.server.Protocols.SetUnencryptedHTTP2(true)
+	}
 	// Shutdown does not wait for streams: end them with `event: shutdown`.
 	m.server.RegisterOnShutdown(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -231,14 +246,20 @@ func (m *Main) Open() (err error) {
 		_ = h.EndStreams(ctx)
 	})
 	m.served = make(chan error, 1)
-	go func() { m.served <- m.server.Serve(m.listener) }()
+	go func() {
+		if m.tls != nil {
+			m.served <- m.server.ServeTLS(m.listener, "", "")
+			return
+		}
+		m.served <- m.server.Serve(m.listener)
+	}()
 	if m.placer != nil {
 		m.placer.start()
 	}
 	if auth.DevMode() {
 		m.Logger.Warn("dev mode: no tokens configured; every request is family \"default\" with all grants")
 	}
-	m.Logger.Info("muster serving", "addr", ln.Addr().String(), "epoch", m.broker.Epoch(), "data_dir", m.DataDir)
+	m.Logger.Info("muster serving", "addr", ln.Addr().String(), "tls", m.tls != nil, "epoch", m.broker.Epoch(), "data_dir", m.DataDir)
 	return nil
 }
 
@@ -250,7 +271,12 @@ func (m *Main) sink(ev []core.Event) {
 }
 
 // URL is the base URL the broker serves on.
-func (m *Main) URL() string { return "http://" + m.listener.Addr().String() }
+func (m *Main) URL() string {
+	if m.tls != nil {
+		return "https://" + m.listener.Addr().String()
+	}
+	return "http://" + m.listener.Addr().String()
+}
 
 // Broker is the running core (for tools, tests and benchmarks).
 func (m *Main) Broker() *core.Broker { return m.broker }

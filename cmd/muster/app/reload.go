@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"reflect"
 	"slices"
@@ -13,7 +14,8 @@ import (
 )
 
 // Reloading (SIGHUP): the configuration file is read again and its tokens,
-// grants, CORS origins, limits and log level are put in force in place.
+// grants, CORS origins, limits, log level and TLS files are put in force in
+// place.
 // Sessions, leases, waiters, watch streams and the epoch stay: nothing that
 // exists is ended by a reload, and only new requests see the new file (a
 // removed token is refused from then on; its family's sessions and leases
@@ -79,6 +81,12 @@ func (m *Main) reload() error {
 	if err := fixed(m.cfg, cfg, *m.limits.Load(), limits); err != nil {
 		return fmt.Errorf("config %s: %w", m.ConfigPath, err)
 	}
+	var tc *tls.Config
+	if cfg.TLS != nil {
+		if tc, err = cfg.TLS.load(); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+	}
 	// The core first: it is the only step that can fail (the broker is
 	// stopping), and then nothing has changed.
 	ctx, cancel := context.WithTimeout(context.Background(), ReloadTimeout)
@@ -92,6 +100,9 @@ func (m *Main) reload() error {
 		return err // checked by LoadConfig: not reached
 	}
 	m.auth.Replace(tokens)
+	if tc != nil {
+		m.tls.current.Store(tc) // new handshakes only
+	}
 	m.logLevel.Set(cfg.Log.SlogLevel())
 	m.cfg = cfg
 	return nil
@@ -106,6 +117,8 @@ func fixed(old, cfg *FileConfig, oldLim, lim Limits) error {
 	switch {
 	case old.DevMode != cfg.DevMode || (len(old.Tokens) == 0) != (len(cfg.Tokens) == 0):
 		return restart("dev_mode (tokens on or off)")
+	case (old.TLS == nil) != (cfg.TLS == nil):
+		return restart("tls (HTTPS on or off)")
 	case !reflect.DeepEqual(old.Placement, cfg.Placement):
 		return restart("placement")
 	case old.Placement != nil && !slices.Equal(sortedFamilies(old), sortedFamilies(cfg)):

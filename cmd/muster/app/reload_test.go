@@ -95,6 +95,7 @@ func TestReloadSwaps(t *testing.T) {
 		{"BodyTimeout", reloadConfig("s-new", "limits: {body_read_timeout: 7s}\n"), "limits.body_read_timeout: a change needs a restart"},
 		{"Sweeps", reloadConfig("s-new", "limits: {broker: {sweeps: 3}}\n"), "limits.broker.sweeps"},
 		{"AccessLog", reloadConfig("s-new", "log: {access: true}\n"), "log.access"},
+		{"TLSOn", reloadConfig("s-new", "tls: {cert_file: a.crt, key_file: a.key}\n"), "tls (HTTPS on or off): a change needs a restart"},
 		{"QuotaOverCap", reloadConfig("s-other", "limits: {broker: {sessions: 10}, family: {sessions: 20}}\n"), "is more than the broker-wide"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,8 +109,8 @@ func TestReloadSwaps(t *testing.T) {
 			}
 		})
 	}
-	if ok, failed := counterValue(m.reloads.ok), counterValue(m.reloads.failed); ok != 1 || failed != 8 {
-		t.Errorf("reloads ok %v, failed %v; want 1 and 8", ok, failed)
+	if ok, failed := counterValue(m.reloads.ok), counterValue(m.reloads.failed); ok != 1 || failed != 9 {
+		t.Errorf("reloads ok %v, failed %v; want 1 and 9", ok, failed)
 	}
 	if m.Epoch() != epoch {
 		t.Errorf("epoch %q after reloads, was %q", m.Epoch(), epoch)
