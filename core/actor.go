@@ -220,3 +220,12 @@ func (b *Broker) Placement(ctx context.Context, fam Family) (FamilyPlacement, er
 		return s.Placement(now, fam), nil
 	})
 }
+
+// SetLimits replaces the caps and quotas in place; see State.SetLimits.
+func (b *Broker) SetLimits(ctx context.Context, l Config) error {
+	_, err := call(ctx, b, func(s *State, _ time.Time) (struct{}, error) {
+		s.SetLimits(l)
+		return struct{}{}, nil
+	})
+	return err
+}

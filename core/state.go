@@ -124,27 +124,7 @@ type State struct {
 
 // NewState returns an empty universe.
 func NewState(cfg Config) *State {
-	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = DefaultMaxSessions
-	}
-	if cfg.MaxStreams <= 0 {
-		cfg.MaxStreams = DefaultMaxStreams
-	}
-	if cfg.MaxRegistrations <= 0 {
-		cfg.MaxRegistrations = DefaultMaxRegistrations
-	}
-	if cfg.MaxWaiters <= 0 {
-		cfg.MaxWaiters = DefaultMaxWaiters
-	}
-	if cfg.MaxSnapshots <= 0 {
-		cfg.MaxSnapshots = DefaultMaxSnapshots
-	}
-	if cfg.MaxCallerSnapshots <= 0 {
-		cfg.MaxCallerSnapshots = DefaultCallerSnapshots
-	}
-	if cfg.SnapshotIdle <= 0 {
-		cfg.SnapshotIdle = DefaultSnapshotIdle
-	}
+	cfg = cfg.withDefaults()
 	return &State{
 		cfg:        cfg,
 		sessions:   make(map[SessionID]*session),
@@ -157,6 +137,32 @@ func NewState(cfg Config) *State {
 		streams:    make(map[StreamID]*stream),
 		usage:      make(map[Family]*usage),
 	}
+}
+
+// withDefaults is c with every unset limit at its default.
+func (c Config) withDefaults() Config {
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = DefaultMaxStreams
+	}
+	if c.MaxRegistrations <= 0 {
+		c.MaxRegistrations = DefaultMaxRegistrations
+	}
+	if c.MaxWaiters <= 0 {
+		c.MaxWaiters = DefaultMaxWaiters
+	}
+	if c.MaxSnapshots <= 0 {
+		c.MaxSnapshots = DefaultMaxSnapshots
+	}
+	if c.MaxCallerSnapshots <= 0 {
+		c.MaxCallerSnapshots = DefaultCallerSnapshots
+	}
+	if c.SnapshotIdle <= 0 {
+		c.SnapshotIdle = DefaultSnapshotIdle
+	}
+	return c
 }
 
 // Epoch is the id of this universe's lifetime.

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
+	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/core"
@@ -32,7 +34,18 @@ const DevFamily = "default"
 
 // Authenticator resolves bearer tokens. With no tokens it is in dev mode:
 // every request is the caller {family "default", all grants}.
+//
+// Its table is replaced whole by Replace (a configuration reload) and read
+// through an atomic pointer: a request sees the old table or the new one,
+// never a mix, and takes no lock. A Caller handed out stays valid: a
+// request or watch stream already authenticated keeps the grants it was
+// admitted with.
 type Authenticator struct {
+	table atomic.Pointer[authTable]
+}
+
+// authTable is one immutable set of tokens.
+type authTable struct {
 	tokens  []Token
 	callers []Caller // callers[i] is tokens[i]'s, shared by its requests as dev is
 	dev     *Caller
@@ -40,39 +53,51 @@ type Authenticator struct {
 
 // NewAuthenticator builds an authenticator over tokens; none means dev mode.
 func NewAuthenticator(tokens []Token) *Authenticator {
-	a := &Authenticator{tokens: tokens, callers: make([]Caller, len(tokens))}
-	for i, t := range tokens {
-		a.callers[i] = Caller{Name: t.Name, Family: t.Family, Grants: t.Grants}
-	}
-	if len(tokens) == 0 {
-		a.dev = &Caller{Name: "dev", Family: DevFamily, Grants: core.AllGrants()}
-	}
+	a := &Authenticator{}
+	a.table.Store(newAuthTable(tokens))
 	return a
 }
 
+func newAuthTable(tokens []Token) *authTable {
+	t := &authTable{tokens: slices.Clone(tokens), callers: make([]Caller, len(tokens))}
+	for i, tk := range tokens {
+		t.callers[i] = Caller{Name: tk.Name, Family: tk.Family, Grants: tk.Grants}
+	}
+	if len(tokens) == 0 {
+		t.dev = &Caller{Name: "dev", Family: DevFamily, Grants: core.AllGrants()}
+	}
+	return t
+}
+
+// Replace puts tokens in force for every request from now on. Whether dev
+// mode may be entered or left this way is the caller's decision (the broker
+// refuses it on a reload).
+func (a *Authenticator) Replace(tokens []Token) { a.table.Store(newAuthTable(tokens)) }
+
 // DevMode reports whether no tokens are configured.
-func (a *Authenticator) DevMode() bool { return a.dev != nil }
+func (a *Authenticator) DevMode() bool { return a.table.Load().dev != nil }
 
 // Authenticate maps a presented secret to its caller. Every configured hash
 // is compared in constant time, without an early exit.
 func (a *Authenticator) Authenticate(secret string) (*Caller, bool) {
-	if a.dev != nil {
-		return a.dev, true
+	t := a.table.Load()
+	if t.dev != nil {
+		return t.dev, true
 	}
 	if secret == "" {
 		return nil, false
 	}
 	sum := sha256.Sum256([]byte(secret))
 	found := -1
-	for i := range a.tokens {
-		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].Hash[:]) == 1 {
+	for i := range t.tokens {
+		if subtle.ConstantTimeCompare(sum[:], t.tokens[i].Hash[:]) == 1 {
 			found = i
 		}
 	}
 	if found < 0 {
 		return nil, false
 	}
-	return &a.callers[found], true
+	return &t.callers[found], true
 }
 
 // bearer extracts the token of an `Authorization: Bearer` header.

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/musterhq/muster"
 )
@@ -86,45 +87,72 @@ func CheckOrigin(o string) error {
 	return nil
 }
 
-// cors returns the CORS middleware for origins, or nil when origins is
-// empty (CORS off). Every origin must pass CheckOrigin.
-func cors(origins []string) (func(http.Handler) http.Handler, error) {
+// corsTable is one immutable set of allowed origins.
+type corsTable struct{ allowed map[string]bool }
+
+// newCORSTable checks origins (CheckOrigin); it returns nil, CORS off, for
+// none.
+func newCORSTable(origins []string) (*corsTable, error) {
 	if len(origins) == 0 {
 		return nil, nil
 	}
-	allowed := make(map[string]bool, len(origins))
+	t := &corsTable{allowed: make(map[string]bool, len(origins))}
 	for _, o := range origins {
 		if err := CheckOrigin(o); err != nil {
 			return nil, fmt.Errorf("handlers: cors: %w", err)
 		}
-		allowed[o] = true
+		t.allowed[o] = true
 	}
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h := w.Header()
-			h.Add("Vary", "Origin")
-			origin := r.Header.Get("Origin")
-			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-				h.Add("Vary", "Access-Control-Request-Method")
-				h.Add("Vary", "Access-Control-Request-Headers")
-				if !allowed[origin] || !preflightOK(r) {
-					writeProblem(w, muster.CodeForbidden, "CORS preflight refused: the origin, method or a request header is not allowed")
-					return
-				}
-				h.Set("Access-Control-Allow-Origin", origin)
-				h.Set("Access-Control-Allow-Methods", corsMethods)
-				h.Set("Access-Control-Allow-Headers", corsHeaders)
-				h.Set("Access-Control-Max-Age", strconv.Itoa(corsMaxAge))
-				w.WriteHeader(http.StatusNoContent)
+	return t, nil
+}
+
+// corsGate is the CORS middleware. Its table is replaced whole on a
+// configuration reload (SetCORSOrigins) and read through an atomic pointer,
+// without a lock; a nil table is CORS off, and then the middleware adds
+// nothing to any answer.
+type corsGate struct{ table atomic.Pointer[corsTable] }
+
+func (g *corsGate) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t := g.table.Load()
+		if t == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header()
+		h.Add("Vary", "Origin")
+		origin := r.Header.Get("Origin")
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			h.Add("Vary", "Access-Control-Request-Method")
+			h.Add("Vary", "Access-Control-Request-Headers")
+			if !t.allowed[origin] || !preflightOK(r) {
+				writeProblem(w, muster.CodeForbidden, "CORS preflight refused: the origin, method or a request header is not allowed")
 				return
 			}
-			if allowed[origin] {
-				h.Set("Access-Control-Allow-Origin", origin)
-				h.Set("Access-Control-Expose-Headers", corsExpose)
-			}
-			next.ServeHTTP(w, r)
-		})
-	}, nil
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Set("Access-Control-Allow-Methods", corsMethods)
+			h.Set("Access-Control-Allow-Headers", corsHeaders)
+			h.Set("Access-Control-Max-Age", strconv.Itoa(corsMaxAge))
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if t.allowed[origin] {
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Set("Access-Control-Expose-Headers", corsExpose)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// SetCORSOrigins puts origins in force for every request from now on
+// (none: CORS off). A bad origin changes nothing and is returned.
+func (s *Server) SetCORSOrigins(origins []string) error {
+	t, err := newCORSTable(origins)
+	if err != nil {
+		return err
+	}
+	s.cors.table.Store(t)
+	return nil
 }
 
 // preflightOK reports whether the requested method and headers are ones the

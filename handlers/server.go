@@ -81,6 +81,7 @@ type Server struct {
 	clock      core.Clock
 	cursors    *core.CursorCodec
 	hub        sse.Hub
+	cors       corsGate
 	router     http.Handler
 	// contract is the middleware behind router (tests switch its fast path).
 	contract *contract
@@ -148,16 +149,13 @@ func New(opt Options) (*Server, error) {
 	}
 	s.contract = c
 
-	corsMW, err := cors(opt.CORSAllowedOrigins)
-	if err != nil {
+	if err := s.SetCORSOrigins(opt.CORSAllowedOrigins); err != nil {
 		return nil, err
 	}
 
 	r := chi.NewRouter()
 	r.Use(closeAfterChunked) // first: every answer, the CORS preflight's included
-	if corsMW != nil {
-		r.Use(corsMW) // a preflight is answered before anything else runs
-	}
+	r.Use(s.cors.middleware) // a preflight is answered before anything else runs
 	// HEAD is served by every GET route (RFC 9110 §9.3.2): chi routes it to
 	// the GET handler, and net/http drops the body.
 	r.Use(bodyDeadline(opt.BodyReadTimeout), s.epochHeader, s.metrics.middleware, s.recoverer, middleware.GetHead)

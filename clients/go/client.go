@@ -30,6 +30,7 @@ type Client struct {
 	epoch    string
 	sessions map[*Session]struct{} // live sessions, for prompt loss (loss.go)
 
+	caFile    string // WithCAFile
 	noFollow  bool
 	follow    *follower
 	neverLost bool // conformance tests only (brokenNeverLost): a lease's loss is never reported
@@ -75,6 +76,11 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		bases = bases[:1]
 	}
 	hc := *c.hc
+	if c.caFile != "" {
+		if err := trustCAFile(&hc, c.caFile); err != nil {
+			return nil, err
+		}
+	}
 	c.follow = &follower{next: hc.Transport, bases: bases, noFollow: c.noFollow,
 		unavailable: func(host string) { c.brokerGone(host, "") }}
 	if c.follow.next == nil {

@@ -21,7 +21,8 @@ import (
 )
 
 // The client commands (session, lease, fleet) talk to a broker through the
-// Go SDK. They read MUSTER_ADDR and MUSTER_TOKEN (flags override), print
+// Go SDK. They read MUSTER_ADDR, MUSTER_TOKEN and MUSTER_CA_FILE (flags
+// override), print
 // tables for people by default and JSON with -o json, and exit 0 on
 // success, 1 when the broker (or the network) refuses, 2 on a usage error.
 
@@ -31,7 +32,7 @@ const DefaultClientAddr = "http://127.0.0.1:7420"
 
 // clientFlags are the flags every client command takes.
 type clientFlags struct {
-	addr, token, output string
+	addr, token, output, caFile string
 }
 
 // register defines the flags. Their defaults come from the environment
@@ -40,6 +41,7 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.addr, "addr", "", "broker `URL`, or several separated by commas (default $MUSTER_ADDR, else "+DefaultClientAddr+")")
 	fs.StringVar(&c.token, "token", "", "bearer `token` (default $MUSTER_TOKEN; none in dev mode)")
 	fs.StringVar(&c.output, "o", "table", "output `format`: table or json")
+	fs.StringVar(&c.caFile, "ca-file", "", "trust the CA certificates in PEM `FILE` for an https:// broker (default $MUSTER_CA_FILE, else the system's)")
 }
 
 // client checks the flags and builds the SDK client.
@@ -62,6 +64,9 @@ func (c *clientFlags) client() (*muster.Client, error) {
 		opts = append(opts, muster.WithToken(token))
 	}
 	opts = append(opts, muster.WithHTTPClient(&http.Client{Timeout: 60 * time.Second}))
+	if ca := cmp.Or(c.caFile, os.Getenv("MUSTER_CA_FILE")); ca != "" {
+		opts = append(opts, muster.WithCAFile(ca))
+	}
 	mc, err := muster.New(addr, opts...)
 	if err != nil {
 		return nil, usageErr{err.Error()}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -20,7 +21,10 @@ import (
 const serveSynopsis = `  muster serve [--addr HOST:PORT] [--data-dir DIR] [--config FILE] [--store URL | --store-file FILE] [--insecure-dev]
 
 Runs the broker until SIGTERM or SIGINT. Prints the URL to use on stdout and
-logs JSON lines on stderr. Without --config it runs in dev mode (no tokens).`
+logs JSON lines on stderr. Without --config it runs in dev mode (no tokens).
+SIGHUP reads the configuration file again and applies its tokens, grants,
+CORS origins, limits and log level without a restart (the epoch, sessions
+and leases stay); a file that does not load changes nothing.`
 
 // serve runs the broker: exit 0 after a clean shutdown, 1 when it cannot
 // start or stops with an error, 2 for a usage error.
@@ -33,11 +37,20 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+<<<<<<< HEAD
 	if err := m.OpenContext(ctx); err != nil {
 		if ctx.Err() != nil { // SIGTERM while waiting for the fleet store
 			fmt.Fprintln(stderr, "muster: stopped before serving:", err)
 			return 0
 		}
+=======
+	// Before Open: a SIGHUP that comes while the broker starts waits for it
+	// instead of ending the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	if err := m.Open(); err != nil {
+>>>>>>> ops-reload
 		fmt.Fprintln(stderr, "muster:", err)
 		return 1
 	}
@@ -46,11 +59,16 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		url, note, url, url, url)
 	done := make(chan error, 1)
 	go func() { done <- m.Wait() }()
-	select {
-	case <-ctx.Done():
-	case err := <-done:
-		fmt.Fprintln(stderr, "muster:", err)
-		return 1
+	for running := true; running; {
+		select {
+		case <-ctx.Done():
+			running = false
+		case <-hup:
+			_ = m.Reload() // logged and counted; a failure keeps the configuration
+		case err := <-done:
+			fmt.Fprintln(stderr, "muster:", err)
+			return 1
+		}
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -87,9 +105,10 @@ func token(args []string, stdout, stderr io.Writer) int {
 // localURL is the URL a client on this machine uses: a broker listening on
 // every interface (0.0.0.0, ::) is reached on the loopback address.
 func localURL(u string) (url, note string) {
-	host, port, err := net.SplitHostPort(strings.TrimPrefix(u, "http://"))
+	scheme, hostport, _ := strings.Cut(u, "://")
+	host, port, err := net.SplitHostPort(hostport)
 	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
-		return "http://" + net.JoinHostPort("127.0.0.1", port), " (listening on every interface)"
+		return scheme + "://" + net.JoinHostPort("127.0.0.1", port), " (listening on every interface)"
 	}
 	return u, ""
 }

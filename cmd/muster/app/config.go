@@ -27,6 +27,9 @@ import (
 //	cors:
 //	  allowed_origins:                # pages that may call the API from a browser
 //	    - "https://dash.example.com"  # exact origins; none = CORS off
+//	tls:                              # HTTPS (HTTP/2 and HTTP/1.1); none = cleartext
+//	  cert_file: /etc/muster/tls.crt
+//	  key_file: /etc/muster/tls.key
 //
 // Unknown keys are refused, and so is a file without tokens unless it says
 // `dev_mode: true` (and then it may hold no tokens and no placement): a
@@ -38,6 +41,8 @@ type FileConfig struct {
 	// Placement, when present, turns multi-broker mode on (placementcfg.go).
 	Placement *PlacementConfig `yaml:"placement"`
 	Log       LogConfig        `yaml:"log"`
+	// TLS, when present, serves HTTPS (tls.go).
+	TLS *TLSConfig `yaml:"tls"`
 	// DevMode: no tokens, every request family "default" with all grants
 	// (docs/operations.md, "Dev mode"), with this file's CORS and limits.
 	DevMode bool `yaml:"dev_mode"`

@@ -176,6 +176,7 @@ var configTypes = map[string]reflect.Type{
 	"FamilyQuota":  reflect.TypeFor[FamilyQuota](),
 	"CORSConfig":   reflect.TypeFor[CORSConfig](),
 	"LogConfig":    reflect.TypeFor[LogConfig](),
+	"TLSConfig":    reflect.TypeFor[TLSConfig](),
 }
 
 func placeOf(typeName string) string {

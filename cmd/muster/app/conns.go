@@ -69,7 +69,7 @@ func (l *connLimit) collectors() []prometheus.Collector {
 			func() float64 { return float64(l.openNow()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "muster_connections_limit",
 			Help: "The connection cap in force: limits.connections, or less when the file descriptor limit allows less."},
-			func() float64 { return float64(l.maxOpen) }),
+			func() float64 { total, _ := l.caps(); return float64(total) }),
 	}
 }
 
@@ -88,8 +88,9 @@ func (l *connLimit) Accept() (net.Conn, error) {
 		l.refused[reason].Inc() // before the reset: whoever saw it finds it counted
 		refuse(c)
 		if l.budget.allow() {
+			total, perAddress := l.caps()
 			l.logger.Warn("connection refused", "reason", refusedReasons[reason], "client", keyString(key),
-				"connections", l.maxOpen, "connections_per_address", l.perAddress)
+				"connections", total, "connections_per_address", perAddress)
 		}
 	}
 }
@@ -119,6 +120,21 @@ func (l *connLimit) release(key netip.Addr) {
 	} else {
 		delete(l.byAddr, key)
 	}
+}
+
+// caps are the caps in force.
+func (l *connLimit) caps() (total, perAddress int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.maxOpen, l.perAddress
+}
+
+// setCaps replaces the caps (a configuration reload). Connections open
+// stay open; a lowered cap refuses new ones until fewer are open.
+func (l *connLimit) setCaps(total, perAddress int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.maxOpen, l.perAddress = total, perAddress
 }
 
 // openNow is the number of admitted connections not yet closed.
@@ -214,11 +230,18 @@ func connectionCaps(l Limits, nofile uint64) (total, perAddress int) {
 // limitConnections wraps the broker's listener in the connection caps, and
 // says so when the descriptor limit lowers limits.connections.
 func (m *Main) limitConnections(ln net.Listener, l Limits, suppressed *prometheus.CounterVec) *connLimit {
+	total, perAddress := m.connectionCaps(l)
+	return newConnLimit(ln, total, perAddress, m.Logger, suppressed)
+}
+
+// connectionCaps are l's connection caps under the file descriptor limit,
+// with a warning when that limit lowers them.
+func (m *Main) connectionCaps(l Limits) (total, perAddress int) {
 	nofile := openFileLimit()
-	total, perAddress := connectionCaps(l, nofile)
+	total, perAddress = connectionCaps(l, nofile)
 	if total < l.Connections {
 		m.Logger.Warn("limits.connections lowered to what the file descriptor limit allows",
 			"configured", l.Connections, "connections", total, "open_file_limit", nofile, "reserve", min(descriptorReserve, nofile/2))
 	}
-	return newConnLimit(ln, total, perAddress, m.Logger, suppressed)
+	return total, perAddress
 }

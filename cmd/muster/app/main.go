@@ -15,6 +15,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/musterhq/muster/core"
@@ -69,6 +71,15 @@ type Main struct {
 	placer   *placer // nil unless the configuration has a placement section
 	httpLog  *httpErrorLog
 	conns    *connLimit
+
+	// In force, replaced by Reload (reload.go) under reloadMu.
+	cfg      *FileConfig
+	limits   atomic.Pointer[Limits]
+	auth     *handlers.Authenticator
+	handler  *handlers.Server
+	reloads  *reloadMetrics
+	reloadMu sync.Mutex
+	tls      *tlsFiles // nil unless the configuration has a tls section
 }
 
 // NewMain returns a Main with the defaults.
@@ -109,16 +120,18 @@ func (m *Main) OpenContext(ctx context.Context) (err error) {
 		return err
 	}
 	auth := handlers.NewAuthenticator(tokens)
-	families := []string{handlers.DevFamily}
-	if len(tokens) > 0 {
-		families = families[:0]
-		for _, t := range tokens {
-			families = append(families, string(t.Family))
-		}
-	}
+	families := tokenFamilies(tokens)
 	limits, err := cfg.Limits.resolve(families)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
+	}
+	if cfg.TLS != nil {
+		tc, err := cfg.TLS.load()
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		m.tls = &tlsFiles{}
+		m.tls.current.Store(tc)
 	}
 	if auth.DevMode() && !m.InsecureDev && !loopback(m.Addr) {
 		return fmt.Errorf("refusing to serve without tokens on non-loopback address %s: configure tokens or pass --insecure-dev", m.Addr)
@@ -141,7 +154,9 @@ func (m *Main) OpenContext(ctx context.Context) (err error) {
 	if err := m.openStore(ctx); err != nil {
 		return err
 	}
-	m.fleet.SpecsPerRoot = limits.specsPerRoot
+	m.cfg, m.auth = cfg, auth
+	m.limits.Store(&limits)
+	m.fleet.SpecsPerRoot = func(family string) int { return m.limits.Load().specsPerRoot(family) }
 
 	var placement *placementSettings
 	if cfg.Placement != nil {
@@ -164,6 +179,8 @@ func (m *Main) OpenContext(ctx context.Context) (err error) {
 		directory = m.placer
 	}
 	metrics := handlers.NewMetrics(m.broker)
+	m.reloads = newReloadMetrics()
+	metrics.Registry.MustRegister(m.reloads.total, m.reloads.lastSuccess)
 	if m.placer != nil {
 		if err := m.placer.metrics.register(metrics.Registry); err != nil {
 			m.closePlacer()
@@ -196,6 +213,7 @@ func (m *Main) OpenContext(ctx context.Context) (err error) {
 		_ = m.closeStore()
 		return err
 	}
+	m.handler = h
 	ln, err := net.Listen("tcp", m.Addr)
 	if err != nil {
 		m.closePlacer()
@@ -216,10 +234,16 @@ func (m *Main) OpenContext(ctx context.Context) (err error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          log.New(m.httpLog, "", 0),
 	}
-	// HTTP/1.1 and HTTP/2 over cleartext (h2c) both serve watch streams.
+	// HTTP/1.1 and HTTP/2, over TLS (ALPN) or cleartext (h2c), both serve
+	// watch streams.
 	m.server.Protocols = new(http.Protocols)
 	m.server.Protocols.SetHTTP1(true)
-	m.server.Protocols.SetUnencryptedHTTP2(true)
+	if m.tls != nil {
+		m.server.Protocols.SetHTTP2(true)
+		m.server.TLSConfig = m.tls.serverConfig()
+	} else {
+		m.server.Protocols.SetUnencryptedHTTP2(true)
+	}
 	// Shutdown does not wait for streams: end them with `event: shutdown`.
 	m.server.RegisterOnShutdown(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -227,14 +251,20 @@ func (m *Main) OpenContext(ctx context.Context) (err error) {
 		_ = h.EndStreams(ctx)
 	})
 	m.served = make(chan error, 1)
-	go func() { m.served <- m.server.Serve(m.listener) }()
+	go func() {
+		if m.tls != nil {
+			m.served <- m.server.ServeTLS(m.listener, "", "")
+			return
+		}
+		m.served <- m.server.Serve(m.listener)
+	}()
 	if m.placer != nil {
 		m.placer.start()
 	}
 	if auth.DevMode() {
 		m.Logger.Warn("dev mode: no tokens configured; every request is family \"default\" with all grants")
 	}
-	m.Logger.Info("muster serving", "addr", ln.Addr().String(), "epoch", m.broker.Epoch(), "data_dir", m.DataDir)
+	m.Logger.Info("muster serving", "addr", ln.Addr().String(), "tls", m.tls != nil, "epoch", m.broker.Epoch(), "data_dir", m.DataDir)
 	return nil
 }
 
@@ -246,7 +276,12 @@ func (m *Main) sink(ev []core.Event) {
 }
 
 // URL is the base URL the broker serves on.
-func (m *Main) URL() string { return "http://" + m.listener.Addr().String() }
+func (m *Main) URL() string {
+	if m.tls != nil {
+		return "https://" + m.listener.Addr().String()
+	}
+	return "http://" + m.listener.Addr().String()
+}
 
 // Broker is the running core (for tools, tests and benchmarks).
 func (m *Main) Broker() *core.Broker { return m.broker }
