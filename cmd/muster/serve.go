@@ -37,20 +37,16 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-<<<<<<< HEAD
-	if err := m.OpenContext(ctx); err != nil {
-		if ctx.Err() != nil { // SIGTERM while waiting for the fleet store
-			fmt.Fprintln(stderr, "muster: stopped before serving:", err)
-			return 0
-		}
-=======
 	// Before Open: a SIGHUP that comes while the broker starts waits for it
 	// instead of ending the process.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	if err := m.Open(); err != nil {
->>>>>>> ops-reload
+	if err := m.OpenContext(ctx); err != nil {
+		if ctx.Err() != nil { // SIGTERM while waiting for the fleet store
+			fmt.Fprintln(stderr, "muster: stopped before serving:", err)
+			return 0
+		}
 		fmt.Fprintln(stderr, "muster:", err)
 		return 1
 	}
