@@ -98,3 +98,8 @@ func (f *Fleet) Restore(ctx context.Context, family, root string, rows []Row, ne
 	}
 	return f.store.Restore(ctx, family, root, rows, next)
 }
+
+// CheckSpec judges a spec as Register does: CodePayloadTooLarge beyond
+// MaxSpecBytes, CodeInvalidRequest when it is not one valid JSON value of
+// the allowed shape.
+func CheckSpec(spec []byte) error { return checkSpec(spec) }
