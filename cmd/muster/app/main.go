@@ -69,6 +69,7 @@ type Main struct {
 	placer   *placer // nil unless the configuration has a placement section
 	httpLog  *httpErrorLog
 	conns    *connLimit
+	admin    *admin // nil when the admin socket could not be opened
 }
 
 // NewMain returns a Main with the defaults.
@@ -221,6 +222,7 @@ func (m *Main) Open() (err error) {
 		defer cancel()
 		_ = h.EndStreams(ctx)
 	})
+	m.openAdmin()
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.server.Serve(m.listener) }()
 	if m.placer != nil {
@@ -276,6 +278,7 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.broker != nil {
 		m.broker.Close()
 	}
+	m.closeAdmin()
 	err = errors.Join(err, m.closeStore())
 	if m.unlock != nil {
 		m.unlock()
