@@ -16,9 +16,10 @@ import (
 	"github.com/musterhq/muster/fleetstore/dump"
 )
 
-const exportSynopsis = `  muster fleet export [--family F] [--root R] [--data-dir DIR] [--store URL | --store-file FILE] > dump.jsonl
+const exportSynopsis = `  muster fleet export [--family F] [--root R] [--to FILE] [--data-dir DIR] [--store URL | --store-file FILE]
 
-Writes the desired set of the fleet store as JSON Lines on stdout: per root
+Writes the desired set of the fleet store as JSON Lines, on stdout or to
+FILE (replaced only by a complete dump): per root
 its counter line, then its specs in name order (docs/operations.md, Backup
 and restore). It opens the store itself: a bbolt store only with its broker
 stopped (the broker's lock refuses it otherwise: take a 'muster backup'
@@ -43,6 +44,8 @@ func fleetExport(args []string, stdout, stderr io.Writer) int {
 	var filter dump.Filter
 	fs.StringVar(&filter.Family, "family", "", "export this `family` only")
 	fs.StringVar(&filter.Root, "root", "", "export this `root` only (not the roots under it)")
+	var to string
+	fs.StringVar(&to, "to", "", "write the dump to `FILE`, atomically (default: stdout)")
 	if done, code := parse(fs, exportSynopsis, args, 0, stdout, stderr); done {
 		return code
 	}
@@ -53,10 +56,23 @@ func fleetExport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "muster fleet export: %s\n", display(err.Error()))
 		return 1
 	}
-	n, err := dump.Export(ctx, f, stdout, filter)
+	var n dump.Counts
+	if to == "" {
+		n, err = dump.Export(ctx, f, stdout, filter)
+	} else {
+		err = app.WriteAtomically(to, func(w io.Writer) error {
+			var err error
+			n, err = dump.Export(ctx, f, w, filter)
+			return err
+		})
+	}
 	err = errors.Join(err, closeStore())
 	if err != nil {
-		fmt.Fprintf(stderr, "muster fleet export: %s (the output is incomplete)\n", display(err.Error()))
+		note := "the dump on stdout is incomplete"
+		if to != "" {
+			note = "--to was left as it was"
+		}
+		fmt.Fprintf(stderr, "muster fleet export: %s (%s)\n", display(err.Error()), note)
 		return 1
 	}
 	fmt.Fprintf(stderr, "muster fleet export: %d roots, %d specs\n", n.Roots, n.Added)
@@ -68,11 +84,13 @@ func fleetImport(args []string, stdout, stderr io.Writer) int {
 	m := app.NewMain()
 	fs := flag.NewFlagSet("muster fleet import", flag.ContinueOnError)
 	m.RegisterStoreFlags(fs)
-	if done, code := parse(fs, importSynopsis, args, 1, stdout, stderr); done {
+	pos, done, code := parseInterspersed(fs, importSynopsis, args, 1, stdout, stderr)
+	if done {
 		return code
 	}
 	in := io.Reader(os.Stdin)
-	if name := fs.Arg(0); name != "" && name != "-" {
+	if len(pos) == 1 && pos[0] != "-" {
+		name := pos[0]
 		file, err := os.Open(name)
 		if err != nil {
 			fmt.Fprintf(stderr, "muster fleet import: %s\n", display(err.Error()))

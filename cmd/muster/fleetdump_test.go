@@ -57,14 +57,15 @@ func TestExportImportCommands(t *testing.T) {
 	if code != 0 || out != "added 0, unchanged 5, refused 0, counters 2\n" {
 		t.Fatalf("second import: exit %d, %q", code, out)
 	}
-	code, d2, errOut := cli("fleet", "export", "--store-file", storeFile)
-	if code != 0 || d2 != d1 {
+	d2File := filepath.Join(dir, "d2.jsonl")
+	code, _, errOut = cli("fleet", "export", "--store-file", storeFile, "--to", d2File)
+	d2b, _ := os.ReadFile(d2File)
+	if d2 := string(d2b); code != 0 || d2 != d1 {
 		t.Fatalf("export from PostgreSQL: exit %d, %q\n%s\nwant\n%s", code, errOut, d2, d1)
 	}
 
 	dst := filepath.Join(dir, "dst")
-	must(t, os.WriteFile(dumpFile, []byte(d2), 0o600))
-	if code, out, errOut := cli("fleet", "import", "--data-dir", dst, dumpFile); code != 0 {
+	if code, out, errOut := cli("fleet", "import", "--data-dir", dst, d2File); code != 0 {
 		t.Fatalf("import into bbolt: exit %d, %q, %q", code, out, errOut)
 	}
 	if code, d3, _ := cli("fleet", "export", "--data-dir", dst); code != 0 || d3 != d1 {

@@ -136,3 +136,10 @@ func sameFile(a, b string) bool {
 	sb, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
+
+// WriteAtomically writes the file at path (mode 0600) with fill, so that
+// path is replaced only by a complete, fsynced file: a failure leaves it as
+// it was.
+func WriteAtomically(path string, fill func(w io.Writer) error) error {
+	return writeAtomically(path, func(f *os.File) error { return fill(f) }, func(string) error { return nil })
+}
