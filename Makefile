@@ -57,6 +57,9 @@ fuzz:
 	$(GO) test ./core -run='^$$' -fuzz=FuzzCursorDecode -fuzztime=60s
 	$(GO) test ./fleetstore -run='^$$' -fuzz=FuzzCompileSchema -fuzztime=60s
 	$(GO) test ./fleetstore -run='^$$' -fuzz=FuzzCheckSpecShape -fuzztime=60s
+	$(GO) test ./fleetstore -run='^$$' -fuzz=FuzzParseMintedName -fuzztime=60s
+	$(GO) test ./fleetstore/dump -run='^$$' -fuzz=FuzzParseLine -fuzztime=60s
+	$(GO) test ./fleetstore/dump -run='^$$' -fuzz=FuzzAppendLine -fuzztime=60s
 	$(GO) test ./fleetstore/judge -run='^$$' -fuzz=FuzzServe -fuzztime=60s
 	$(GO) test ./cmd/muster/app -run='^$$' -fuzz=FuzzLimits -fuzztime=60s
 	cd clients/go && $(GO) test . -run='^$$' -fuzz=FuzzSSEReader -fuzztime=60s

@@ -52,6 +52,10 @@ func testConformance(t *testing.T, newStorage func(testing.TB) storage) {
 		{"ConcurrentRegister64", testConcurrentRegister64},
 		{"SpecsPerRoot", testSpecsPerRoot},
 		{"Closed", testClosed},
+		{"Restore", testRestore},
+		{"RestoreCounter", testRestoreCounter},
+		{"RestoreRefused", testRestoreRefused},
+		{"Roots", testRoots},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStorage(t)) })

@@ -42,6 +42,16 @@ func (s *spyStore) Desired(_ context.Context, _, _, _ string, limit int) ([]Row,
 	return []Row{}, false, nil
 }
 
+func (s *spyStore) Roots(context.Context, string, string, int) ([]RootCounter, bool, error) {
+	s.calls = append(s.calls, "Roots")
+	return []RootCounter{}, false, nil
+}
+
+func (s *spyStore) Restore(_ context.Context, _, _ string, rows []Row, _ uint64) ([]Outcome, error) {
+	s.calls = append(s.calls, "Restore")
+	return make([]Outcome, len(rows)), nil
+}
+
 func (s *spyStore) Close() error { return nil }
 
 // TestRefusedBeforeTheStore: what the rules refuse never reaches the backend,
@@ -63,6 +73,10 @@ func TestRefusedBeforeTheStore(t *testing.T) {
 	_, err = f.Sweep(ctx, fam, "a//b", []byte(`true`))
 	wantCode(t, err, muster.CodeInvalidRequest)
 	_, err = f.Names(ctx, "", root)
+	wantCode(t, err, muster.CodeInvalidRequest)
+	_, err = f.Restore(ctx, fam, root, []Row{{Name: "ok-1", Spec: []byte(`1`)}, {Name: "Repo-1", Spec: []byte(`1`)}}, 0)
+	wantCode(t, err, muster.CodeInvalidName)
+	_, err = f.Restore(ctx, fam, root, []Row{{Name: "ok-1", Spec: []byte(`{`)}}, 0)
 	wantCode(t, err, muster.CodeInvalidRequest)
 	if len(spy.calls) != 0 {
 		t.Fatalf("refused calls reached the store: %v", spy.calls)

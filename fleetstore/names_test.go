@@ -64,3 +64,26 @@ func FuzzCheckKind(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseMintedName(f *testing.F) {
+	for _, s := range []string{"repo-1", "repo-x-12", "repo-01", "repo-0", "repo-", "-1", "repo",
+		"k-9223372036854775806", "k-9223372036854775807", "k-18446744073709551616", "Repo-1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		kind, n, err := ParseMintedName(s)
+		if err != nil {
+			if muster.ErrorCode(err) != muster.CodeInvalidName {
+				t.Fatalf("ParseMintedName(%q) code = %s, want invalid_name", s, muster.ErrorCode(err))
+			}
+			return
+		}
+		// What it accepts is exactly what Register can mint, and round-trips.
+		if n < 1 || n >= MaxCounter || CheckKind(kind) != nil {
+			t.Fatalf("ParseMintedName(%q) = %q, %d: outside what Register mints", s, kind, n)
+		}
+		if mintName(kind, n) != s {
+			t.Fatalf("ParseMintedName(%q) = %q, %d, which mints %q", s, kind, n, mintName(kind, n))
+		}
+	})
+}

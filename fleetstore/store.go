@@ -3,6 +3,7 @@ package fleetstore
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 )
 
 // Row is one stored spec: its name and the spec exactly as registered.
@@ -49,6 +50,54 @@ type Store interface {
 	// follow. A root that was never written is empty, not an error.
 	Desired(ctx context.Context, family, root, after string, limit int) (rows []Row, more bool, err error)
 
+	// Roots returns up to limit roots (1 ≤ limit ≤ MaxPageSize) strictly
+	// after (afterFamily, afterRoot), in (family, root) byte order, each with
+	// its counter, and whether more follow. A root is listed once Register
+	// or Restore wrote it, even when it holds no spec any more: its counter
+	// still matters.
+	Roots(ctx context.Context, afterFamily, afterRoot string, limit int) (roots []RootCounter, more bool, err error)
+
+	// Restore stores each row under its own name, in one transaction, and
+	// raises the root's counter to next when it is lower (never lowers it).
+	// A name not stored is added; a name stored with the same bytes is left
+	// alone (Unchanged); a name stored with other bytes is left alone and
+	// reported (Conflict). Outcomes are in rows' order. Fleet has checked
+	// that the names are distinct, minted-shaped ("<kind>-<n>"), and that
+	// next is above every n among them.
+	Restore(ctx context.Context, family, root string, rows []Row, next uint64) (outcomes []Outcome, err error)
+
 	// Close releases the backend. Calls after Close fail.
 	Close() error
+}
+
+// RootCounter is one root of the store with its counter: Next is the number
+// the root's next Register mints (1 for a root that never minted one).
+type RootCounter struct {
+	Family string `json:"family"`
+	Root   string `json:"root"`
+	Next   uint64 `json:"next"`
+}
+
+// Outcome is what Restore did with one row.
+type Outcome int
+
+const (
+	// Added: the name was not stored; it is now, with the row's spec.
+	Added Outcome = iota
+	// Unchanged: the name was already stored with exactly these bytes.
+	Unchanged
+	// Conflict: the name is stored with other bytes, which were kept.
+	Conflict
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Added:
+		return "added"
+	case Unchanged:
+		return "unchanged"
+	case Conflict:
+		return "conflict"
+	}
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
 }

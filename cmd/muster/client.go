@@ -87,6 +87,9 @@ type subcommand struct {
 	run                 func(ctx context.Context, cf *clientFlags, args []string, stdout io.Writer) error
 	flags               func(fs *flag.FlagSet)
 	nargs               [2]int // min and max positional arguments (max -1: any)
+	// own, if set, runs the verb instead, with flags of its own: for the
+	// verbs that open the store rather than talk to a broker.
+	own func(args []string, stdout, stderr io.Writer) int
 }
 
 // group dispatches `muster NAME VERB …` to its subcommands.
@@ -110,6 +113,9 @@ func group(name, summary string, subs []subcommand) func([]string, io.Writer, io
 			return 0
 		}
 		for _, s := range subs {
+			if s.name == args[0] && s.own != nil {
+				return s.own(args[1:], stdout, stderr)
+			}
 			if s.name == args[0] {
 				return runSub(name, s, args[1:], stdout, stderr)
 			}

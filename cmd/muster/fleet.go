@@ -66,7 +66,7 @@ func printPlan(cf *clientFlags, out io.Writer, p muster.Plan, gap bool) error {
 // fleetCommand is `muster fleet …`: the durable desired set of a root.
 func fleetCommand() func([]string, io.Writer, io.Writer) int {
 	var desired, live string
-	return group("fleet", "Register, forget and list the desired set of a fleet root; plan it against\nlive names or the lease inventory (gap); sweep it with a JSON Schema.", []subcommand{
+	return group("fleet", "Register, forget and list the desired set of a fleet root; plan it against\nlive names or the lease inventory (gap); sweep it with a JSON Schema.\nexport and import open the fleet store itself, not a broker (their --help).", []subcommand{
 		{name: "register", args: "ROOT KIND SPEC", summary: "store SPEC (JSON text, or @FILE) under a new name KIND-N", nargs: [2]int{3, 3},
 			run: func(ctx context.Context, cf *clientFlags, args []string, out io.Writer) error {
 				c, err := cf.client()
@@ -171,5 +171,7 @@ func fleetCommand() func([]string, io.Writer, io.Writer) int {
 				fmt.Fprintf(out, "kept %s, dropped %s\n", strconv.Itoa(len(r.Kept)), strconv.Itoa(len(r.Dropped)))
 				return printTable(out, []string{"STATE", "NAME"}, rows)
 			}},
+		{name: "export", summary: "write the desired set of the store as JSON Lines (the store, not a broker)", own: fleetExport},
+		{name: "import", summary: "apply a JSON Lines dump to the store (the store, not a broker)", own: fleetImport},
 	})
 }

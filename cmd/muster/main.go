@@ -4,7 +4,8 @@
 //	muster token           print a new random token and the sha256 line for the config
 //	muster session …       create|keepalive|end
 //	muster lease …         acquire|extend|release|get|list|watch|run
-//	muster fleet …         register|forget|desired|plan|gap|sweep
+//	muster fleet …         register|forget|desired|plan|gap|sweep|export|import
+//	muster backup …        copy the running broker's bbolt store to a file
 //	muster healthcheck     exit 0 when the local broker answers /healthz
 //
 // Every command answers --help (exit 0) and refuses a usage error with a
@@ -34,7 +35,8 @@ func commands() []command {
 		{"token", "print a new random token and the sha256 line for the configuration file", token},
 		{"session", "create, keep alive and end sessions (create|keepalive|end)", sessionCommand()},
 		{"lease", "leases: acquire|extend|release|get|list|watch, and run a command holding one", leaseCommand()},
-		{"fleet", "the desired set: register|forget|desired|plan|gap|sweep", fleetCommand()},
+		{"fleet", "the desired set: register|forget|desired|plan|gap|sweep|export|import", fleetCommand()},
+		{"backup", "copy the running broker's bbolt fleet store to a file, online", backup},
 		{"version", "print the version and commit of this binary (also --version)", version},
 		{"healthcheck", "exit 0 when the broker on this host answers /healthz (a container's health check)", healthcheck},
 	}

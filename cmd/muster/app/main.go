@@ -80,6 +80,7 @@ type Main struct {
 	reloads  *reloadMetrics
 	reloadMu sync.Mutex
 	tls      *tlsFiles // nil unless the configuration has a tls section
+	admin    *admin    // nil when the admin socket could not be opened
 }
 
 // NewMain returns a Main with the defaults.
@@ -250,6 +251,7 @@ func (m *Main) OpenContext(ctx context.Context) (err error) {
 		defer cancel()
 		_ = h.EndStreams(ctx)
 	})
+	m.openAdmin()
 	m.served = make(chan error, 1)
 	go func() {
 		if m.tls != nil {
@@ -316,6 +318,7 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.broker != nil {
 		m.broker.Close()
 	}
+	m.closeAdmin()
 	err = errors.Join(err, m.closeStore())
 	if m.unlock != nil {
 		m.unlock()
