@@ -327,10 +327,11 @@ func TestCLIWatchFollowsRestart(t *testing.T) {
 	c2.json(&sess, "session", "create", "--owner", "after")
 	c2.env = []string{"MUSTER_SESSION=" + sess.SessionID}
 	c2.ok("lease", "acquire", "lease://acme/r/doc-9")
-	// The new snapshot (with or without doc-9: the watch may be back
-	// before or after the acquire), then doc-9 either way.
+	// The new snapshot record and doc-9, in either order: the watch may be
+	// back before the acquire (snapshot, then doc-9 as a change) or after
+	// it (doc-9 in the snapshot's items, printed before its record).
 	var seen string
-	for !strings.Contains(seen, "doc-9") {
+	for !strings.Contains(seen, "doc-9") || !strings.Contains(seen, `"kind":"snapshot"`) {
 		seen += readLine()
 	}
 	if !strings.Contains(seen, `"kind":"snapshot"`) || !strings.Contains(stderr.String(), "watching again") {
