@@ -425,6 +425,54 @@ type LeaseTTL = int64
 // Example: worker-1
 type OwnerId = string
 
+// Placement defines model for Placement.
+type Placement struct {
+	// Broker The name of the broker that answered (its `placement.broker`).
+	//
+	// Example: broker-b
+	Broker *string `json:"broker,omitempty"`
+
+	// Brokers The live brokers, as the answering broker last read them, sorted by name.
+	Brokers *[]PlacementBroker `json:"brokers,omitempty"`
+
+	// Family The caller's family.
+	//
+	// Example: acme
+	Family string `json:"family"`
+
+	// Owner The broker holding the family's live claim; absent while none does (a failover in progress).
+	Owner *PlacementOwner `json:"owner,omitempty"`
+
+	// Placed Whether this broker runs in a multi-broker deployment.
+	Placed bool `json:"placed"`
+}
+
+// PlacementBroker defines model for PlacementBroker.
+type PlacementBroker struct {
+	// Addr Example: http://10.0.0.1:7420
+	Addr string `json:"addr"`
+
+	// Broker Example: broker-a
+	Broker string `json:"broker"`
+}
+
+// PlacementOwner The broker holding the family's live claim; absent while none does (a failover in progress).
+type PlacementOwner struct {
+	// Addr Its advertised base URL.
+	//
+	// Example: http://10.0.0.1:7420
+	Addr string `json:"addr"`
+
+	// Broker Example: broker-a
+	Broker string `json:"broker"`
+
+	// Epoch The claim's placement epoch.
+	Epoch int64 `json:"epoch"`
+
+	// ExpiresInMs Time left on the claim unless renewed.
+	ExpiresInMs int64 `json:"expires_in_ms"`
+}
+
 // Plan defines model for Plan.
 type Plan struct {
 	Missing []string `json:"missing"`
@@ -921,6 +969,9 @@ type ServerInterface interface {
 	// ReleaseLease Release a held lease
 	// (POST /v1/leases/{realm}/{area}/{resource}/release)
 	ReleaseLease(w http.ResponseWriter, r *http.Request, realm Realm, area Area, resource Resource)
+	// GetPlacement Where the caller's family is served
+	// (GET /v1/placement)
+	GetPlacement(w http.ResponseWriter, r *http.Request)
 	// CreateSession Create a session
 	// (POST /v1/sessions)
 	CreateSession(w http.ResponseWriter, r *http.Request)
@@ -1050,6 +1101,12 @@ func (_ Unimplemented) ExtendLease(w http.ResponseWriter, r *http.Request, realm
 // ReleaseLease Release a held lease
 // (POST /v1/leases/{realm}/{area}/{resource}/release)
 func (_ Unimplemented) ReleaseLease(w http.ResponseWriter, r *http.Request, realm Realm, area Area, resource Resource) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetPlacement Where the caller's family is served
+// (GET /v1/placement)
+func (_ Unimplemented) GetPlacement(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1731,6 +1788,20 @@ func (siw *ServerInterfaceWrapper) ReleaseLease(w http.ResponseWriter, r *http.R
 	handler.ServeHTTP(w, r)
 }
 
+// GetPlacement operation middleware
+func (siw *ServerInterfaceWrapper) GetPlacement(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetPlacement(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // CreateSession operation middleware
 func (siw *ServerInterfaceWrapper) CreateSession(w http.ResponseWriter, r *http.Request) {
 
@@ -2005,6 +2076,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/fleets/{root}/gap", wrapper.FleetGap)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/v1/placement", wrapper.GetPlacement)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/healthz", wrapper.Healthz)
@@ -3850,6 +3924,76 @@ func (response ReleaseLeasedefaultApplicationProblemPlusJSONResponse) VisitRelea
 	return err
 }
 
+type GetPlacementRequestObject struct {
+}
+
+type GetPlacementResponseObject interface {
+	VisitGetPlacementResponse(w http.ResponseWriter) error
+}
+
+type GetPlacement200JSONResponse Placement
+
+func (response GetPlacement200JSONResponse) VisitGetPlacementResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPlacement401ApplicationProblemPlusJSONResponse struct {
+	UnauthenticatedApplicationProblemPlusJSONResponse
+}
+
+func (response GetPlacement401ApplicationProblemPlusJSONResponse) VisitGetPlacementResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPlacement403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetPlacement403ApplicationProblemPlusJSONResponse) VisitGetPlacementResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPlacementdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetPlacementdefaultApplicationProblemPlusJSONResponse) VisitGetPlacementResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateSessionRequestObject struct {
 	Body *CreateSessionJSONRequestBody
 }
@@ -4279,6 +4423,9 @@ type StrictServerInterface interface {
 	// ReleaseLease Release a held lease
 	// (POST /v1/leases/{realm}/{area}/{resource}/release)
 	ReleaseLease(ctx context.Context, request ReleaseLeaseRequestObject) (ReleaseLeaseResponseObject, error)
+	// GetPlacement Where the caller's family is served
+	// (GET /v1/placement)
+	GetPlacement(ctx context.Context, request GetPlacementRequestObject) (GetPlacementResponseObject, error)
 	// CreateSession Create a session
 	// (POST /v1/sessions)
 	CreateSession(ctx context.Context, request CreateSessionRequestObject) (CreateSessionResponseObject, error)
@@ -4873,6 +5020,30 @@ func (sh *strictHandler) ReleaseLease(w http.ResponseWriter, r *http.Request, re
 	}
 }
 
+// GetPlacement operation middleware
+func (sh *strictHandler) GetPlacement(w http.ResponseWriter, r *http.Request) {
+	var request GetPlacementRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetPlacement(ctx, request.(GetPlacementRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetPlacement")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetPlacementResponseObject); ok {
+		if err := validResponse.VisitGetPlacementResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // CreateSession operation middleware
 func (sh *strictHandler) CreateSession(w http.ResponseWriter, r *http.Request) {
 	var request CreateSessionRequestObject
@@ -4988,209 +5159,216 @@ func (sh *strictHandler) Unsubscribe(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39chu3kij+KijubplMRhRJyU5M1an6KY6c440TZy1l86uT8WrAGZCcoyHADDCiGV9V7V/7APsQe9/j",
-	"Psp5klvdDWAw5FCiLNtJzj2VVFmcDwzQ6G70d7/rpGqxVFJIozvjd5254Jko8c/XwpTr06kRJfzKhE7L",
-	"fGlyJTvjzrlIlcw0M4qteG7YRExVKZgp17mcMT7juWTd18+fsafD4YD9n/89HPRH/aNen51di3LNjkdP",
-	"Y8llxgT+fDw4YlzqlShZyssyF5rlJmLJlC/yYn1ZSX7N84JPCpGwXKZFlYnshJm5iOU1LyrBMrEUMB0l",
-	"4SpLVSZYN1OpPlRLUXKYtO4vsl6fnbJ5Lk3EpDKMx3JZqkWuxZhNeHrF1HTKplVp5qJkq7mgwezESrEU",
-	"3Oh+LDtRpxS/VHkpss7YlJWIOjqdiwUHMC1ymS+qRWc8jDpmvRSdcSeXRsxE2bm5uYk6S17yhTAWxKel",
-	"wLfEW75YFvBwKWQmSrgddXKA9JKbeSfqSL6A2xxeuO37/1yKaWfc+afDelsP6a4+PBezhZCmA/N4VpVa",
-	"tWzsxVywRIq35jLFJxKmpgiGZSmuc1VptuQzEbFKpnMuZyJjXbXkv1R4acmzTGRswrV4clyVRcS4YQul",
-	"DRsORscsnfOSp7D2Xp+9FPxasNwwVRk2VSV+ZJqX2uAXxoxLJhZLs2YJzeRPCcs1K8W00iJjq9zM2fFg",
-	"wJIccCDP6vlKi1UwTMY8ArDuyxfnFxF+Ry9FyopcG/o548texIr8CnZ7zWgkvDMp1ZUoWZZniDG51rBS",
-	"CR9gpeAZ43pj4n23cb9UolzXO0eDdhq4wt++FHJm5p0xwCcC5PEXAFWMESUM9R8/nx78hR/8Ojh4ennw",
-	"5vN/7njc0qbM5Qx39LXgxWJ7Q5/jzEpVGcE0IYDbMsaXyyJPCTowTb3kqej1WfLZNqw9nHGoBJZZYy1P",
-	"F6IdYUuc1YfA2NdCq6pMRZNeMpVW8MjBcHS0awb2vQ8yCaXMNoxP2bQQAqCszJgNgSt+6YCtgYDw0nD0",
-	"JSvUSpQp14IVAnZXRyzLZ7nREUsOEgYsMblMIvZXlUugpDVLDpOajEaPH7PJ2gB/lIwXxQnjTAptRIbf",
-	"hk3TsMG0Y4cJEzrlS4FomvzL6HnSZ6dybebApEWhxe0UBeAS2mzs9ULJ3KhdDAqmcTuDrJF+9PjxbTjv",
-	"Ef7dMBqOvrzpHm5d6r0bRF/ctNPDudA6V/JF1kSYwXB0dPz4yRdfPuWTNBPTzd/ty9I02GWePQCN3Hxw",
-	"dkuRfo9jbyMTcif48JgpWVOtmu6NPg5fvjy26NLl7CqXWf0YZ6mqpBFl7wR4XhMlPAbAJDa2vxRLdTBs",
-	"hxL+s+fmf3m81963Mrsb+IZeKqkFHqNf8ew14Sr8SpU0QK/jd52AwR0uSzUpxOLzv2oAc4AS8EZGB3UD",
-	"7ztRJxOG50Vn3AEeby+zicrWACU4EPAF9q/nr74Hzm64qXRnfDwYRB2TG4TXVzxjr/2AdiV8oioznhRc",
-	"XnVu9kWgH2gBtP4mzrygmbNcLisz3qbgaJN9Bxe0KERqVBles2dptIUJIDkoOS3y9GGgLgTX4nIuimwT",
-	"yngHwAs3gQFyqVAgsyTYgPPTGs5+Wh8NyEk9aYAML0AAWF/+UolK4BWQhC9NvhCqQpBLZS7VSgoE5FTI",
-	"lB6jYcTbJdAIwfSsLEkY2xOgD17LqVwzAquAT7NuAlJqKXnhJp7DjgHfoUkvhJmr7BLu8ALYEFz923/+",
-	"T6/PXkjG2aIqTH7gxCWxLNSaRA2UwpcFT3EwEMKteIZgiNy2RiyX10IaVa4jtuImnSObmvFlIMEt+NqJ",
-	"48ejIUtWpZKzS/poYg89B/BAejNzbpgW5bWwwhqqFRFTJWoerWpGl0ZDHegAlaCkx1bzvBBMKi8WKqFx",
-	"/56rcpJnmZAPIoqpHyWgCanYrOTSsFRdixIWgGe2Yyg1LRzVtPA8GOgjEcP3iulczgphZ2e1hJQXBWhx",
-	"bq411+wmfnlJD4H2jZLiQfAiLuUoaZORaMmXeq5AN53nMiPAWdE+12wGXw/gNwx49jd072Pxkea8gbrE",
-	"UqXzS6tRJWOmDS+NVaOnpVps6Rg3Ued7ZZ6rSmYPAqGTa4CupzjaJhTpAUR1PPHE21wbIJ051wyU1ayB",
-	"hcc1FL9Xhj23Y34sUG7NH6AJ8lPzSv0DQfcDXxeKZxdKveTl7GFIuKSxLo1SlwWOdofYYJRi7sEa+wLq",
-	"tdICO5MmN2t2oRR7aZ//SGAEpd9ND6eGPJPMHzX3Rb6vWTfZWrIl6AulvuNybeevHwRWPFUvp1VRbMIT",
-	"7U14m5gOzNnJDPZ5D9ZRICAAHGF6zM/v46FlPXvEx2ri714W+SJH6cChbn0B0JZ+nbBEp2opEqb5WsO5",
-	"k87ZBBAYhPFNG92BN9K1zdc+fRiY83DKP0pembmQBjZFPIyNVBtjBVvG2UTwEjBKXQnJ7OFlGXbNN4b1",
-	"RtHEVJn/KrKPeoDhjFAM4HZ2ocnHMbwrqVasm2ws0aL8j7XM8FAA+nE28N3OB1T7eWUM6GmZWoVy8OPw",
-	"7D8X5XWeCvZjY8SPheheaGtITxFLwp9jVgLukYA24emVmk4/FB77VZA9NUXUCpRBnmU5TJYXP5TAykwO",
-	"KuOUF1pEnWVw6V2o4++vykcdY4rLhb7rlZfAoi4uXsIbqCfQK5mY8qownfFgE7R/VitWKDnzJvac0PP5",
-	"i+evLPvzJuq7dCYA9lSVC27IHP3kuBOBLk6W6qPBABRWb7ketFiuQ6X+56Y1xK7/jX9LTf4qUgML/Qrk",
-	"+FfLO/ehufJXMjh1+izhtKkJM/xKaJbQBxPWzY21xAJ8dO+EJeKtETJLYmkfBaUrl7NLpG5rH7Gvn7Ck",
-	"FAg4P3Dz6X4sT9lCLCaCTMFXIER6rgCvWNZBLghVGZ1nguVGM9p01uWx9LNVFQrJiUOE5JFmJch7vcia",
-	"4EheXs1VIdgEIBfLbosmD1uLThZgMCJD+00Nr0eaqZVkpdBVYWJZiqUqjWZKFmu2Aj2oZimPNMiZRiBY",
-	"auH9kSaRXrNMpHkmyOPRJJUGpO5C/ef08AU+exN11PKuNyzefJtLpDA0Wdz1zmt86D3ocQO31bLjvngL",
-	"SuPUgJNLoJifOxZH0VIGKIhWMMSuYBRnv7KjvB+XUku9bTNE+/Lo8ZMaD3TkEAQYhyozUaJnwoi7YePI",
-	"9gaZxAt6ZfT4CfII+7N2b/Gy5Gs8Td6Hf97GWWCpO/fgtTUAwreaECLcb4ESMJalKGsgRY6pInyQPNVS",
-	"J/cD1Gv8HGLeBkBKcZ2jyQp2uCheTTvjn+9AYvfGzZtWGZ1EATcu43AKEkXDTPpb4HSgCOZyG0DxJGrz",
-	"CKrKpGqBArdqcudXkukqTYXWLFFX6DYyZUU8JbHsNdexhEnOVZEh58JpcxmwdjK3AO9M7LeSHnJXGTD1",
-	"Lp+gd8O+XzPwHs5jyvOiKoWfB5EPzQTErCSKZUIyE3zQMcNN1ilktlS5NGylqiKz9qYeDBPLhCQzFMvZ",
-	"ar5u440k0d2+z2jvewYP3tTSXuil2NMSusVYiOXsw/uQE1/Bo3aQiVKF4A/k0PUKcCbjw0OeLsSh92of",
-	"bvjrthbgZNpgKDLz3i6RBFwbl9WG5c/QvHJ2bQX0JpZ/zQ1HBiDg/piRLSbBKAN2fn7Gkjwj7EaVnoip",
-	"v7X5wDb2Aj+wUZjUlT1IbnuBJu5hHXCV/XjJB92fUJclTr/temtw9I0X6m3Cpd/BmYKlb5+2wSmb4cnr",
-	"7IDuFEkLRbdKVRQiuwTdo/U8flYKboQ9lt7zXF5JUe5x9r2C5zY1h83gGrK5XVy8hANqkRdFrm3ATXfI",
-	"NOv32XDAFrkE4Y9dCbHkRX4t2KLShvGyhL+BoeaS5eZ24f/JYEP6H+LPu8jNLfZW8f9sqdL59vJec5mp",
-	"Bcszb7+x59qyVHiQFPlUmHwhmo7Hv1wdTV5++cvo395+cz3QP03asLPmq9tANaCLWncH8Ggibc0XgtGt",
-	"DOBGBI7OgtILxudff6v77GIuYqkFetnVUsgxDqMZL4WPCJF8ITI4uEqxUNcii9ikAi1lBeemRgfGRMQS",
-	"42QiphXjLC1yONRo79JULA06Z1GV2LRCoOc2NTbOKZZ/vrj4gRHL7OEE7ZTgacmMyvgap1fkGCOQS5a8",
-	"PcDzVOeTQhwAQeHBKrOI1HMzF3lph8T1k+rOs+s8FSgvoUOHJn3QjK46iWWO0MlEkU/gjijWFGkFxzh8",
-	"K7K2rJmQeD+zy9f2tBVyqsrU6hwbzMq5C5u7HnW2VgQY2nB3ore66e0MLtXOlG0zVuiSabOVNybW9Ah2",
-	"rKJvHYKdqGnT9M5B+Ar6Bv1wNSNr+mM70bbLo+E56GzwZzQm0jDbVppgeOu3b9rN4WxrsW07P6Fdgnt0",
-	"2z9oHwj8iATh4PsNE6ibgPsROvcARltOus4boHgUDt+PZT9Ii/1E1qLb9KPm/G9lxY3Zt4r4tVJhLI3W",
-	"MuiKW5uAyE4Y0F1qijXLZVoKrkGiB60KKS0C1gHMlKel0ho4oljxQkdsIbhEh6HW/ia8oYFbIhbr9pPq",
-	"loDKqPMNX24rgItcw6ycPKZbhJRtZS2IeWw5soSuFsDqvcJVcG0wRodOsCWfCfJ6AoisnmKjUfFRFxoo",
-	"q8Jaiyk2ZmteqlzOudT3m/z9ZcINvHIgq79/h2D2Z8ELM9+GfaoWQL6tKEb3SF/NJS/XiFiTKi8MeTm7",
-	"SSXx6Epq2ybcznwApjZ8sYSztGfPq+TzhcryaS4y+w7okKYUgs15xipJ38SDBnkkItkWPOkpZNW3Tf2R",
-	"ZvAIRTYfHR09hVk0J4oTBBFAitYvZeL6cmEFlG3FSziJ6VblER+6iTozdXktSrfv9Wk5U8P+6El/sKd+",
-	"BfpSy5PB0NvwWKisKgSzzzjvv5Xj7OZ2k24mrkXRSzC+l1sIqSnIN3ORXqnK9CIMTQThR5RuuIQtyxxk",
-	"AhJe64leD/pP25a1ySRpjQ6creirikyUL2TKS8lN6zJfUYwsialKghB17f3hgfCIaysKRDxklzpCgY94",
-	"RQlyuxSpIaEQHfvNRaWjf/81HRXXk3y4nCy+n6eLx/Psm+J6MmvbFRvpdb4U6TbxSRtQuPUW8OldW4nn",
-	"bR0VPSkFv9K0LX/7z/9hXbw/ppuZWJp5L4G1bN+U1WIiyl7Sv3ODfJwgzqptf751Os32Ikn20ZccuYw/",
-	"LzJuxAEScAvU6lN363y5Q9MJvnbrAfvSGV6ak3Wa6r1m678JGOTE0x2aIp4y9ito5R+zufMcBeZBGwil",
-	"1FUjKKdaBqe8/Wy0qXNG7iDzboOFksoomacsLVR6Na59MkToFBLEYW6gNMC7yDf1EoOTeY5eTGt7JV/W",
-	"sqj0jmGstQ9ei8iHgS7/qQ86wpAUGJFegJd9dB5G65Fq5BZNCnIWgMeqYHhow0e0Ci4/wpjqjFaA08QT",
-	"P9dW6Su4CeMlPJAQnOsxAVilvGCZ4FmRS2ED4M6//hZ19zvknkGb3PM+RPAwpw1ZZfdCQeRv26aacEta",
-	"rTBOWGyl09vh8aEMXJv2c6s9bkraIVlHTR7hF7GTS7ywNsJt5wQaem1cJMDqAKHJvkc848zOwsUtSHvZ",
-	"hWjl2bY98mH85x7vzPFAvcybJ+ptGLZ9BAOa3d+KVooFz0G12MXh78Cc3y3SBUa2FujegYQBTPbByR/4",
-	"rOX08grIXt6whl37XurVqdWXSgbq0fvpTS7c805t3D23CXZaYzDQTmCdexn6tyI24KCtCsTvmAzvSXq3",
-	"kNsWPEA0sIFEd4hzjrasxc69uHOrLy5ebqMr3tlhnR8M2CI00PfZKWXtUPjeiRULrCUYhQc2WaN+YfL0",
-	"inUfwwC9+xvt2yDmtqdV7g8C1B5pVqhZDjIK7jzpaPZcGbNhv/94OLKZRGpKSS+x/PHi+cGXrGuNiIx+",
-	"1glldZokRv9nPVTYVWVYqqQpVRHLOiGUdX/8HNbU78O/w+cRg3+/eE6/nz5H/6sfAG3fkzzLS5GSrY8R",
-	"sFAKDEb98fPRYHQKg4wGo7MIfz95Qr+fPI1iCX8M7I3Bc/zIj58PngyfjRmZsvWcLOlsKdSyECCAKi2Y",
-	"EeUil7zQlMaMNi8QDOEeWbJLsSpzI/ZIuIvlVpQPk3wBrySOEJNNi/hKlVeixESsIKnq8XB0W1bVf8Tx",
-	"28HgII7fDqdx/PaLKfz5dBrHFSw5jisABv3zHP8ZnR7Qv3T1yRP6+eRpa15W1Pmh4PID2ePeww52p02r",
-	"jcxhyu9nPs6Epk8FM2xkNz5pgVAdUDMchJ42v26n9H6wITeg4mZtv9QKEhvwuW0Gff6MPT1+/AWzAa2M",
-	"Qhc0oTJ3tl+Ktuh/vMiIOzPxtq2q6GnZWtBPaEJsphF1j0fD3thG1WjBfnz9csO+FeQTUWCLD5wjJwVD",
-	"X92OjCgdxXI7J6rPzoV1NrrFmbkogX14W3KQr6U32cHcmOX48HA46MN/o/EXx6N281+qlqJN+WDcGoK6",
-	"xyMya/qQc7TSznMzZomHEWcpXzI95yVmKceSVFpaf8+XbkhYtwU+jzT7pVKGn9CSYomXc+tKrSSfTkVq",
-	"RNaro+STiCWUuYi2p1IpkwSwiWUDOOzfeVF5dytDb+smxGgqe4egtJ6vNuY6RM/WdM9NhhW+EIZk36UZ",
-	"4F332ai2cyJhtVHyazHLtRHl+zE4F5uyragWYsaLupzA7WnJEUsuE5RoAlb25P3Tf8lP2KJFyDXSvw3I",
-	"nVSGJaA2JKy7o5KBPW17ERrCFHtyzL7Nv4qYNgrwWrzl6Ojims3ya1K5ydCErJX84wRs7VOunxyzTIil",
-	"dU+QTRSlpuCBQELBIihvLRcMHzuyIGTdiVgr4g1ajNsz9J28YJw916aTkMGWaCaw0dJuvD2YqQML279q",
-	"Jfuv+eo7oTWogpuYZ2N1EPDtiIaa7x/FD7u/V7V9sbW37c4gzYh9PqxrktTuKAq9JqfUexgAXztlaJMG",
-	"CGttwY/E2SPeYR2Om8N3vBT8Bn5SUYybBE66UvgqAzqWlcysXTSxpS8SVlYF+jUUW+VFlvIyY12UZzfy",
-	"ynsnjJtYEgY/9dUHmp/AihijL3utUR53Gk8CJnL0dIOLHDXYiBtvl9y7g7u4eh+tnK9RSGVcF/bwypHV",
-	"ihI/zYQqLehQ3TkJo4zoNo1QK0lY98P/+CyhANQNFYrdQ4OKaAQpcjwqk37CJPCFfh/P82Wp3q5JtJGA",
-	"iqDUarbkZq69RqNVcS1Q5FmcsORfRuJfRliRiXF8EEtHwHBKpoJlAo4lEG2+Vka7eDQeS3dswGFvxFtD",
-	"aBAWwxl9ecvh0P35Pw4/6+/Y0f8Vx/277ttHdjzRu+XeZzvwxYYUbSHMHuTHViDmYdkhBxcrtcCed5UU",
-	"HmAYEJ18Bpd/FaWCXwtV1mTV67OzmvZJmHLhTiAwvsgEZZTaKFZV5jPQYRktBZ4wlHlsBXo//YR14XQ/",
-	"0ELq3OTXonfCityIshYCNJuqolArEog3GEefndpTzdsR9qT9z+7QbwcfhuC1Y+cbrsZ7ueP/WGbzB8cv",
-	"3deT2jhkWw3a21GlG2bt3f78RrGfrXo63kHCusPRlweTHNS3tBQmCirqzMXbTSH1qIlt8DOUUgcHT/nB",
-	"9M27o9FNO14FJumHINaDo3voc3dE9LjZ7hkg78zkScR4sQJpuK5RgI9YI6IpBV9s2wI+NgSakZD7OzF+",
-	"4iadnwev3mlm2gLu5qdbgb0U6YfwucA4r9VqD4/LHQ6UVmfIrpnDF3cGn7SUitpTgbtwMSiB4lVaDVZk",
-	"91VZgqDW9oUgZp7J7A6Ex+gFa+4lzNYsUdeinBZqRen9S1FqkVEpj0ra3Z/Q72YuAl6ZVyZTK2mTS4hC",
-	"GN53EYYU+LSZ1uZieG5FCLeq1/T4J0lDCyNG7U2sDBKur3s/OPXCKMoa3JTN5SHYlvG2M6ZoEzRBQokb",
-	"H2nXzRLDletJtuWVuIm0hjOcr4RYvmcquk/M3zzL0MBxbvOLs5JPDRsNRoOD4YhVEoNrk3+mt23tCDSM",
-	"rXItXN2lK7E0RGaam1xP80ZMpAXX/UjNTrcV6AQEl1q4YUEv1XK5YUG/0zFgFc62DA+02sDSNLNGE8c+",
-	"Hmmm53xprSMYoUdqEI6FiQigDNkJnYSYbE83jQVmiTD3Ys1hpF7LMmAbHs7mN800MGjk4dq2IXjA7WB5",
-	"QNyZZXugkVAdLkvAyPpg9UqKPXhIU5y4ifZJcdvv2Q3GffPGrapxbG8frDv8oOFhzfLshAgEw3o5yypy",
-	"kmKaqGSeOeiGaLOFs58qcAJECJeSqI3Pp3JaH2C9q4Jl5qWqZqDU5drgFynR+e7AikC9vV1NsM9tyRLE",
-	"Ouu8mx2yBX4rrcrcrJHBuaCKVGh9S+ICZXBh+RYO24J1d5mvs3xik6psNVVEabt8H6zWVq+XvlvnVtht",
-	"WebfCtwXqmpzWpl5G5um+fjSXZaVpEpO81nlcqd/qo05eBkOTHhPh++UlcRqr5m4ZguVUWY1LUkjkfqw",
-	"Ru9+SmxVEdxf3B6MEsEJ10uZG7Okmi65nKrtRXxHMdk5wJQCRO2Mpqpk5H6msre6z14YimREiikpm478",
-	"jEwLwMtYwhuWN3fptV5kbZUUNc32spbkZs4uLl5GscRCKDaAA4HSCI/TERqlZrlE5o6x2z4NCgiljrXT",
-	"6MDydk2HqZQ5fo42uoNzIc3BGQl/IVfUNh4g1HsAYrH0hLfgAKp+LGNJxc9d6VJf6xwtJgTuA1R5EkbF",
-	"bsgLWe7Il8Tq5c2ESXbqYsxp36RYUW6NrfkqxSqyVbVpSyuZXwNH68fy1jKOojlzXmjlp++m/hU5B8cU",
-	"noG5MS1+U8qnFxnrYrZ/7QW1vsVeAClK1oSVSOZ9z8muykoJ+YPbfNGxtIVculoIgrd1cie2WEuvz561",
-	"Z3PifE7rvEA8JgC4YV0rgDzR/EQUSs6wMr5TY5R0NSfRHRpLIySXhryrvFxTcIsDpy2+oivYtYAq0DL2",
-	"2eFn/1QKniVMlbFMkJDGh4euJvM/YcxJQnhAbAGmSgl5rgiMkOzV92e+qqQ0PCeWE0sqPrMgBBc+wJqM",
-	"3qr0tMFySn6yZrwiT4UtxWG55+mSp3NxMMJsjaosLL/R48PD1WrV53i7r8rZoX1XH7588ezs+/MzfKf2",
-	"rVo21AnyUTqD/pCegTOZL/POuHPUH/SPMGPRzPHYOMxUin/MhGkLWi6vRUb8eZoXQjNADyxeb6PSKYfl",
-	"hE2FSeeUg4tBPJ6lUx6kIInIpcG+yKgkOQVdBhWKR4PBRn0wI96aw7lZFE15v6XU8faRd77is5ko2Y8v",
-	"XDnI4OzsjH9+A2rMYsHLNazVPwy8n8801UtwibudN/Dy4RzzuX4NINZclLt/57pC6rxfuVqbUrZjzY7X",
-	"IT7n13cs+mV+LaTQ+rYlL4Qp8waSNJfs7u+3lcuC5/Kee/kdfcHh3A+lWggzF5VGvwj6hTWqjDa87fY1",
-	"B6/XU9+5eks7/TUnFGwFgX0IdZh77bwbdQsYXthr3eRXSyFPf3jBkJyZc/xF6DJAuQP/QOeFFKEPrZlI",
-	"eDucLrAQrJKm5FQueheIMF3h151M5DXcrvP/UlUKxpE70hmnff0A6g6AUQUUAMjTOZxO27zDfvI3oTJa",
-	"j1EEUyxv+HhwtGs8P8HDsNLgbXCH8fO7iPJ6eEjSIRAUaXFKtwA/sdF9CfuTFzUB3FIZFPZOWGKj/uAJ",
-	"FP/cbfv4CZsoM2dalUZkfUYaqGf0eOp/L0SmWWIPXMm0Woig1QMFN8E86TBkUklx4otJOl8tCOn0Eh25",
-	"uY7lRgzoka3e4ALafL8H9l3+FeseD49YW9XViA0H0WAwsJ/nTFO9tlP/OkxOuwRGK4MAHI5tAwlQL1yi",
-	"1gnzkSa2NJKttZ1ratgTljW1HkJbpdSHe6myDhIjkbNRQjvyjYKCxQJ4SY5o0gLM/TnAzbYUENp8pbL1",
-	"HpQQ1Nf0QZo/1+Zo/GMEGigFW/7srthbT7GywJ7FMYPw0Zum5gv69M1HpGQMtt3BSGd8iQR8TN+7nYCD",
-	"9gn4ynAvmm9UysD39uAVdWVyeGO4xxubtZrhvdHTu9/bLEaMYLLFNu96l8rxIy8LTg3BllUpWJZPp6IU",
-	"MhVsIsxKCNlgQMhqkB4DNkcsbYvFvQMucnM4oyIGrYfMM7VYojffsxrrms+vBXA2a/tB/TjsFEIKW63k",
-	"xhKlehckViu52MUIpVpgEbWK7PVXboADkqk/6W8zRa+ExNVgcJTCkvAvYY31/sHwu8heyXql4PwmBpZL",
-	"OuCxHN+YFHjhisk7nphQiWR6JZawVg7qSp65Ym+N9lXdHcUYelgjE4dor+ogGkUdfBIsmpu2wRRLPAy8",
-	"1QNLgWrbI2paCj13Dabq5lO5nGF+CDY5mFJojGFSNWpwu+XmGjeIum+BtEOMFE0cM0qBFa1sFLfnG77s",
-	"NJuP7TDf1o8cYq+jm2hneptTOjFIo82Ehtz1/dvl1ObEdzuGt1VjAmeJJXAbCO8TZoab+TJt0Qp3AsT2",
-	"TLt58xGZOmzUH5mn319ifCBfhlOQNUhP2M4JFENPDNnWUnRkuzdrRoPlTuaMWeVKYYo4WjZzkgRtPdFu",
-	"zcx6EXGTCbWl67OQi8byVjbaRtTAPs5xbu9N1fcnqQ2C+kPQkw+0aCGqV5af/hEkpT0mh11LHkpOL3NL",
-	"NgE5tVFLtEMv+w4Lt8AASAgJYfNVLjPC5gO6IJ2I4O1plo5sVzI8yFFh1r40SSy3A/JzSZaAkkvNU3Kr",
-	"fE/KUGDHpXREXmgVS1+YiiIdPSWS5fR2gQbtqqD4uUq2udE2e8UntcBJTszAWQGOR08bzR1YF7Umm8XS",
-	"ayNv57a2hpf3ofA3D1CaKPEDlaFOHawDJJVVKAf8f3NVlZQ9o5Z5is+SL6Vzs7fqtJmcspf6NPygnAF9",
-	"6m2WkDro6B9K1AdUohxgnRScy314ze6T+fAdcJkbYkOFaMuI+Bqv1yyJAkT67FSyvKA8JuRUXe9weY12",
-	"gqQX5OpS4P1GNzxnUEKliqpeCkPVP6eqyETWZ89VOROUlcxjaU1W9D2smi2yezKgNvkev/EATnH3Qe2b",
-	"VbYc1cctLWdVOVPG2N4qK65tKNfvn5gehNy02Q61u85KnSlVuu4PG8jeaz9ZW03xv+UeDz4F03XRn38A",
-	"lktIf/sbvj3bw3kmz6gPLG3/nuxxJcRyt/n8323Ym7aGIl3HztVOX9VUpMLQQxK/Ypl57opVEebcYBl+",
-	"x9jRWLLk2pcSrkqpqYYXsAWMtMKsJMedtQvBA1ELZ1MHANv2izgurM6Gxtg6XG4uGfqJYBLIdV2AH3rt",
-	"ja8jiTluM7XNfAOnehv3jSWiKQLBxxQ6Nw+GuLj6GNwmigpy84uMdW32aBRLm0XAdP6riGxSpv2RqsUk",
-	"l9zgIuSBqkzEEsCahIm3Sy6x+mAsxTUvKvKcYPVVhBVMBEuxElWc+JkFM7J+1Ec6ls9++BGrmkVsxLBC",
-	"6wK7bz45Zt/lX0XWmjkVETsawP1gZIyYsVjdGzu/Abf54huug9aEVQybgTEMoAttvc9eZd3EVRb823/+",
-	"Ty+h3DXgrIR9znsyxUgEHUvaB4eMzoVDBbGptlsh+DUsXxu11A2YYAAzqOBYdjqWpw1iuD2OlHXts7Vb",
-	"Yw1qChrjxj5dOBNi6ex5T44jxt2WF0rO6htBNl8s4eTESBbp84MBtxb0GS59gnCvLkXng1lt9ZJYBoW/",
-	"7RYkvs63hXVubM1H2nAxtZ5KCnwBHZmoDVZgPUjXnntwOO+oJiq8PXJupcmaOfQ48ZbbYxpJYzzYhkPq",
-	"yL8KJJOHtfSiEH1V6eoHjne4q2KZW53rw7urcGz0VyFu1UgO/MNQBCL2inIx1qSHohV4wtOrMQYmwYiu",
-	"WYm3PcfSFl0HxogW67SymjQ6yvRclaZN/kOYPsQW9BBNsT71m8G2Vi28qzkEPdYeCrqfPBHG2H9i/1sY",
-	"2r5LnoFHHmnbjusfyuQHVSadDHOgygOQGrZFmVukJWut2GXZfZlrS3xpVZYYgyKVPLB19xvBo43Ox3UN",
-	"GOBK1unGkqDHet2xzkWI0JVKqpUUmU3eRf0UzV2xrIPuNHb7WIuMFUpdVcs6ERh9d0Ys6qqQ5P9C/5IL",
-	"bW0OhUwpNEqTLY4HIeMcAxrXG92Hx7FMlbRwcWW17XdTXmnRjJvHJk4KdV8lg7YksWw66rCrBv+lEhHT",
-	"+UyixU5mTqRQG27LoI83SY91mGvY/Hl3LXZ2SoumYj5LIU0s4UQH5pZLkR0IaTAec1JloNb5aA4bHumE",
-	"WdwBDGmnEySWtKCmid99nwIsAy9oq2Wf4tO32fle6dJtdv0g+v638cYFroPHfxDPQV0X8/8d18En996h",
-	"uyHkpj5KgbMAaR0Xrx14G4z8EBvg7dZ3T7EXorZ1fpqdElm37kPnqNzKmJHvPhfFsm4357mJPwFQP6fs",
-	"wMg3XPTuCW3E0p4TsXRCLXIL6yKAh0hGaDYobOjR1MTR66AwZq59kHmjlZ32zR9hZFtf0krJMFYsQavn",
-	"0owpeGJu5VZb5TlqdDnzTNUmv3a1iiUmQcDUXUA9TtEeBj1QKqhoyJxfC6aoLUPYXQ8OuFjWC/WmA12f",
-	"KK7Rqf08dlBy+bFMm7woYgnrXI/Zkpcm54XvRYhF4coFLwjOuEgYXWQOzkHyRSwpS2Brko0WgKyb1N1+",
-	"XFN5LFmAyEE9fOB6o4kPXPBNhODHVvGpPjvj6TyEhdw0CMO8UC44wY2UyriwFAsyXmChEFJy6s+RloI7",
-	"QyH8C74GzBC8DBRJr/le+AMqSB7w1TwR0mi+pn0JW19QJB+IO8VUlQuRse7xYDAOPrLVnDToWdus60mZ",
-	"GhoXjT13ERygNNMajK0Ab/tKBeWOgm4csWzrZw+T+NYGVGI1Fb8CVyLC99tCHR61cKANymbuHg+O60Rl",
-	"3/0oQSHL2hlwdoXg18KF6JB4YnEIBoOFYUSQS/Wg7nSoIGJoj6o7Y+Ih1Gr2n9SJbA+Jj8R2sj+/w5aP",
-	"QRdbW2v3lpJMlNhvq4EMHw8GAzi3N0p5HY+omWTQFffugUf7DDywA7suu3uNfIQSQ1j5pDMYjo6OHz/5",
-	"4sunfJJmYrr5e/826Y2evp9YFW12xN0hr7QdMFHQHfhTSzL3NKK/r276IPnENpSPGCGwNWNTNNGCy3W7",
-	"CODO/bqznBNgrNq5Kb2snPTSqoy+WgqJOXDn52cu65hRhlyo0NWp7ChaVGauyvxXb5yMJXeViJGtGw5q",
-	"DuvyosDK68TVbSD6Zj4j5sDHMvFVX1jX2mKTRqJ34iqnbhbBs6bpQAXlm5nX0YaeSRITllrdSmeOJbe8",
-	"tiGlOLUXLcM+LbqLo+XGh876BOheH089yRLb77WWcezqgsT0JKobwf7Jf7cXMTx7gay88Erm4oDE/CyJ",
-	"1tipy6rPRIEZmGS8CKJ0aUKePLFLmsx8qd1mRRI331gmzex42I+9i5XA/jarcFDhSF9tgyXjuttogsUM",
-	"EVpUacylicZy+JhpxFB3c55Lo8dMKqoGvsZKgjy9kmpViGxGCaAggvxEq3Mppbask8uHtVtaw1bbdEuy",
-	"DyCq4Aux7Oa22tnYE+XnQcUzh4RklzzB7H4fG01Oq7yMJbq/wqx/lEMLmIrdP8A6Sn0227UEAL1ckrfr",
-	"sUSv5doLm77Rh5ton31VqpXGMqrWTYKgPKcg75RL7IQG7IjAoiMU7NDPhtVqXDJ8Eiaxk/vqs8/Qn5gb",
-	"Spa33OSzz2yHHJvfS8YcxLdadh+TySg3oD2kJW4aL4p1ZHFwsqY/Iu+4AHIpaee6HHgCrOqRbqwnYkla",
-	"lQU7+D7BcAHXb/WRzbOmGquU5hWBtgHSOvUMPZyphuxVNxW1UWVBnhfOA1bs1mglRJJ3rZmfbDoU2EUR",
-	"aAo1Qc2wSB88cy3KE1ZpZCdTVbrCx1R+ODhWSbvDHj9kAQNYFPmk5OXacieK6I5ld2dH1YjFVNmCTH+0",
-	"WXGnNWRs1ZAHdxmOft5tOXqDxdYKrNFNpqH3tiTtV9PEm5TCEua25JoraL5dD0ObNdVvVuWijmMlQqin",
-	"2eQfnf3NXEGJ2NbirkHOd4T76PrXIvtpoc0+Ow3qT9Cue8XnHgUo6gVs1kPcdLG82S9hFWn1gHBqs26X",
-	"KddjNhoMBsAyNgq+xTLjho/Zu5hKn8Wdcdz55fj/X/f7/bgTxb7eVNwZHw+juFkNLQZ8jDt5hq/panIw",
-	"xJccXuHlXTiKTyJyxZhcGIfVUeLOWFZFcfPmJpg0naKxzLMxOx4FU99oS74xG9QlbptKWJMW38AIV3jB",
-	"NYHZAsXIzj3ujN+9zxdcdUR8ybV/wDvbxRTxmcnRv87dngStafDeaDB6cjAcHhwNLoaD8QD+/ws+WNdb",
-	"bH9u+PgvdmV1u5fY6ml4mVq6xJ3x4OYmlhsG4WaRlJ/+fHrx0zdtJTYIK0/QuJTUFYsSL9e5KkVo2PGV",
-	"ie5MuD6V9qwKpGhpXPqkzGhcyw3GLBB3//Zf/w3CVUPWPanFxr/91383ZcWT3WJXLO9TJI6G3pDq4AD4",
-	"u4uSel8n4qcyWtdpze8a1X9+fgNnRaNO0c9vbhqpz3SIz0WRHZDu6GycXIfob0XmdoN31HnruTXaE5oq",
-	"5M6iObdmrzgvHlUjt1os8qYxin3EWoL+QHVHGpLM0GMXy2SbByURBoboyDeB9pZcG/2ips4P6nvcgX7o",
-	"irXWvsxGZZ92xxrOuU0umglS9u4fHAHw3Cdy8rQUfJ/nXtsd+QRuK9uhbEdUAqEgbvnfeUjuv2EtMG8l",
-	"dqbCO6wxO0np0BlId/qZviGLbtA6nXpSgwA/LYWgyoINfHbluDdMJpjZCtfRSNxnP3lTNUaPWyqxPTWR",
-	"TjX2LrUupVgm1pkzZo1eqHX4V1g4DY4+Z/ouhRakrF5cvAQNFkvh2Q4r7sPug2OWAA1fLvSYDZI652Xw",
-	"lIXukhPboWWVa9HockPqVS4ZlvOyeXMuYGw4GDgOEW2XIOg1XGj4RZwKcB1VmaCHOFxGbbZWFmMZWuop",
-	"stQ1prUXfXPaE9+LNhTyJ4LNucxEFkujkFm690PvSW3abwn0v5VxhR6A3x3zet9wsXuZ3jfcANSuD38P",
-	"9rbKWwPub2SXp81rYcPUQhAd3za+JuUFRiw7I9DfoXw32EO+e6bktMipVOkfKhrNItoHPGysz2znWfNK",
-	"Wre/y0Z0vNlzeCfdNc+bBV9bdwZWc1i5lpR/wr5ln/su3CcgYpHklrDP2fAkMC7mmlWShFgY5QyDoaWy",
-	"qtg9OR1N5u+K0bX4QR/E+/bmd2cIy98nu6N9/kMkVf5ueduDeNSZdWIGEVcPYVDO9/5ROJQdvB9L6i1G",
-	"MWEkVIchILiUOpkS9Bsp3hoWlIfF0BQU4ER2X95kp/EP5vReMREbbeH2YkfHbZX2cJgsso5q3PR/cJHf",
-	"iIvY3diXjVjU0rvZxLNSUDKR5w9TjA8gIzfRdFJjaGK9YdjBZ0zOFtCwZSxtYEZlyL0yUVkuarPTLq8y",
-	"2qGCms4nscyNMz5htBxqqIWaYZYcltaMghpQ6JGIXOiACnq0XgShZehNnaxZ8vXZy7OLM/J2oooqVe1V",
-	"Z7wsc1RJKVDeCWNtvClFuNU+rvcPAvPto8K+0k4AORrcRwB5Fk7qtyrtYEHSIonYW4xg9+mZyB9JpaGt",
-	"rMkyIHJP1FtkfviuptRbCzOcAT2EsZdBsDQZn21sFWXQ0QnAuuTxWWDa51bTmMjbYUSpyY4Dn8hLMuRo",
-	"ut+MIOGliGUpFuraRk7l3gGFgZ82ash5QZtfbCNLWnBNlveTGQIX9F7FFs5r9vJbSNafMhP+jHKA3xcZ",
-	"Dz2T3X0Ufaec5c+++Eg79dgoqx9j3XrHlrd233/koyDAh9PVvvXAuIVLUoK+Lbf9d4xZAIxA/OC2cuF9",
-	"EWyr5dwu3vca2U0zeSPkSqzrk0l2xaz1+pSqjuFkmLVNDadVc6A6ZtBxsIbvGdWrhbom7arxJipZzXj4",
-	"Ws9qYXvBuA/B+eh3kub2Zj/FJACYO0O6jaI3vX/UM9lUHwBMeNSvbCZlDcRduV53+N8xqr+8dthGDScO",
-	"kYHa4bajT0jSfaSxQKQUWvfZmcxc6hkxAlfVrCGOYAg40W8obXBfJsIF8IWIaRnIdlTZWdgCx7e3YXd0",
-	"twnGdnXXopbmUO3db2C4ZhMbrMG71QEn/Eq9G+2Bce1tf1jd9ScYy+Zibw9EtempJjFWig/ULSqxb4M5",
-	"nZjmgqSooVL9haCs/M2bm/8bAAD//w==",
+	"7L39chs3lij+KijubplMWhRJyZ6Yqqn6KR45440TZy1l86tJe9VgN0j2qAkwDbRoxldV+9c+wD7E3ve4",
+	"jzJPcuucA6DRZFOiJDsfc6eSKov9gQYODs73x4dOqhZLJYU0ujP+0JkLnokS/3wrTLk+nRpRwq9M6LTM",
+	"lyZXsjPunItUyUwzo9iK54ZNxFSVgplyncsZ4zOeS9Z9+/IFez4cDtj/+d/DQX/UP+r12dm1KNfsePQ8",
+	"llxmTODPp4MjxqVeiZKlvCxzoVluIpZM+SIv1peV5Nc8L/ikEAnLZVpUmchOmJmLWF7zohIsE0sB01ES",
+	"rrJUZYJ1M5XqQ7UUJYdJ6/4i6/XZKZvn0kRMKsN4LJelWuRajNmEp1dMTadsWpVmLkq2mgsazE6sFEvB",
+	"je7HshN1SvFTlZci64xNWYmoo9O5WHAA0yKX+aJadMbDqGPWS9EZd3JpxEyUnZubm6iz5CVfCGNBfFoK",
+	"fEu854tlAQ+XQmaihNtRJwdIL7mZd6KO5Au4zeGF277/z6WYdsadfzqst/WQ7urDczFbCGk6MI8XValV",
+	"y8ZezAVLpHhvLlN8ImFqimBYluI6V5VmSz4TEatkOudyJjLWVUv+U4WXljzLRMYmXItnx1VZRIwbtlDa",
+	"sOFgdMzSOS95Cmvv9dlrwa8Fyw1TlWFTVeJHpnmpDX5hzLhkYrE0a5bQTP6YsFyzUkwrLTK2ys2cHQ8G",
+	"LMkBB/Ksnq+0WAXDZMwjAOu+fnV+EeF39FKkrMi1oZ8zvuxFrMivYLfXjEbCO5NSXYmSZXmGGJNrDSuV",
+	"8AFWCp4xrjcm3ncb91MlynW9czRop4Er/P1rIWdm3hkDfCJAHn8BUMUYUcJQ//Hj6cFf+MHPg4Pnlwfv",
+	"Pv/njsctbcpcznBH3wpeLLY39CXOrFSVEUwTArgtY3y5LPKUoAPT1Eueil6fJZ9tw9rDGYdKYJk11vJ0",
+	"IdoRtsRZfQyMfSu0qspUNM9LptIKHjkYjo52zcC+91EmoZTZhvEpmxZCAJSVGbMhUMUvHLA1HCC8NBx9",
+	"wQq1EmXKtWCFgN3VEcvyWW50xJKDhAFJTC6TiP1V5RJO0polh0l9jEZPn7LJ2gB9lIwXxQnjTAptRIbf",
+	"hk3TsMG0Y4cJEzrlS4FomvzL6GXSZ6dybeZApEWhxe0nCsAltNnY64WSuVG7CBRM43YCWSP96OnT23De",
+	"I/yHYTQcfXHTPdy61PswiP5w034ezoXWuZKvsibCDIajo+Onz/7wxXM+STMx3fzdvixNg13m2SPQyM0H",
+	"Z7cU6bc49jYyIXWCD4+ZkvWpVdO90cfhyxfHFl26nF3lMqsf4yxVlTSi7J0AzWuihMcAmMTG9pdiqQ6G",
+	"7VDCf/bc/C+O99r7VmJ3A9/QSyW1QDb6Jc/eEq7Cr1RJA+d1/KETELjDZakmhVh8/lcNYA5QAt7IiFE3",
+	"8L4TdTJheF50xh2g8fYym6hsDVAChoAvsH89f/MtUHbDTaU74+PBIOqY3CC8vuQZe+sHtCvhE1WZ8aTg",
+	"8qpzsy8CfUcLoPU3ceYVzZzlclmZ8fYJjjbJd3BBi0KkRpXhNctLoy1MAMlByWmRp48DdSG4FpdzUWSb",
+	"UMY7AF64CQSQS4UCmT2CDTg/r+Hsp/XJgJzUkwbI8AIEgPXlT5WoBF4BSfjS5AuhKgS5VOZSraRAQE6F",
+	"TOkxGka8X8IZIZielSUJY3sC9NFrOZVrRmAV8GnWTUBKLSUv3MRz2DGgOzTphTBzlV3CHV4AGYKrf/vP",
+	"/+n12SvJOFtUhckPnLgkloVak6iBUviy4CkOBkK4Fc8QDJHb1ojl8lpIo8p1xFbcpHMkUzO+DCS4BV87",
+	"cfx4NGTJqlRydkkfTSzTcwAPpDcz54ZpUV4LK6yhWhExVaLm0apmdGk01IEOUAlKemw1zwvBpPJioRIa",
+	"9++lKid5lgn5qEMx9aMEZ0IqNiu5NCxV16KEBSDPdgSlPgtH9Vl4GQz0iQ7Dt4rpXM4KYWdntYSUFwVo",
+	"cW6uNdXsJn55SQ+B9pWS4lHwIirlTtImIdGSL/VcgW46z2VGgLOifa7ZDL4ewG8Y0Oyv6N6noiPNecPp",
+	"EkuVzi+tRpWMmTa8NFaNnpZqsaVj3ESdb5V5qSqZPQqETq6Bcz3F0TahSA8gqiPHE+9zbeDozLlmoKxm",
+	"DSw8rqH4rTLspR3zU4Fya/4ATZCfmlfqHwi67/i6UDy7UOo1L2ePQ8IljXVplLoscLQ7xAajFHMP1tgX",
+	"nF4rLbAzaXKzZhdKsdf2+U8ERlD63fRwakgzyfxRU1+k+5p1k60l2wN9odQ3XK7t/PWjwIpc9XJaFcUm",
+	"PNHehLeJ6MCcncxgn/dgHQUCAsARpsf8/D4dWtazR3ysJv7uZZEvcpQOHOrWFwBt6dcJS3SqliJhmq81",
+	"8J10ziaAwCCMb9roDryRrm2+9unDwJyHU/5e8srMhTSwKeJxZKTaGCvYMs4mgpeAUepKSGaZlyXYNd0Y",
+	"1htFE1Nl/rPIPikDwxmhGMDt7EKTjyN4V1KtWDfZWKJF+e9rmeGxAPTjbOC7nQ+o9vPKGNDTMrUK5eCn",
+	"Ie8/F+V1ngr2fWPET4XoXmhrSE8RS8KfY1YC7pGANuHplZpOPxYe+1WQPTVF1AqUQZ5lOUyWF9+VQMpM",
+	"DirjlBdaRJ1lcOlDqOPvr8pHHWOKy4W+65XXQKIuLl7DG6gn0CuZmPKqMJ3xYBO0f1YrVig58yb2nNDz",
+	"5auXbyz58ybqu3QmAPZUlQtuyBz97LgTgS5OluqjwQAUVm+5HrRYrkOl/semNcSu/51/S03+KlIDC/0S",
+	"5Pg3yzv3obnyNzLgOn2WcNrUhBl+JTRL6IMJ6+bGWmIBPrp3whLx3giZJbG0j4LSlcvZJZ5uax+xr5+w",
+	"pBQIOD9w8+l+LE/ZQiwmgkzBVyBEeqoAr1jSQS4IVRmdZ4LlRjPadNblsfSzVRUKyYlDhOSJZiXIe73I",
+	"muBIXl7NVSHYBCAXy26LJg9bi04WIDAiQ/tNDa8nmqmVZKXQVWFiWYqlKo1mShZrtgI9qCYpTzTImUYg",
+	"WGrh/YkmkV6zTKR5Jsjj0TwqDUjdhfov6eELfPYm6qjlXW9YvPk6l3jC0GRx1ztv8aEHnMcN3FbLjvvi",
+	"LSiNUwNKLuHE/NixOIqWMkBBtIIhdgWjOPuVHeVhVEot9bbNEO3Lo6fPajzQkUMQIByqzESJngkj7oaN",
+	"O7Y3SCRe0Sujp8+QRtiftXuLlyVfIzd5CP28jbLAUnfuwVtrAIRvNSFEuN8CJSAsS1HWQIocUUX44PFU",
+	"S53cD1Bv8XOIeRsAKcV1jiYr2OGieDPtjH+8A4ndGzfvWmV0EgXcuIwDF6QTDTPpb4HTgSKYy20ARU7U",
+	"5hFUlUnVAgVu1aTObyTTVZoKrVmirtBtZMqKaEpiyWuuYwmTnKsiQ8qF0+YyIO1kbgHamdhvJT2krjIg",
+	"6l0+Qe+Gfb8m4D2cx5TnRVUKPw86PjQTELOSKJYJyUzwQUcMN0mnkNlS5dKwlaqKzNqbejBMLBOSzFAs",
+	"Z6v5uo02kkR3+z6jve8FPHhTS3uhl2JPS+gWYSGSsw/tQ0p8BY/aQSZKFYI/kkLXK8CZjA8PeboQh96r",
+	"fbjhr9tagJNpg6HIzHu7RBJQbVxWG5a/QPPK2bUV0JtY/iduOBIAAffHjGwxCUYZsPPzM5bkGWE3qvR0",
+	"mPpbmw9kYy/wAxmFSV1ZRnLbCzRxD+uAquxHSz7q/oS6LFH6bddbg6JvvFBvEy79DsoULH2b2wZcNkPO",
+	"6+yAjoukhaJbpSoKkV2C7tHKj1+Ughth2dID+fJKinIP3vcGntvUHDaDa8jmdnHxGhjUIi+KXNuAm+6Q",
+	"adbvs+GALXIJwh+7EmLJi/xasEWlDeNlCX8DQc0ly83twv+zwYb0P8Sfdx03t9hbxf+zpUrn28t7y2Wm",
+	"FizPvP3G8rVlqZCRFPlUmHwhmo7Hv1wdTV5/8dPo395/dT3QP0zasLOmq9tANaCLWncH0Gg62povBKNb",
+	"GcCNDjg6C0ovGJ//6WvdZxdzEUst0MuulkKOcRjNeCl8RIjkC5EB4yrFQl2LLGKTCrSUFfBNjQ6MiYgl",
+	"xslETCvGWVrkwNRo79JULA06Z1GV2LRCoOc2NTbOKZZ/vrj4jhHJ7OEE7ZTgacmMyvgap1fkGCOQS5a8",
+	"P0B+qvNJIQ7gQCFjlVlE6rmZi7y0Q+L6SXXn2XWeCpSX0KFDkz5oRledxDJH6GSiyCdwRxRrirQCNg7f",
+	"iqwtayYk3s/s8rXltkJOVZlanWODWDl3YXPXo87WigBDG+5O9FY3vZ3BpdqZsm3GCl0ybbbyxsSaHsGO",
+	"VfStQ7ATNW2a3jkIX0HfoB+uJmRNf2wn2nZ5NDwHnQ36jMZEGmbbShMMb/32Tbs58LYW27bzE9oluEe3",
+	"/YP2gcCPSBAOvt8wgboJuB+hcw9gtOWk67yDE4/C4cNI9qO02F/IWnSbftSc/62kuDH7VhG/ViqMPaO1",
+	"DLri1iYgshMG5y41xZrlMi0F1yDRg1aFJy0C0gHElKel0hoooljxQkdsIbhEh6HW/ia8oYFaIhbrdk51",
+	"S0Bl1PmKL7cVwEWuYVZOHtMtQsq2shbEPLawLKGrBZB6r3AVXBuM0SEOtuQzQV5PAJHVU2w0Kj7qQgNl",
+	"VVhrMcXGbM1Llcs5l/p+k7+/TLiBVw5k9ffvEMz+LHhh5tuwT9UCjm8ritE90ldzycs1ItakygtDXs5u",
+	"UklkXUlt24TbmQ/A1IYvlsBLe5ZfJZ8vVJZPc5HZd0CHNKUQbM4zVkn6JjIapJGIZFvwpKeQVN829Sea",
+	"wSMU2Xx0dPQcZtGcKE4QRAApWr+UievLhRVQthUv4SSmW5VHfOgm6szU5bUo3b7X3HKmhv3Rs/5gT/0K",
+	"9KWWJ4Oht+GxUFlVCGafcd5/K8fZze0m3Uxci6KXYHwvtxBSU5Bv5iK9UpXpRRiaCMKPKN1wCVuWOcgE",
+	"JLzWE70e9J+3LWuTSNIaHThb0VcVmShfyZSXkpvWZb6hGFkSU5UEIera+8MD4RHXVhSIeEgudYQCH9GK",
+	"EuR2KVJDQiE69puLSkf//nM6Kq4n+XA5WXw7TxdP59lXxfVk1rYrNtLrfCnS7cMnbUDh1ltAp3dtJfLb",
+	"Oip6Ugp+pWlb/vaf/8O6eH9MNzOxNPNeAmvZvimrxUSUvaR/5wb5OEGcVdv+fO10mu1FkuyjLzlSGc8v",
+	"Mm7EAR7gFqjVXHeLv9yh6QRfu5XBvnaGl+ZknaZ6r9n6bwIGOfF0h6aIXMZ+Ba38YzZ3nqPAPGgDoZS6",
+	"agTlVMuAy9vPRps6Z+QYmXcbLJRURsk8ZWmh0qtx7ZOhg04hQRzmBkoDvIt0Uy8xOJnn6MW0tlfyZS2L",
+	"Su8Yxlr74LWIfBjo8p/6oCMMSYER6QV42UfnYbQeqUZu0aQgZwF4rAqGTBs+olVw+QnGVGe0Apwmcvxc",
+	"W6Wv4CaMl/BAQnCuxwRglfKCZYJnRS6FDYA7/9PXqLvfIfcM2uSehxyCxzltyCq7Fwoifds21YRb0mqF",
+	"ccJi6zm9HR4fy8C1aT+32uOmpB0e66hJI/widlKJV9ZGuO2cQEOvjYsEWB0gNNm3iGec2Vm4uAVpL7sQ",
+	"rTzbtkc+jv7c4505MtTLvMlRb8OwbRYMaHZ/K1opFjwH1WIXhb8Dc36zSBcY2VqgewcSBjDZBye/47MW",
+	"7uUVkL28YQ279r3Uq1OrL5UM1KOH6U0u3PNObdw9twl2WmMw0E5gnXsZ+tc6bEBBWxWI3/AxvOfRu+W4",
+	"bcEDRAMbSHSHOOfOlrXYuRd3bvXFxettdMU7O6zzgwFbhAb6PjulrB0K3zuxYoG1BKPwwCZr1C9Mnl6x",
+	"7lMYoHd/o30bxNz2tMr9QYDaE80KNctBRsGdJx3N8pUxG/b7T4cjm0mkppT0EsvvL14efMG61ojI6Ged",
+	"UFanSWL0f9ZDhV1VhqVKmlIVsawTQln3+89hTf0+/Dt8GTH49w8v6ffzl+h/9QOg7XuSZ3kpUrL1MQIW",
+	"SoHBqN9/PhqMTmGQ0WB0FuHvZ8/o97PnUSzhj4G9MXiJH/n+88Gz4YsxI1O2npMlnS2FWhYCBFClBTOi",
+	"XOSSF5rSmNHmBYIh3CNLdilWZW7EHgl3sdyK8mGSL+CVxB3EZNMivlLllSgxEStIqno6HN2WVfUfcfx+",
+	"MDiI4/fDaRy//8MU/nw+jeMKlhzHFQCD/nmJ/4xOD+hfuvrsGf189rw1LyvqfOfyPLaJozXktqIi2tGa",
+	"NgTM2SDfu8hYFyMD6iwSm/LRa2rSdPWg1TNE9/QuFfjafZg03zrvG3bBTgn5ESb9mrlYgJZQGsrRhPnv",
+	"HTTiYfQlQaSFWZKte4clygVp0UOtebjbRkV0NOw7MSQb8Bod3O15/DAXGIgQOu/KSlJW6q5UoMAs4BnW",
+	"BnW26/YfbiPLm+Db5sJZVjaFsrkxy/Hh4XDQh/+G4z8cjwa7caT5rsUpfqfU5h0V+P1bZ/7G7cbOCB8X",
+	"KVNnKwGJBixNC54vvIXZJSRJQZ7CLscoGAV0N5dsWapZKTSxk3YobeQRGs14dg2PaZvIz75/+7qJZJ8G",
+	"nIHxswXpYdVPNPMUgDwGD3AYOHErl60GlQtQ8sm2YEtJwJdZJdFvgQKLyO6tr9+KKm7hm3PbgULyI/k7",
+	"HuBnuNNnsGvKD3PPZULTp4IZNrLHn7UgUR2wOByEkQx+3c6o+NGG3ICKm7X9UitIbED9tpvp5Qv2/Pjp",
+	"H5hNGGAUGqZJVODOt0bRbP1PF3l2Z6bzbgazwSjQRdNM0+wej4a9sY1aJPrSxvspX5MCBzd4HsNYiB1s",
+	"Rkex3M457bNzYYM53OKAg4F45n11QT6s3hS3mjRvtJPmYdZOm3GHcWto7x6PyG3kU3rQCzbPzZglHkac",
+	"pXzJ9JyXKGHEkkyGtP6eL42TsG4LfJ5o9lOlDD+hJcUSL+c2VKWSfDoVqRFZr85CSiKWUGY42vZLpUwS",
+	"wCaWDeCwf+dF5cNZGEazbELM8/L9Qvxa9Reb0xKiZ2s6/SbBCl8IU17u4uF41302qv1IeLDaTvJbMcu1",
+	"EeXDCJyL/ds2BBZixou6XMvtZR8illySKByQsmcPL69AcRgtVhq5xvNvEx4mlWGJrIoiYd0dlWKsNtOL",
+	"0NGg2LNj9nX+ZcS0UYDX4j3HQAKu2Sy/JpMmGfKRtFL8EQFb+5IWz45ZJsTSun/J54RaafBAoAFikan3",
+	"lgqGjx1ZELLuRKwV0QYtxu0VUJw+Zpy/zKbrkUOMzkzgA6PdeH8wUwcWtn/VSvbf8tU3Qms+E1uYZ2Mh",
+	"EfDtiIaWxd9LnMv+USvti62jGe4Mgo/Y58O65lPt7qfUFnL6P8DB8tYZmzbPAGGtLaiUOHvvB6xzdHP4",
+	"gZeC38BPKjp0kwCnK4Wv4qJjWcnM+p0SW1ooYWVVoN9YsVVeZCkvM9ZFe8FG3Y7eCeMmloTBz311l+Yn",
+	"sOLQ6IteaxTdncbpgIgcPd+gIkcNMuLG22VX2EFdXD2lVsrXKFQ1rgsneeOTtTolfpoJVbLRoTnpJIzi",
+	"pNs0Qm2EwrpK/sdnCQX4b5io2D0sVBGNIEWOrDLpJ0wCXej3kZ8vS/V+TaKNBFQsci00W3Iz195ipFVx",
+	"LVDkWZyw5F9G4l9GWPGOcXwQS/PAcEqmgmUC2BKINn9SRrt4Xx5LxzaA2Rvx3hAahMXGRl/cwhy6P/7H",
+	"4Wf9HTv6v+K4f9d9+8iOJ3q33PtsB77YkM0thNnj+LEViHlY1s3BxUotsOddJYUHGCacJJ/B5Z9FqeDX",
+	"QpX1ser12Vl99kmYcuGkIDC+ygRl7NssAVXms1wCH8elwBOGKjtYgd5PP2Fd4O4HWkidm/xa9E5YkRtR",
+	"1kKAZlNVFGpFAvEG4eizU8vVvJ12z7P/2R32w8HHOfDakfONUI57hTv9vtySj44PvW+kSoPJtjoMt6P2",
+	"N9yGu+OlGsXUtuqVeQc06w5HXxxMclDf0lKYKKhYNhfvN4XUoya2wc9QSh0cPOcH03cfjkY37XgVuPwe",
+	"g1iPjp50BpxbIybdbPdMQHJuyCRivFiBNFzXgMFHrJPGlIIvtm0BnxoCzUjz/Z3EP3CTzs+DV+80M20B",
+	"d/PTrcBeivRj+LRhnLdqtYdH+w4HdauzedfM4Ys7g/taSvHtqcBduBi/QPEqrQZLVs37qCxB0kD7QhAz",
+	"z2R2B8JjdJh1pxFma5aoa1FOC7Wi8ilLUWqRUamkStrdn9DvZq4XXplXJlMraZP36IQwvO8iuCmwdDNt",
+	"2MVI3ooQblVv6fFfJM03jMi3N7HyUri+7v3g1Auj1GtwU7ash2BbRvHOmM1N0AQJe258PLtulpgOUk+y",
+	"LW/PTaQ1XOx8JcTygaU+fOGTTV6GBo5zW78hK/nUsNFgNDgYjpwTIPlnetvW5kHD2CrXwtW1uxJLQ8dM",
+	"c5Prad6IObfgut9Rs9NtBToBwaVub1jQS7VcbljQ73QMWIWzLYMOrTawNM2s0cSRjyea6TlfWusIRkCT",
+	"GoRjYaIXKEN2QichJlvuprGANx3MvUhzGAndsgzYhseT+U0zDQwaebi2bQgyuB0kDw53ZskeaCRU59Ae",
+	"YCR9sHolxR40pClO3ET7pBDv9+wG4b5551bVYNvbjHVHnEnIrFmendABwbQJzrKKglAwDV8yTxx0Q7TZ",
+	"wtlfKjANRAiX8q2Nz1d1Wh9gvasyaOalqmag1OXa4BepkMTdgWuBenu7mmCf25IliHTWeY07ZAv8VlqV",
+	"uVkjgXNBa6nQ+pbEMMqQxfJYHLYF65ozX8f+xCat2mrViNJ2+T4YuK0eOn23zl2z27LMvxa4L1Q17LQy",
+	"8zYyTfPxpREtKUmVnOazytWm+KE25uBlYJjwng7fcXELmbhmC5VR5QpaksZD6sPGvfspsVWbcH9xe9C1",
+	"jROulzI3Zkk1s3I5VduL+IZyXnKAKQXg2xlNVckovIfKius+e2UoUhxPTEnZyuRnZFoAXsYS3rC0uUuv",
+	"9SJrq6SsFLaXtSQ3c3Zx8TqKJRaasgFyCJRG+LGO0Cg1yyUSd4xN8GmmcFDqWGaNDixv13SYSpU5ztFG",
+	"d3AupDk4I+EvpIraxluFeg9ALJb+4C04gKofy1hScwlXGtr3kkCLCYH7AFWehFExMfJCljvy0bE7RDMh",
+	"nZ26HB7aNylWFIlga2pLsYps1wLa0krm10DR+rG8tUyuaM6cF1r56bupU8ALGpRFLB8eM1VDipLhYSWS",
+	"ed9zsqtyXUL+4DZfdCxtoayuFoLgbZ3ciS2G1euzF+3Z8jif0zrvGtkEADesGwiQpzM/EYWSM+w84tQY",
+	"JV2UDLpDY2mE5NKQd5WXawoedOC0xa10BbsWnAq0jH12+Nk/lYJnCVNlLBM8SOPDQ1fz/p8wpi8hPCCy",
+	"AFOlhGdXZEtI9ubbM1+1VxqeE8mJJRX3WhCCC5/AQkZvVfqzwXJKLrVmvCJPhS11ZKnn6ZKnc3Ewwmy4",
+	"qiwsvdHjw8PVatXneLuvytmhfVcfvn714uzb8zN8p/atWjLUCfL9OoP+kJ4BnsyXeWfcOeoP+keYEW7m",
+	"yDYOM5XiHzNh2pJCymuREX2e5oXQDNADm4PYrB/KETxhU2HSOdU4wCBJT9Ipz1yQROTKDLzKqOUDBbUH",
+	"FeBHg8FG/UUj3pvDuVkUTXm/pZT8Nss7X/HZTJTs+1eu3G7AOzvjH9+BGrNY8HINa/UPA+3nM031aFxh",
+	"hM47ePlwjvmyPwcQay7K3b9zXeHpvF85cJuyu2PNjtYhPufXdyz6dX4tpND6tiUvhCnzBpI0l+zu77eV",
+	"y4Ln8p57+Q19weHcd6VaCDMXlUa/CPqFNaqMNnz49jUHr9dT37l6e3b6a04o2AoC+xDqMPfaeTfqFjC8",
+	"sNe6yW+WQp5+94rhcWbO8RehywDlDvwDnRdShD60ZqL27XC6wELbSpqSUzn+XSDCdLCfdxKRt3C7zq9O",
+	"VSkYR+pIPE77+izUfQWjCijAmqdz4E7btMN+8lc5ZbQeowimWD726eBo13h+godhJdfb4A7j53cdyuvh",
+	"IUmHcKBIi1O6BfiJje5L2B+9qAnglsqgsHfCEhv1B0+g+Odu28dP2ESZuY2S7jPSQD2hR67/rRCZZoll",
+	"uJJptRBBKx0KboJ5EjPEQNcTX6zX+WpBSKeXiOXmOpYbMfZHtjqOC2jz/XTYN/mXrHs8PGJtVa0jNhxE",
+	"g8HAfp4zTfUwT/3rMDntEsStDAJwOLYNekC9cImwJ8xHmtjSc7aXQa6pIVpYNtp6CG0VaB/upco6SIxE",
+	"zkaLgsg3YgsWC+AlOaJ5FmDuLwFutmWL0OZLla33OAlB/WIfpPljbY7GP0aggVKw5Y/uir31HCu37Fl8",
+	"OAgfvWlqvqBP33zCk4zBtjsI6Ywv8QAf0/duP8BBexp8ZbjXmW9UIsL39qAVdecHeGO4xxubtfDhvdHz",
+	"u9/bLPaOYLLFjO96l9qdIC0LuIZgy6oULMunU1EKmQo2EWYlhGwQICQ1eB4DMkckbYvEfQAqcnM4oyIx",
+	"rUzmhVos0ZvvSY11zefXAiibtf2gfhx2YiKFrVZyY4lSvQsSq5VcTBhBqRZIRK0ie/2VG6CAZOpP+ttE",
+	"0SshcTUYHKWwJPxLWGO9fzD8LpJXsl5hMgARsFwSg8dyp2NS4IVr1uFoYkIl6OmVWMJaOagreeaKaTba",
+	"A3Z3FLvpYQ1iHKK9ao5oFM3xRQbQ3LQNplgiM/BWDyy1rG0Pvmkp9Nw18Kub++Vyhvl32ERmSqExhknV",
+	"6HHglptr3CDqbgjSDhFSNHHMqMSAaCWjuD1f8WWn2dxxh/m2fuQQe8ndRDvTh53SiUEabSY0pK4Pb0dW",
+	"mxM/7BjeVuUKnCX2gNtAeJ+QONzMR2yLVrgTILYn5c27T0jUYaN+zzT9/hLjI+kycEHWOHrCdqahGHoi",
+	"yLZWrTu2e5NmNFjuJM5YtUMpLMGBls1c2lxBrNfcrYlZLyJqMqG2n30WUtFY3kpG2w41kI9znNuDT/X9",
+	"j9TGgfpdnCcfaNFyqN5Yevp7kJT2mBx2hXrscXqd22MTHKe20xLt0Mu+wcJYxiXNJoTNV7nMCJsP6IJ0",
+	"IoK3p9lzZLs+IiNHhVn70k+x3A7IzyVZAkouNU/JrfItKUOBHZfSvXmhVSx94T+KdPQnkSyntws0aFcF",
+	"xc/lP+ZG2+wVn9QCnJyIgbMCHI+eN5rnsC5qTTaLpdd2vJ3b2hpeHnLC3z1CaaLED1SGOnWwDhyprEI5",
+	"4P+bq6qk7Bm1zFN8lnwpnZu9VafN5JS91KfhR6UM6FNvs4TUQUf/UKI+ohLlAOuk4FzuQ2t2c+bDD0Bl",
+	"bogMFaItI+JPeL0mSRQg0menkuUF5TEhpep6h8tbtBMkvaAWAgXeb3QbdQYlVKqoqrAwVF15qopMZH32",
+	"UpUzQVUfeCytyYq+h10JRHZPAtQm3+M3HkEp7mbUvhlwC6s+bmnprcqZMsb2rlpxbUO5fvuH6VHITZvt",
+	"ULvrrNSZUqXrrrOB7L12ztpqiv8193jwSxBdF/35OyC5hPS3v+HbXz6eZvKM+mzT9u9JHldCLHebz//d",
+	"hr1payjSdexc7fRVTUUqDD0k8SuWmaeuWHVmzg0WeHCEHY0lS659qfaqlJpqJAJZwEgrzEpy1Fm7EDwQ",
+	"tXA2dQCwrSaB48LqbGiMrXPo5pKhnwgmgVTXBfih1974Or2Y4zZT28Q3cKq3Ud9YIpoiEHxMoXPzYIiL",
+	"qz/EbaKoIDe/yFjXZo9GsbRZBEznP4vIJmXaH6laTHLJDS5CHqjKRCwBrEmYeL/kEqu7xlJc86IizwlW",
+	"t0ZYwUSw1DWdihM/s2BG1o/6RMfyxXffY9XIiI0YVsBeYHfjZ8fsm/zLyFozpyJiRwO4H4yMETMWq3tj",
+	"5zfgNl98w3XQmrCKYTMwhgF0oa332ausm7jKrX/7z//pJZS7BpSVsM95T6YYiaBjSfvgkNG5cKjhANXO",
+	"LAS/huVro5a6ARMMYAYVHMv6x/K0cRhujyNlXfts7dZYg5qCxrixTxfOhFg6e96z44hxt+WFkrP6RpDN",
+	"F0vgnBjJIn1+MODWgj7DpU8Q7tWlPn0wq60OFcugsYLdgsT3UbCwzo2tqUsbLqbWU0mBL6Aj02mDFVgP",
+	"0rWnHhz4HdWchrdHzq00WTOHHifecntMI2mMB9twSB35V+HI5GGt0ihEX1W6+qzjHe6qWOZW5/r47ioc",
+	"G/1ViFs1kgP9MBSBiL34XIw16aFoBZ7w9GqMgUkwomsG5W3PsbRNLYAwosU6rawmjY4yPVelaZP/EKaP",
+	"sQU9RlOsuX4z2NaqhXc136HH2kNB95Mnwhj7X9j/Foa275Jn4JEn2rY7/Icy+VGVSSfDHKjyAKSGbVHm",
+	"FmnJWit2WXZf59oevrQqS4xBkUoe2L4mjeDRRmf5ugYMUCXrdGOJc3slUdAR1EWI0JVKqpUUmU3eRf0U",
+	"zV2xrIPuNHZTWouMFUpdVcs6ERh9d0Ys6qq75P9C/5ILbW0OhUQpNEqTLY4HIeMcAxrXG93dx7FMlbRw",
+	"cW0L7HdTXmnRjJvHJnkKdV8lg7ZPsWw66rBrEf+pEhHT+UyixU5mTqRQG27LuvJYRNJjHeYaNtff3euC",
+	"ndKiqZjPUkgTS+DoQNxyKbIDIQ3GY06qDNQ6H81hwyOdMIs7gCHtxEFiSQtqmvjd9ynAMvCCtlr2KT59",
+	"m5zvlS7dZtcPou9/HW9c4Dp4+jvxHNR1h//fcR384t47dDeE1NRHKXAWIK2j4rUDb4OQH2KD0d367in2",
+	"mtW2zk+zEy3r1n0+3Sm3Mmbku3tGsazbeXpq4jkA6ueUHRj5hrbePaGNWFo+EUsn1CK1sC4CeIhkhGYD",
+	"2IYeTU1yvQ4KY+baB5k3WoVq31wXRrb1e62UDGPFErR6Ls2YgifmVm61VfSjRhdJT1Rt8mtXq1hiEgRM",
+	"3QXU4xQtM+iBUkFFQ+b8WjBFbW/C7qXA4GJZL9SbDnTNUVwjaft57FDn8mOZNnlRxBLWuR6zJS9Nzgvf",
+	"6xWLwpULXhCccZEwusgcnIPki1hSlsDWJBstVlk3qbupJRFLfIc0RA7qkQbXG03S4IJv0gY/topP9dkZ",
+	"T+chLOSmQRjmhXLBCW6kVMaFpViQ8QILhZCSU3+OtBTcGQrhX/A1YIbgZaBIes33wjOoIHnAV0tGSKP5",
+	"mvYlbC1EkXwg7hRTVS5ExrrHg8E4+MhW8+egJ3izbjJlamhcNPY0R3CA0kxrMLbDhu3bF5Q7CrodxdJF",
+	"F4axNDCJr21AJVZT8StwJSJ8P0PU4VELh7NB2czd48Fxnajsu8slKGRZOwPOrhD8WrgQHRJPLA7BYLAw",
+	"jAhyqR7U/RMVRAztUXXnYWRCrWb/SZ3I9pj4SGzX/eMHbKkbdAm3tcxvKclEif22Gsjw6WAwAL69Ucrr",
+	"eETNeoOu43cPPNpn4IEd2HUx32vkI5QYwsonncFwdHT89NkfvnjOJ2kmppu/O3uroo2e6b+wKtrsOL5D",
+	"XmljMFHQff2XlmTuaUR/qG76KPnklE5ExAiBrRmbookWXK7bRQDH9+vOnU6AsWrnpvSyctJLqzL6Zikk",
+	"5sCdn5+5rGNGGXKhQlensqNoUZm5KvOfvXEyltxVekeybjioOazLiwI7WxBVt4Hom/mMmAMfy8RXfWFd",
+	"a4tNGoneiauculkEz5qmAxWUb2ZeRxt6JklMWGp1K505ltzS2oaU4tRetAz7tOgujpYbHzrrE6B7feR6",
+	"kiW2n3Yt49jVBYnpSVQ32v6j/24vYsh74Vh54ZXMxcER87Oks8ZOXVZ9JgrMwCTjRRClSxPyxxO7UMrM",
+	"l9ptViRx841l0syOh/3Yu1gJ7G+zCgcVjvTVNlgyrrs5J1jMEKFFlcZcmmgsh0+ZRgx1N+e5NHrMpKJu",
+	"C2usJMjTK6lWhchmlAAKIsgPtDqXUmrLOrl8WLulNWy1Tbck+wCiCr4Qy25uq52N/aH8PKh45pCQ7JIn",
+	"mN3vY6PJaZWXsUT3V5j1j3JoAVOx+wdYR6nPZruWAKCXS/J2PezotVx7YdM3UnIT7bMvS7XSWEbVukkQ",
+	"lOcU5J1yiZ0mgRwRWHSEgh362bBajUuGT8IkdnJfffYZ+hNzQ8nylpp89pntQGbze8mYg/hWy+5jMhnl",
+	"BrSHtMRN40WxjiwOTtb0R+QdF3BcStq5LgeaAKt6ohvriViSVmXBDr5NMFzA9bN+YvOsqcYqpXlFoG2A",
+	"tE49mQ9nqiF71U2bbVRZkOeF84AVuzVaCZHkXWvmJ5sOBXZRBJpCTVAzLNIHz1yL8oRVGsnJVJWu8DGV",
+	"Hw7YKml32EONLGAAiyKflLxcW+pEEd2x7O7sWB2xmCpbkOmPNivutIaMrRry4C7D0Y+7LUfvsNhagTW6",
+	"yTT0YEvSfjVNvEkpLGFuS665gubb9TC0WVP9ZlUu6jhWOgj1NJv0o7O/mSsoEdta3DXI+Y5wH11/cCQ/",
+	"LWezz06D+hO0617xuUcBinoBm/UQN10s7/ZLWMWzekA4tVm3y5TrMRsNBgMgGRsF32KZccPH7ENMpc/i",
+	"zjju/HT8/6/7/X7ciWJfbyrujI+HUdyshhYDPsadPMPXdDU5GOJLDq/w8i4cxScRuWJMLozD6ihxZyyr",
+	"orh5dxNMmrhoLPNszI5HwdQbfci3ZoO6xG1TCWvS4hsY4QovuCZbW6AY2bnHnfGHh3zBVUfEl1x7Hbyz",
+	"XUwRn5kc/evc7UnQ+gvvjQajZwfD4cHR4GI4GA/g/7/gg3W9xfbnhk//YldWt9OKrZ6Gl6llVtwZD25u",
+	"YrlhEG4WSfnhz6cXP3zVVmKDsPIEjUtJXbEo8XKdq1KEhh1fmejOhOtTaXlVIEVL49InZUbjWmowZoG4",
+	"+7f/+m8Qrhqy7kktNv7tv/67KSue7Ba7YnmfInE09IZUBwzg7y5K6qFOxF/KaF2nNX9oVP/58R3wikad",
+	"oh/f3TRSn4mJz0WRHZDu6GycXIfob0XmdoN31HnvqTXaE5oq5M6iObdmrzgvHlUjt1os0qYxin1EWoL+",
+	"a3XHL5LM0GMXy2SbBiURBoboyDfZ95ZcG/2ips4P6nuIgn7oirXWvsxGZZ92xxrOuU0umglS9u4fHAHw",
+	"3Cdy8rQUfJ/n3tod+QXcVrYD5I6oBEJB3PK/85Dcf8NaYN5K7EyFd1hjdh6lQ2cg3eln+oosunXTatvz",
+	"HwT4aSkEVRZs4LMrx71hMsHMVriORuI++8GbqjF63J4S27MYz6nG3tDWpRTLxDpzxqzRa7oO/woLpwHr",
+	"c6bvUmhByurFxWvQYLEUnu2w4j7sPjhmCZzhy4Ues0FS57wMnrPQXXJiO7Ssci0aXW5Ivcolw3JeNm/O",
+	"BYwNBwNHIaLtEgS9hgsNv4hTAaqjKowxtCCDy6jN1spiLENLPUWWusbf9qJv/n3ie32HQv5EsDmXmchi",
+	"aRQSS/d+6D2pTfstgf63Eq7QA/CbI14PDRe7l+l9ww1A7VDx92Bvq7w14P5KdnnavBYyTC1a0fFt42tS",
+	"XmDEsjMC/R3Kd4M95LsXSk6LnEqV/q6i0SyifURmY31mO3nNG2nd/i4b0dFmT+GddNfkNwu+tu4MrOaw",
+	"ci1//4h9yz5nCZ06UGGc5Jawz9nwJDAu5ppVkoRYGOUMg6GlsqrYPSkdTebvitC1+EEfRfv2pndnCMvf",
+	"Jrmjff5dJFX+Zmnbo2jUmXViBhFXjyFQzvf+SSiUHbwfS+otRjFhJFSHISC4lDqZEts1i/eGBeVhMTQF",
+	"BTiR3Zc22Wn8gzg9KCZioy3cXuTouK3SHg6TRdZRjZv+DyryK1ERuxv7kpFl2HO91RD1A/UaJf2X+qq2",
+	"htTf1r3budEaXVX37JVOTZT1mCK10MD1RKNROPItYKPN3s7emGXClsyYjYbDRf6BsHs7ttv3nQWs6tol",
+	"+4BNY2y2o0X/JhC/Qmy+RrWTszHDFhJJS00ZrFdIm+UyDq1RgSB64mMsseA/afgO2JhWp1Zyh1GtbqX/",
+	"aUvc2Y/sMGX52hv1vv+OzFM/oFu5FdU1HYTsjlqZlm7r3Tz4RSkoU88z3ykG35AHiRhmUpP/xLqasT3W",
+	"mDyZgJ4yljbqqTLku5yoLBe1TXdXyAYaeYOC6SexzI2z7GIoKpp/CjXDFFSsWxsFBdbQ3Re5uBwVNEC+",
+	"COI2MVRhsmbJn85en12cUSgB2n+kqkNWGC/LHO09lIXiNJ02FE8RbrUD+eERlr43m/faBdL90eA+0v2L",
+	"cFK/Vt0UC5KWE2lvMYLdL8+hf0/2AtrK+lgGB90f6q1jfvihPqm3Vj05g/MQBjYHmQjk2bGBi5SeSuIV",
+	"65I7dYFcbKsjU+SNnMB90EgKn8hLspJqut8Mz+KliGUpFurahiXm3ruLUdU2JM+FGDS/2HYsacH1sbyf",
+	"QB7Ed+xVyeS8Ji+/htr6S5aZOKME+4ci46EnsrtZ0TfKSXb2xSfa2Z6MssYnbArhyPLW7vuPfBIE+Hhy",
+	"y9ceGLdQSap+YWvZ/x1jFgAjED+4LQt6XwTb6ue4i/a9RXLTzIwKqRLr+kytXQGhvT7VgcBYTZTtqZu7",
+	"ag5UB+Q6CtYI7EDbxUJdk+mi8SZaMJrJJrURo4XsBeM+Buej30gO6bv9tP4AYI6HdBsVpXr/KBa0qZsD",
+	"mJDVr2yacg3EXYmUdwS3YMpMee2wjbq5HCIBtcNth3aRpPtEo/IrhdZ9diYzl9dJhMCVDGyII5hfQec3",
+	"lDa4r8HiomNDxLQEZDtk8yzsL+V7R7E7WkcFY7uihlFL57X21lIwXLNDFBa43movFX6l3o32qNP2nlqs",
+	"bqkVjGULHWwPRI0fqOA3tmEI1C3qX2EjpZ2Y5iIQqVtZ/YVAD715d/N/AwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

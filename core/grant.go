@@ -182,6 +182,18 @@ func (g Grants) AllowsSomeFleet(a Access) bool {
 	return false
 }
 
+// AllowsSomeLease reports whether one lease grant has every permission in
+// a, whatever pattern it covers: what a question about the family itself
+// (its placement) can ask of a token.
+func (g Grants) AllowsSomeLease(a Access) bool {
+	for i := range g {
+		if a != 0 && g[i].scheme == schemeLease && g[i].access&a == a {
+			return true
+		}
+	}
+	return false
+}
+
 // Contains reports whether every route matching t also matches s. With an
 // unbounded alphabet a form of t is inside a union of forms exactly when one
 // of them has, at every position, "*" or the same literal; so s contains t

@@ -1,11 +1,14 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 
 	"github.com/musterhq/muster"
+	"github.com/musterhq/muster/api"
+	"github.com/musterhq/muster/core"
 )
 
 // Directory says which broker serves a family in a multi-broker deployment
@@ -16,6 +19,35 @@ type Directory interface {
 	// when no broker does (a failover is in progress) or when the answer
 	// would be this broker itself (its claim is being taken or given up).
 	Owner(family string) (addr string, ok bool)
+	// Describe is what GET /v1/placement shows of family: this broker's
+	// name, the family's live claim (nil when none), the live brokers.
+	Describe(family string) PlacementView
+}
+
+// PlacementView is one family's placement as a broker last read it.
+type PlacementView struct {
+	Self    string
+	Owner   *api.PlacementOwner
+	Brokers []api.PlacementBroker
+}
+
+// GetPlacement answers where the caller's family is served. It needs read
+// on some lease pattern of the family and shows nothing of another family.
+func (s *Server) GetPlacement(ctx context.Context, _ api.GetPlacementRequestObject) (api.GetPlacementResponseObject, error) {
+	c := callerFrom(ctx)
+	if !c.Grants.AllowsSomeLease(core.Read) {
+		return nil, errForbidden
+	}
+	out := api.GetPlacement200JSONResponse{Family: string(c.Family), Placed: s.directory != nil}
+	if s.directory != nil {
+		v := s.directory.Describe(string(c.Family))
+		out.Broker, out.Owner = &v.Self, v.Owner
+		if v.Brokers == nil {
+			v.Brokers = []api.PlacementBroker{}
+		}
+		out.Brokers = &v.Brokers
+	}
+	return out, nil
 }
 
 // misdirectedProblem is the problem body of wrong_broker: the owner's base URL.

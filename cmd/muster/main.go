@@ -5,6 +5,7 @@
 //	muster session …       create|keepalive|end
 //	muster lease …         acquire|extend|release|get|list|watch|run
 //	muster fleet …         register|forget|desired|plan|gap|sweep|export|import
+//	muster placement show  where the token's family is served
 //	muster backup …        copy the running broker's bbolt store to a file
 //	muster healthcheck     exit 0 when the local broker answers /healthz
 //
@@ -36,6 +37,7 @@ func commands() []command {
 		{"session", "create, keep alive and end sessions (create|keepalive|end)", sessionCommand()},
 		{"lease", "leases: acquire|extend|release|get|list|watch, and run a command holding one", leaseCommand()},
 		{"fleet", "the desired set: register|forget|desired|plan|gap|sweep|export|import", fleetCommand()},
+		{"placement", "where the token's family is served in a multi-broker deployment (show)", placementCommand()},
 		{"backup", "copy the running broker's bbolt fleet store to a file, online", backup},
 		{"version", "print the version and commit of this binary (also --version)", version},
 		{"healthcheck", "exit 0 when the broker on this host answers /healthz (a container's health check)", healthcheck},

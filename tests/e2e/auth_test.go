@@ -40,6 +40,9 @@ func TestAuthMatrix(t *testing.T) {
 		{"ReadOnlyListsCovered", Request{Method: "GET", Path: "/v1/leases?selector=lease://acme/**", Token: readerTok.Secret}, 200, ""},
 		{"WriterPassesToSessionCheck", Request{Method: "POST", Path: "/v1/leases/acme/r/x/acquire", Token: writerTok.Secret, Body: acquireBody}, 404, "session_not_found"},
 		{"PublicHealth", Request{Method: "GET", Path: "/healthz"}, 200, ""},
+		{"PlacementNeedsALeaseRead", Request{Method: "GET", Path: "/v1/placement", Token: writeOnly.Secret}, 403, "forbidden"},
+		{"PlacementForAReader", Request{Method: "GET", Path: "/v1/placement", Token: readerTok.Secret}, 200, ""},
+		{"PlacementNeedsAToken", Request{Method: "GET", Path: "/v1/placement"}, 401, "unauthenticated"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -69,3 +69,26 @@ func TestEveryInventoryReadNamesTheOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacementVisible: every broker answers GET /v1/placement for the
+// caller's family: the owner of its live claim, the live brokers, and
+// which broker answered (also in Muster-Broker).
+func TestPlacementVisible(t *testing.T) {
+	c := newCluster(t, 2, "acme")
+	owner := c.waitSettled("acme", c.brokers, 15*time.Second)
+	for _, b := range c.brokers {
+		a, err := call(b.url, "acme", "GET", "/v1/placement", nil)
+		if err != nil || a.status != 200 {
+			t.Fatalf("placement from %s: %d %v %v", b.id, a.status, a.body, err)
+		}
+		o, _ := a.body["owner"].(map[string]any)
+		brokers, _ := a.body["brokers"].([]any)
+		if a.body["family"] != "acme" || a.body["placed"] != true || a.body["broker"] != b.id || a.header.Get("Muster-Broker") != b.id ||
+			o["broker"] != owner.id || o["addr"] != owner.url || o["epoch"].(float64) < 1 || len(brokers) != 2 {
+			t.Fatalf("placement from %s: %v (owner %s)", b.id, a.body, owner.id)
+		}
+		if left := o["expires_in_ms"].(float64); left <= 0 || left > float64(claimTTL.Milliseconds()) {
+			t.Fatalf("claim expires in %v ms, want within the claim TTL", left)
+		}
+	}
+}

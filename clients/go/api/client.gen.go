@@ -421,6 +421,54 @@ type LeaseTTL = int64
 // Example: worker-1
 type OwnerId = string
 
+// Placement defines model for Placement.
+type Placement struct {
+	// Broker The name of the broker that answered (its `placement.broker`).
+	//
+	// Example: broker-b
+	Broker *string `json:"broker,omitempty"`
+
+	// Brokers The live brokers, as the answering broker last read them, sorted by name.
+	Brokers *[]PlacementBroker `json:"brokers,omitempty"`
+
+	// Family The caller's family.
+	//
+	// Example: acme
+	Family string `json:"family"`
+
+	// Owner The broker holding the family's live claim; absent while none does (a failover in progress).
+	Owner *PlacementOwner `json:"owner,omitempty"`
+
+	// Placed Whether this broker runs in a multi-broker deployment.
+	Placed bool `json:"placed"`
+}
+
+// PlacementBroker defines model for PlacementBroker.
+type PlacementBroker struct {
+	// Addr Example: http://10.0.0.1:7420
+	Addr string `json:"addr"`
+
+	// Broker Example: broker-a
+	Broker string `json:"broker"`
+}
+
+// PlacementOwner The broker holding the family's live claim; absent while none does (a failover in progress).
+type PlacementOwner struct {
+	// Addr Its advertised base URL.
+	//
+	// Example: http://10.0.0.1:7420
+	Addr string `json:"addr"`
+
+	// Broker Example: broker-a
+	Broker string `json:"broker"`
+
+	// Epoch The claim's placement epoch.
+	Epoch int64 `json:"epoch"`
+
+	// ExpiresInMs Time left on the claim unless renewed.
+	ExpiresInMs int64 `json:"expires_in_ms"`
+}
+
 // Plan defines model for Plan.
 type Plan struct {
 	Missing []string `json:"missing"`
@@ -1303,6 +1351,19 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/leases/{realm}/{area}/{resource}/release (the `ReleaseLease` operationId).
 	ReleaseLease(ctx context.Context, realm Realm, area Area, resource Resource, body ReleaseLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetPlacement Where the caller's family is served
+	//
+	// Which broker serves the caller's family in a multi-broker deployment
+	// (docs/placement.md), as the answering broker last read the claims:
+	// the owner's name, base URL, placement epoch and the time left on its
+	// claim, and the live brokers. Any broker answers (it is never
+	// `wrong_broker`). A single broker answers `placed: false`. Needs `read`
+	// on some lease pattern of the family; nothing of another family is
+	// shown.
+	//
+	// Corresponds with GET /v1/placement (the `GetPlacement` operationId).
+	GetPlacement(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateSessionWithBody Create a session
 	//
 	// Creates a session for a worker. The `session_id` is a secret: send it in
@@ -1974,6 +2035,29 @@ func (c *Client) ReleaseLeaseWithBody(ctx context.Context, realm Realm, area Are
 // Corresponds with POST /v1/leases/{realm}/{area}/{resource}/release (the `ReleaseLease` operationId).
 func (c *Client) ReleaseLease(ctx context.Context, realm Realm, area Area, resource Resource, body ReleaseLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReleaseLeaseRequest(c.Server, realm, area, resource, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPlacement Where the caller's family is served
+//
+// Which broker serves the caller's family in a multi-broker deployment
+// (docs/placement.md), as the answering broker last read the claims:
+// the owner's name, base URL, placement epoch and the time left on its
+// claim, and the live brokers. Any broker answers (it is never
+// `wrong_broker`). A single broker answers `placed: false`. Needs `read`
+// on some lease pattern of the family; nothing of another family is
+// shown.
+//
+// Corresponds with GET /v1/placement (the `GetPlacement` operationId).
+func (c *Client) GetPlacement(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPlacementRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -3014,6 +3098,33 @@ func NewReleaseLeaseRequestWithBody(server string, realm Realm, area Area, resou
 	return req, nil
 }
 
+// NewGetPlacementRequest constructs an http.Request for the GetPlacement method
+func NewGetPlacementRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/placement")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCreateSessionRequest calls the generic CreateSession builder with application/json body
 func NewCreateSessionRequest(server string, body CreateSessionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3617,6 +3728,21 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/leases/{realm}/{area}/{resource}/release (the `ReleaseLease` operationId).
 	ReleaseLeaseWithResponse(ctx context.Context, realm Realm, area Area, resource Resource, body ReleaseLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseLeaseResponse, error)
+
+	// GetPlacementWithResponse Where the caller's family is served
+	//
+	// Which broker serves the caller's family in a multi-broker deployment
+	// (docs/placement.md), as the answering broker last read the claims:
+	// the owner's name, base URL, placement epoch and the time left on its
+	// claim, and the live brokers. Any broker answers (it is never
+	// `wrong_broker`). A single broker answers `placed: false`. Needs `read`
+	// on some lease pattern of the family; nothing of another family is
+	// shown.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/placement (the `GetPlacement` operationId).
+	GetPlacementWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetPlacementResponse, error)
 
 	// CreateSessionWithBodyWithResponse Create a session
 	//
@@ -5055,6 +5181,68 @@ func (r ReleaseLeaseResponse) ContentType() string {
 	return ""
 }
 
+type GetPlacementResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Placement
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Error
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPlacementResponse) GetJSON200() *Placement {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetPlacementResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetPlacementResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetPlacementResponse) GetApplicationproblemJSONDefault() *Error {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPlacementResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPlacementResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPlacementResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPlacementResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateSessionResponse429Headers the declared response headers of an HTTP 429 response for CreateSession
 type CreateSessionResponse429Headers struct {
 	RetryAfter int
@@ -5887,6 +6075,27 @@ func (c *ClientWithResponses) ReleaseLeaseWithResponse(ctx context.Context, real
 		return nil, err
 	}
 	return ParseReleaseLeaseResponse(rsp)
+}
+
+// GetPlacementWithResponse Where the caller's family is served
+//
+// Which broker serves the caller's family in a multi-broker deployment
+// (docs/placement.md), as the answering broker last read the claims:
+// the owner's name, base URL, placement epoch and the time left on its
+// claim, and the live brokers. Any broker answers (it is never
+// `wrong_broker`). A single broker answers `placed: false`. Needs `read`
+// on some lease pattern of the family; nothing of another family is
+// shown.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/placement (the `GetPlacement` operationId).
+func (c *ClientWithResponses) GetPlacementWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetPlacementResponse, error) {
+	rsp, err := c.GetPlacement(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPlacementResponse(rsp)
 }
 
 // CreateSessionWithBodyWithResponse Create a session
@@ -7108,6 +7317,53 @@ func ParseReleaseLeaseResponse(rsp *http.Response) (*ReleaseLeaseResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetPlacementResponse parses an HTTP response from a GetPlacementWithResponse call
+func ParseGetPlacementResponse(rsp *http.Response) (*GetPlacementResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPlacementResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Placement
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error

@@ -11,8 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 	"github.com/musterhq/muster/fleetstore/claims"
+	"github.com/musterhq/muster/handlers"
 )
 
 // placer is one broker's placement loop (docs/placement.md): every
@@ -126,6 +128,22 @@ func (p *placer) Owner(family string) (string, bool) {
 		return "", false
 	}
 	return o.Addr, true
+}
+
+// Describe implements handlers.Directory: family's live claim and the live
+// brokers, as the loop last read them.
+func (p *placer) Describe(family string) handlers.PlacementView {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v := handlers.PlacementView{Self: p.self}
+	if o, ok := p.owners[family]; ok && o.Live {
+		left := max(0, time.Until(o.Until))
+		v.Owner = &api.PlacementOwner{Broker: o.Broker, Addr: o.Addr, Epoch: int64(o.Epoch), ExpiresInMs: left.Milliseconds()}
+	}
+	for _, b := range sortedKeys(p.live) {
+		v.Brokers = append(v.Brokers, api.PlacementBroker{Broker: b, Addr: p.live[b]})
+	}
+	return v
 }
 
 // step is one round, bounded by renewEvery. It returns when the next one

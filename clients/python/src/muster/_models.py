@@ -244,6 +244,29 @@ class Gap:
 
 
 @dataclass(frozen=True)
+class PlacementOwner:
+    broker: str
+    addr: str
+    epoch: int
+    expires_in_ms: int
+
+
+@dataclass(frozen=True)
+class PlacementBroker:
+    broker: str
+    addr: str
+
+
+@dataclass(frozen=True)
+class Placement:
+    family: str
+    placed: bool
+    broker: str | None = None
+    owner: PlacementOwner | None = None
+    brokers: list[PlacementBroker] | None = None
+
+
+@dataclass(frozen=True)
 class Health:
     status: str
     epoch: str
@@ -287,6 +310,9 @@ MODELS: dict[str, type[Any]] = {
         PlanRequest,
         Plan,
         Gap,
+        Placement,
+        PlacementOwner,
+        PlacementBroker,
         Health,
     )
 }

@@ -443,6 +443,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/placement": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where the caller's family is served
+         * @description Which broker serves the caller's family in a multi-broker deployment
+         *     (docs/placement.md), as the answering broker last read the claims:
+         *     the owner's name, base URL, placement epoch and the time left on its
+         *     claim, and the live brokers. Any broker answers (it is never
+         *     `wrong_broker`). A single broker answers `placed: false`. Needs `read`
+         *     on some lease pattern of the family; nothing of another family is
+         *     shown.
+         */
+        get: operations["getPlacement"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -868,6 +894,49 @@ export interface components {
             revision: components["schemas"]["Revision"];
             /** @description Resumes after the last name this page covered; absent on the last page. */
             next_cursor?: string | null;
+        };
+        Placement: {
+            /**
+             * @description The caller's family.
+             * @example acme
+             */
+            family: string;
+            /** @description Whether this broker runs in a multi-broker deployment. */
+            placed: boolean;
+            /**
+             * @description The name of the broker that answered (its `placement.broker`).
+             * @example broker-b
+             */
+            broker?: string;
+            owner?: components["schemas"]["PlacementOwner"];
+            /** @description The live brokers, as the answering broker last read them, sorted by name. */
+            brokers?: components["schemas"]["PlacementBroker"][];
+        };
+        /** @description The broker holding the family's live claim; absent while none does (a failover in progress). */
+        PlacementOwner: {
+            /** @example broker-a */
+            broker: string;
+            /**
+             * @description Its advertised base URL.
+             * @example http://10.0.0.1:7420
+             */
+            addr: string;
+            /**
+             * Format: int64
+             * @description The claim's placement epoch.
+             */
+            epoch: number;
+            /**
+             * Format: int64
+             * @description Time left on the claim unless renewed.
+             */
+            expires_in_ms: number;
+        };
+        PlacementBroker: {
+            /** @example broker-a */
+            broker: string;
+            /** @example http://10.0.0.1:7420 */
+            addr: string;
         };
         Health: {
             /** @example ok */
@@ -1805,6 +1874,29 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getPlacement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The family's placement. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Placement"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             default: components["responses"]["Error"];
         };
     };
