@@ -137,15 +137,21 @@ namespace Muster.Client
         }
 
         /// <summary>
-        /// What to do after an exception: a broker error by its code (an unknown code
-        /// by its status: 5xx and 429 back off, anything else does not retry); a lost
-        /// lease and an ended stream advise a restart; cancellation and a closed
-        /// object advise no retry; any other exception (a transport failure) advises
-        /// backoff.
+        /// What to do after an exception. A broker error by its code (an unknown code by
+        /// its status: 5xx and 429 back off, anything else does not retry); a transport
+        /// failure (MusterTransportException) backs off; a lost lease, a lost session and
+        /// an ended stream advise a restart; a released lease, a closed object,
+        /// cancellation and any exception this SDK does not know (a bug, a malformed
+        /// answer: InvalidDataException) advise no retry, so a retry policy on
+        /// IsRetryable never loops on them. An AggregateException of one exception is
+        /// advised by that exception.
         /// </summary>
         public static RetryAdvice Advice(Exception ex)
         {
             if (ex == null) return RetryAdvice.No;
+            if (ex is MusterTransportException) return RetryAdvice.Backoff;
+            if (ex is LeaseLostException || ex is SessionLostException || ex is StreamEndedException) return RetryAdvice.Restart;
+            if (ex is LeaseReleasedException || ex is MusterClosedException || ex is OperationCanceledException) return RetryAdvice.No;
             var m = ex as MusterException;
             if (m != null)
             {
@@ -153,17 +159,20 @@ namespace Muster.Client
                 if (advice.TryGetValue(m.Code, out a)) return a;
                 return m.Status >= 500 || m.Status == 429 ? RetryAdvice.Backoff : RetryAdvice.No;
             }
-            if (ex is LeaseLostException || ex is StreamEndedException) return RetryAdvice.Restart;
-            if (ex is MusterClosedException || ex is OperationCanceledException) return RetryAdvice.No;
             var agg = ex as AggregateException;
             if (agg != null && agg.InnerExceptions.Count == 1) return Advice(agg.InnerExceptions[0]);
-            return RetryAdvice.Backoff;
+            return RetryAdvice.No;
         }
     }
 
     /// <summary>
-    /// An error answered by the broker (an RFC 9457 problem body), or a request the
-    /// SDK refused locally with the code the broker would have used (Status is then 0).
+    /// The base class of every exception of this SDK: an error answered by the broker
+    /// (an RFC 9457 problem body), a request the SDK refused locally with the code the
+    /// broker would have used (Status is then 0), and the SDK's own conditions, each a
+    /// subclass with Code Unknown and Status 0: MusterTransportException,
+    /// LeaseLostException, LeaseReleasedException, SessionLostException,
+    /// StreamEndedException, MusterClosedException. Advice and IsRetryable say what to
+    /// do about any of them.
     /// </summary>
     public class MusterException : Exception
     {
@@ -211,6 +220,14 @@ namespace Muster.Client
             Owner = owner ?? "";
         }
 
+        /// <summary>One of the SDK's own conditions (a subclass): Code Unknown, CodeName "",
+        /// Status 0.</summary>
+        protected MusterException(string message, Exception inner)
+            : base(message, inner)
+        {
+            CodeName = ""; Title = ""; Detail = ""; Scope = ""; Owner = "";
+        }
+
         /// <summary>A local refusal with a known code.</summary>
         public MusterException(ErrorCode code, string detail)
             : this(ErrorCodes.Name(code), 0, "", detail)
@@ -231,9 +248,9 @@ namespace Muster.Client
     }
 
     /// <summary>The Session, Subscription or Observer was closed by its owner.</summary>
-    public class MusterClosedException : Exception
+    public class MusterClosedException : MusterException
     {
-        public MusterClosedException() : base("muster: closed") { }
+        public MusterClosedException() : base("muster: closed", null) { }
     }
 
     /// <summary>
@@ -241,19 +258,19 @@ namespace Muster.Client
     /// the cause (a MusterException with NotOwner, Fenced, LeaseExpired,
     /// SessionNotFound, or the session's end).
     /// </summary>
-    public class LeaseLostException : Exception
+    public class LeaseLostException : MusterException
     {
         public LeaseLostException(Exception cause) : base("muster: lease lost: " + (cause == null ? "" : cause.Message), cause) { }
     }
 
     /// <summary>A lease's Error after its own successful release.</summary>
-    public class LeaseReleasedException : Exception
+    public class LeaseReleasedException : MusterException
     {
-        public LeaseReleasedException() : base("muster: lease released") { }
+        public LeaseReleasedException() : base("muster: lease released", null) { }
     }
 
     /// <summary>A session ended other than by its own Dispose; InnerException is the cause.</summary>
-    public class SessionLostException : Exception
+    public class SessionLostException : MusterException
     {
         public SessionLostException(string message, Exception cause) : base("muster: session lost: " + message, cause) { }
     }
@@ -263,7 +280,7 @@ namespace Muster.Client
     /// "unsubscribed", "session_closed", "shutdown"), or null when the stream ended
     /// without one (the connection dropped; InnerException says how).
     /// </summary>
-    public class StreamEndedException : Exception
+    public class StreamEndedException : MusterException
     {
         /// <summary>The terminal event's name, null without one.</summary>
         public string Reason { get; private set; }
@@ -271,7 +288,7 @@ namespace Muster.Client
         public long Revision { get; private set; }
 
         public StreamEndedException(string reason, long revision)
-            : base("muster: watch stream ended: " + reason)
+            : base("muster: watch stream ended: " + reason, null)
         {
             Reason = reason;
             Revision = revision;
@@ -280,6 +297,33 @@ namespace Muster.Client
         public StreamEndedException(string message, Exception cause)
             : base("muster: watch stream ended: " + message, cause)
         {
+        }
+    }
+
+    /// <summary>
+    /// The request or its answer failed in transport: no connection, a connection reset,
+    /// the HttpClient's Timeout, a body cut short. InnerException is the original failure
+    /// (HttpRequestException, IOException, SocketException, TimeoutException, …). The
+    /// broker may or may not have acted on the request; the advice is Backoff (retry the
+    /// same request later), and the session's and leases' local deadlines decide whether
+    /// what they guard is still held.
+    /// </summary>
+    public class MusterTransportException : MusterException
+    {
+        public MusterTransportException(Exception inner)
+            : base("muster: transport: " + (inner == null ? "" : inner.Message), inner)
+        {
+        }
+
+        /// <summary>Whether e is a failure of the transport this SDK wraps: an
+        /// HttpRequestException, IOException, SocketException, WebException or
+        /// TimeoutException (alone or as the one exception of an AggregateException).</summary>
+        internal static bool Is(Exception e)
+        {
+            var agg = e as AggregateException;
+            if (agg != null && agg.InnerExceptions.Count == 1) e = agg.InnerExceptions[0];
+            return e is System.Net.Http.HttpRequestException || e is System.IO.IOException ||
+                e is System.Net.Sockets.SocketException || e is System.Net.WebException || e is TimeoutException;
         }
     }
 }

@@ -16,20 +16,36 @@ namespace Muster.Client
     {
         private static string SpecsPath(string root) { return "/v1/fleets/" + Seg(root) + "/specs"; }
 
-        /// <summary>Stores spec (any value Newtonsoft.Json can serialize, or a JToken) under a
-        /// new name &lt;kind&gt;-&lt;n&gt; and returns it. Names are never reused.</summary>
-        public async Task<Spec> RegisterAsync(string root, string kind, object spec, CancellationToken ct = default(CancellationToken))
+        /// <summary>Stores spec (any value Newtonsoft.Json can serialize) under a new name
+        /// &lt;kind&gt;-&lt;n&gt; and returns it. Names are never reused. A string is stored
+        /// as a JSON string; to store a JSON text as it is, use RegisterJsonAsync.</summary>
+        public Task<Spec> RegisterAsync(string root, string kind, object spec, CancellationToken ct = default(CancellationToken))
         {
             var tok = spec as JToken ?? (spec == null ? JValue.CreateNull() : JToken.FromObject(spec));
-            var row = await CallAsync<SpecRow>(HttpMethod.Post, SpecsPath(root), new RegisterRequest { Kind = kind, Spec = tok }, 201, ct).ConfigureAwait(false);
-            return new Spec { Name = row.Name, Value = row.Spec };
+            return RegisterTokenAsync(root, kind, tok, ct);
         }
+
+        /// <summary>Stores the JSON text json as it is (Go: a json.RawMessage spec) under a
+        /// new name &lt;kind&gt;-&lt;n&gt; and returns it. Throws FormatException, before
+        /// anything is sent, when json is not one JSON value.</summary>
+        public Task<Spec> RegisterJsonAsync(string root, string kind, string json, CancellationToken ct = default(CancellationToken))
+        {
+            return RegisterTokenAsync(root, kind, Json.ParseSpec(json), ct);
+        }
+
+        private async Task<Spec> RegisterTokenAsync(string root, string kind, JToken tok, CancellationToken ct)
+        {
+            var row = await CallAsync<SpecRow>(HttpMethod.Post, SpecsPath(root), new RegisterRequest { Kind = kind, Spec = tok }, 201, ct).ConfigureAwait(false);
+            return ToSpec(row);
+        }
+
+        private static Spec ToSpec(SpecRow row) { return new Spec { Name = row.Name, Json = Json.Text(row.Spec) }; }
 
         /// <summary>Reads one spec; SpecNotFound when the name is not in the set.</summary>
         public async Task<Spec> GetSpecAsync(string root, string name, CancellationToken ct = default(CancellationToken))
         {
             var row = await CallAsync<SpecRow>(HttpMethod.Get, SpecsPath(root) + "/" + Seg(name), null, 200, ct).ConfigureAwait(false);
-            return new Spec { Name = row.Name, Value = row.Spec };
+            return ToSpec(row);
         }
 
         /// <summary>Removes one spec from the desired set; forgetting an absent name
@@ -48,21 +64,22 @@ namespace Muster.Client
             while (true)
             {
                 var page = await CallAsync<SpecPage>(HttpMethod.Get, SpecsPath(root) + Query("limit", "1000", "cursor", cursor), null, 200, ct).ConfigureAwait(false);
-                if (page.Items != null) foreach (var row in page.Items) all.Add(new Spec { Name = row.Name, Value = row.Spec });
+                if (page.Items != null) foreach (var row in page.Items) all.Add(ToSpec(row));
                 if (string.IsNullOrEmpty(page.NextCursor)) return all;
                 cursor = page.NextCursor;
             }
         }
 
         /// <summary>
-        /// Validates every spec of the desired set with the caller's validate function
-        /// (which throws to reject a spec) and forgets each one it rejects:
+        /// Validates every spec of the desired set with the caller's validate function,
+        /// given the spec's JSON text (Go: a json.RawMessage; decode it with any JSON
+        /// library, e.g. JsonConvert.DeserializeObject&lt;T&gt;), which throws to reject it and forgets each one it rejects:
         /// validate-or-drop. Returns the decoded specs kept and the names dropped. A
         /// spec registered while the sweep runs is either validated or left alone,
         /// never dropped without validation. On an error the sweep stops and throws;
         /// what it dropped until then stays dropped.
         /// </summary>
-        public async Task<SweepResult<T>> SweepAsync<T>(string root, Func<JToken, T> validate, CancellationToken ct = default(CancellationToken))
+        public async Task<SweepResult<T>> SweepAsync<T>(string root, Func<string, T> validate, CancellationToken ct = default(CancellationToken))
         {
             if (validate == null) throw new ArgumentNullException("validate");
             var result = new SweepResult<T>();
@@ -71,7 +88,7 @@ namespace Muster.Client
                 T v;
                 try
                 {
-                    v = validate(s.Value);
+                    v = validate(s.Json);
                 }
                 catch (Exception)
                 {

@@ -124,6 +124,7 @@ namespace Muster.Client
                 {
                     MoveOn(t);
                     if (NotSent(e) && ++fails < BaseCount + MaxFollows) continue;
+                    if (MusterTransportException.Is(e)) throw new MusterTransportException(e);
                     throw;
                 }
                 int status = (int)resp.StatusCode;

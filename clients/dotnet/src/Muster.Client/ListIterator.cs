@@ -9,8 +9,13 @@ namespace Muster.Client
     /// A lazy, closable iterator over the held leases matching a selector: one request
     /// per page, sent only when the previous page is used up, every item from one
     /// snapshot (no duplicate, no omission while leases change). Dispose (or just
-    /// stopping) sends no further request. The shape of IAsyncEnumerator, for
-    /// .NET Standard 2.0:
+    /// stopping) sends no further request. It is an IAsyncEnumerable&lt;Item&gt; (C# 8):
+    /// <code>
+    /// await foreach (var it in client.List("lease://acme/renderers/*").WithCancellation(ct))
+    ///     Console.WriteLine(it.Route);
+    /// </code>
+    /// each enumeration lists afresh from the options' cursor. With a C# 7 compiler
+    /// (Mono's mcs), iterate the ListIterator itself:
     /// <code>
     /// using (var it = client.List("lease://acme/renderers/*"))
     ///     while (await it.MoveNextAsync(ct)) Console.WriteLine(it.Current.Route);
@@ -18,20 +23,49 @@ namespace Muster.Client
     /// A failed page throws from MoveNextAsync; CursorExpired and EpochChanged mean
     /// "list again from the start". Not safe for concurrent use.
     /// </summary>
-    public sealed class ListIterator : IDisposable
+    public sealed class ListIterator : IDisposable, IAsyncDisposable, IAsyncEnumerable<Item>, IAsyncEnumerator<Item>
     {
         private readonly MusterClient c;
         private readonly string selector;
+        private readonly ListOptions start;
         private readonly ListOptions opts;
+        private readonly CancellationToken enumCt;
         private IReadOnlyList<Item> page = new List<Item>();
         private int next;
         private bool last, disposed;
 
         internal ListIterator(MusterClient c, string selector, ListOptions options)
+            : this(c, selector, options, CancellationToken.None)
+        {
+        }
+
+        private ListIterator(MusterClient c, string selector, ListOptions options, CancellationToken ct)
         {
             this.c = c;
             this.selector = selector;
-            opts = new ListOptions { Limit = options != null ? options.Limit : 0, Cursor = options != null ? options.Cursor : null };
+            start = new ListOptions { Limit = options != null ? options.Limit : 0, Cursor = options != null ? options.Cursor : null };
+            opts = new ListOptions { Limit = start.Limit, Cursor = start.Cursor };
+            enumCt = ct;
+        }
+
+        /// <summary>A new enumeration of the same listing, from the options' cursor, whose
+        /// MoveNextAsync() is bounded by ct (what await foreach and WithCancellation
+        /// call).</summary>
+        public IAsyncEnumerator<Item> GetAsyncEnumerator(CancellationToken ct = default(CancellationToken))
+        {
+            return new ListIterator(c, selector, start, ct);
+        }
+
+        ValueTask<bool> IAsyncEnumerator<Item>.MoveNextAsync()
+        {
+            return new ValueTask<bool>(MoveNextAsync(enumCt));
+        }
+
+        /// <summary>Dispose, as IAsyncDisposable: no further request is sent.</summary>
+        public ValueTask DisposeAsync()
+        {
+            Dispose();
+            return default(ValueTask);
         }
 
         /// <summary>The current item (after MoveNextAsync answered true).</summary>

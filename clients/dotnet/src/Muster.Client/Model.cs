@@ -1,6 +1,5 @@
 using System;
 using System.Collections.Generic;
-using Newtonsoft.Json.Linq;
 
 namespace Muster.Client
 {
@@ -101,11 +100,24 @@ namespace Muster.Client
         public IReadOnlyList<MarkerPage> Selectors { get; internal set; }
     }
 
-    /// <summary>One entry of a fleet's desired set: its minted name and the spec as registered.</summary>
+    /// <summary>One entry of a fleet's desired set: its minted name and the spec as
+    /// registered, as a string of JSON (Go: json.RawMessage). The SDK's JSON library is
+    /// not part of its API: decode Json with any, or with As&lt;T&gt;().</summary>
     public sealed class Spec
     {
         public string Name { get; internal set; }
-        public JToken Value { get; internal set; }
+        /// <summary>The spec as one compact JSON text, e.g. {"url":"https://…"}; "null" for a
+        /// null spec.</summary>
+        public string Json { get; internal set; }
+
+        /// <summary>Json decoded into T (dates inside the spec stay strings unless T says
+        /// otherwise). Throws FormatException when Json does not fit T.</summary>
+        public T As<T>()
+        {
+            return Wire.Json.DecodeSpec<T>(Json);
+        }
+
+        public override string ToString() { return Name + " " + Json; }
     }
 
     /// <summary>A spec that passed a sweep, decoded by the caller's validator.</summary>

@@ -217,7 +217,8 @@ namespace Muster.Client
             }, TaskContinuationOptions.ExecuteSynchronously);
         }
 
-        /// <summary>Reads at most MaxBody bytes of a response body; aborts on ct.</summary>
+        /// <summary>Reads at most MaxBody bytes of a response body; aborts on ct. A failure
+        /// of the connection is a MusterTransportException.</summary>
         internal static async Task<string> ReadBodyAsync(HttpResponseMessage resp, CancellationToken ct)
         {
             if (resp.Content == null) return "";
@@ -239,6 +240,10 @@ namespace Muster.Client
                 catch (Exception) when (ct.IsCancellationRequested)
                 {
                     throw new OperationCanceledException(ct);
+                }
+                catch (Exception e) when (MusterTransportException.Is(e))
+                {
+                    throw new MusterTransportException(e);
                 }
             }
         }

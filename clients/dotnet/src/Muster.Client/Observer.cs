@@ -123,9 +123,14 @@ namespace Muster.Client
         /// stops the observer without waiting.</summary>
         public void Dispose()
         {
+            Close();
+            if (!raising) stopped.Task.Wait();
+        }
+
+        private void Close()
+        {
             lock (mu) if (stopErr == null) stopErr = new MusterClosedException();
             life.Cancel();
-            if (!raising) stopped.Task.Wait();
         }
 
         // ---- the loop ----

@@ -92,13 +92,11 @@ namespace Muster.Client
         }
 
         /// <summary>CloseAsync bounded by 5 s; errors are swallowed (the broker ends the
-        /// session at its TTL at the latest).</summary>
+        /// session at its TTL at the latest). It blocks the calling thread meanwhile:
+        /// from async code use DisposeAsync (C# 8: await using).</summary>
         public void Dispose()
         {
-            using (var cts = new CancellationTokenSource(TimeSpan.FromSeconds(5)))
-            {
-                try { CloseAsync(cts.Token).GetAwaiter().GetResult(); } catch (Exception) { }
-            }
+            CloseQuietlyAsync().GetAwaiter().GetResult();
         }
 
         /// <summary>Acquires the exact route for ttl (100 ms .. 10 min). When this session

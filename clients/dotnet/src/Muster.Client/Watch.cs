@@ -17,7 +17,7 @@ namespace Muster.Client
     /// broker end the stream with an "overflow" StreamEndedException once its queue
     /// fills; nothing is skipped silently.
     /// </summary>
-    public sealed class Subscription : IDisposable
+    public sealed partial class Subscription : IDisposable
     {
         private readonly MusterClient c;
         private readonly Session session;
@@ -60,7 +60,9 @@ namespace Muster.Client
 
         internal Task<bool> WaitToReadAsync(CancellationToken ct) { return events.WaitToReadAsync(ct); }
 
-        /// <summary>A blocking enumerable of the changes, ending with the stream (or ct).</summary>
+        /// <summary>A blocking enumerable of the changes, ending with the stream (or ct). It
+        /// blocks the calling thread while it waits: use ReadAllAsync.</summary>
+        [Obsolete("Changes blocks a thread while it waits for each change; use ReadAllAsync (await foreach) or ReadAsync")]
         public IEnumerable<Change> Changes(CancellationToken ct = default(CancellationToken))
         {
             while (true)
@@ -79,14 +81,20 @@ namespace Muster.Client
             while ((ch = await ReadAsync(ct).ConfigureAwait(false)) != null) onChange(ch);
         }
 
-        /// <summary>Ends the stream and waits until its reader stopped. The registrations of
-        /// a session-less stream end with it.</summary>
+        /// <summary>Ends the stream and waits until its reader stopped (DisposeAsync does
+        /// not block). The registrations of a session-less stream end with it.</summary>
         public void Dispose()
+        {
+            CloseAsync().GetAwaiter().GetResult();
+        }
+
+        /// <summary>Ends the stream; completes when its reader stopped. Never throws.</summary>
+        private async Task CloseAsync()
         {
             Fail(new MusterClosedException());
             try { cts.Cancel(); } catch (ObjectDisposedException) { } // the reader already ended
             resp.Dispose();
-            try { reader.Wait(); } catch (AggregateException) { }
+            try { await reader.ConfigureAwait(false); } catch (Exception) { }
         }
 
         /// <summary>Removes the registration of selector (the original string) from the

@@ -19,6 +19,34 @@ namespace Muster.Client.Wire
 
         internal static T Decode<T>(string s) { return JsonConvert.DeserializeObject<T>(s, Settings); }
         internal static string Encode(object o) { return JsonConvert.SerializeObject(o, Settings); }
+
+        /// <summary>A spec as compact JSON text.</summary>
+        internal static string Text(JToken t) { return t == null ? "null" : t.ToString(Formatting.None); }
+
+        /// <summary>The JSON text json as a token: FormatException when it is not JSON.</summary>
+        internal static JToken ParseSpec(string json)
+        {
+            try
+            {
+                using (var r = new JsonTextReader(new System.IO.StringReader(json ?? "")) { DateParseHandling = DateParseHandling.None })
+                {
+                    var t = JToken.ReadFrom(r);
+                    if (r.Read()) throw new JsonReaderException("more than one JSON value");
+                    return t;
+                }
+            }
+            catch (JsonException e)
+            {
+                throw new FormatException("muster: the spec is not one JSON value: " + e.Message, e);
+            }
+        }
+
+        /// <summary>The JSON text json decoded into T: FormatException when it does not fit.</summary>
+        internal static T DecodeSpec<T>(string json)
+        {
+            try { return Decode<T>(json ?? "null"); }
+            catch (JsonException e) { throw new FormatException("muster: decoding a spec as " + typeof(T).Name + ": " + e.Message, e); }
+        }
     }
 
     internal sealed class Problem

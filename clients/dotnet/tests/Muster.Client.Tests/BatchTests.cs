@@ -155,11 +155,11 @@ namespace Muster.Client.Tests
                     await s.Batch().Extend(l, Sec(1)).DoAsync();
                     Assert.Fail("a batch of an ended session");
                 }
+                catch (SessionLostException) { } // the keepalive saw it first
                 catch (MusterException e)
                 {
                     Assert.AreEqual(ErrorCode.SessionNotFound, e.Code);
                 }
-                catch (SessionLostException) { } // the keepalive saw it first
                 Assert.IsInstanceOf<LeaseLostException>(l.Error);
 
                 // Families are separate universes: the route held in fam-a is free in fam-b.

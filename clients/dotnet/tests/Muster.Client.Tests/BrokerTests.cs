@@ -359,13 +359,15 @@ namespace Muster.Client.Tests
             var b = await c.RegisterAsync(root, "repo", new JObject { ["broken"] = true });
             Assert.AreEqual("repo-1", a.Name);
             Assert.AreEqual("repo-2", b.Name);
-            Assert.AreEqual("2026-01-01T00:00:00Z", (string)(await c.GetSpecAsync(root, "repo-1")).Value["at"]);
+            var got = await c.GetSpecAsync(root, "repo-1");
+            Assert.AreEqual("2026-01-01T00:00:00Z", (string)got.As<JObject>()["at"]);
+            StringAssert.Contains("\"at\":\"2026-01-01T00:00:00Z\"", got.Json); // the text as registered
             var desired = await c.DesiredAsync(root);
             CollectionAssert.AreEqual(new[] { "repo-1", "repo-2" }, desired.Select(x => x.Name).ToList());
 
-            var swept = await c.SweepAsync(root, spec =>
+            var swept = await c.SweepAsync(root, json =>
             {
-                var url = (string)spec["url"];
+                var url = (string)JObject.Parse(json)["url"];
                 if (url == null) throw new FormatException("no url");
                 return new Uri(url);
             });

@@ -160,8 +160,40 @@ namespace Muster.Client.Tests
             Assert.AreEqual(RetryAdvice.Restart, ErrorCodes.Advice(new StreamEndedException("overflow", 0)));
             Assert.AreEqual(RetryAdvice.No, ErrorCodes.Advice(new MusterClosedException()));
             Assert.AreEqual(RetryAdvice.No, ErrorCodes.Advice(new OperationCanceledException()));
-            Assert.AreEqual(RetryAdvice.Backoff, ErrorCodes.Advice(new System.Net.Http.HttpRequestException("refused")));
             Assert.AreEqual(RetryAdvice.No, ErrorCodes.Advice(null));
+        }
+
+        /// <summary>The retry loop: a policy on IsRetryable must not retry a
+        /// released lease, a lost session or an exception the SDK does not know forever;
+        /// transport failures come wrapped and back off.</summary>
+        [Test]
+        public void AdviceNeverRetriesWhatCannotSucceed()
+        {
+            Assert.AreEqual(RetryAdvice.No, ErrorCodes.Advice(new LeaseReleasedException()));
+            Assert.AreEqual(RetryAdvice.Restart, ErrorCodes.Advice(new SessionLostException("gone", new MusterException(ErrorCode.SessionNotFound, ""))));
+            Assert.AreEqual(RetryAdvice.No, ErrorCodes.Advice(new InvalidOperationException("a bug")));
+            Assert.AreEqual(RetryAdvice.No, ErrorCodes.Advice(new System.IO.InvalidDataException("a malformed answer")));
+            Assert.AreEqual(RetryAdvice.No, ErrorCodes.Advice(new System.Net.Http.HttpRequestException("raw: not from the SDK")));
+            var t = new MusterTransportException(new System.Net.Http.HttpRequestException("refused"));
+            Assert.AreEqual(RetryAdvice.Backoff, ErrorCodes.Advice(t));
+            Assert.IsTrue(t.IsRetryable);
+            Assert.IsInstanceOf<System.Net.Http.HttpRequestException>(t.InnerException);
+            Assert.AreEqual(RetryAdvice.Backoff, ErrorCodes.Advice(new AggregateException(t)));
+            // Every exception of the SDK is a MusterException, with its advice on it.
+            var all = new MusterException[]
+            {
+                t, new LeaseReleasedException(), new LeaseLostException(null), new MusterClosedException(),
+                new SessionLostException("x", null), new StreamEndedException("overflow", 1),
+            };
+            var want = new[] { RetryAdvice.Backoff, RetryAdvice.No, RetryAdvice.Restart, RetryAdvice.No, RetryAdvice.Restart, RetryAdvice.Restart };
+            for (int i = 0; i < all.Length; i++)
+            {
+                Assert.AreEqual(want[i], all[i].Advice, all[i].GetType().Name);
+                Assert.AreEqual(want[i] == RetryAdvice.Backoff, all[i].IsRetryable, all[i].GetType().Name);
+                Assert.AreEqual(ErrorCode.Unknown, all[i].Code);
+                Assert.AreEqual(0, all[i].Status);
+                Assert.AreEqual("", all[i].CodeName);
+            }
         }
 
         [Test]

@@ -106,7 +106,7 @@ namespace Muster.Client.Tests
                 up = false;
                 for (int i = 0; i < 2; i++)
                 {
-                    Assert.Throws<HttpRequestException>(() => c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult());
+                    Assert.Throws<MusterTransportException>(() => c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult());
                 }
             }
             var hosts = b.Seen.Where(x => !x.Contains(" DELETE ")).Select(x => x.Split(' ')[0]).ToArray();
@@ -207,7 +207,7 @@ namespace Muster.Client.Tests
             };
             using (var c = new MusterClient("http://a:1,http://b:2", new MusterClientOptions { HttpClient = new HttpClient(b) }))
             {
-                Assert.Throws<HttpRequestException>(() => c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult());
+                Assert.Throws<MusterTransportException>(() => c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult());
                 c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult().Dispose();
             }
             Assert.AreEqual(new[] { "a:1", "b:2" }, Hosts(b), string.Join("\n", b.Seen));
@@ -221,7 +221,7 @@ namespace Muster.Client.Tests
             var b = new Brokers { Answer = host => { throw Refused(); } };
             using (var c = new MusterClient(new[] { "http://a:1", "http://b:2" }, new MusterClientOptions { HttpClient = new HttpClient(b) }))
             {
-                var e = Assert.Throws<HttpRequestException>(() => c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult());
+                var e = Assert.Throws<MusterTransportException>(() => c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult());
                 Assert.IsTrue(MusterClient.NotSent(e));
             }
             Assert.AreEqual(new[] { "a:1", "b:2", "a:1", "b:2" }, Hosts(b));
@@ -247,7 +247,7 @@ namespace Muster.Client.Tests
             using (var c = new MusterClient("http://a:1,http://b:2,http://c:3", new MusterClientOptions { HttpClient = new HttpClient(b) }))
             {
                 var two = new[] { 0, 1 }.Select(_ => Task.Run(() => c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)))).ToArray();
-                foreach (var t in two) Assert.Throws<HttpRequestException>(() => t.GetAwaiter().GetResult());
+                foreach (var t in two) Assert.Throws<MusterTransportException>(() => t.GetAwaiter().GetResult());
                 c.CreateSessionAsync("w", TimeSpan.FromSeconds(10)).GetAwaiter().GetResult().Dispose();
             }
             Assert.AreEqual(new[] { "a:1", "a:1", "b:2" }, Hosts(b), string.Join("\n", b.Seen));

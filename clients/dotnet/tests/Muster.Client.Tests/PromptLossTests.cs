@@ -205,7 +205,7 @@ namespace Muster.Client.Tests
                 var s = await c.CreateSessionAsync("w", TimeSpan.FromSeconds(30));
                 Assert.AreEqual("b:2", s.Host);
                 var la = await s.AcquireAsync(A, TimeSpan.FromMinutes(5));
-                Assert.Throws<HttpRequestException>(() => c.ListPageAsync("lease://acme/**").GetAwaiter().GetResult());
+                Assert.Throws<MusterTransportException>(() => c.ListPageAsync("lease://acme/**").GetAwaiter().GetResult());
                 AssertHeld(s, la);
                 await c.ListPageAsync("lease://acme/**");
                 Assert.AreEqual("e9", c.Epoch);
@@ -331,9 +331,9 @@ namespace Muster.Client.Tests
                     if (req.RequestUri.AbsolutePath.EndsWith("/keepalive", StringComparison.Ordinal) || req.Method == HttpMethod.Delete) return null;
                     throw new HttpRequestException("connection refused");
                 };
-                Assert.Throws<HttpRequestException>(() => c.ListPageAsync("lease://acme/**").GetAwaiter().GetResult());
-                Assert.Throws<HttpRequestException>(() => la.ExtendAsync(TimeSpan.FromMinutes(5)).GetAwaiter().GetResult());
-                Assert.Throws<HttpRequestException>(() => s.AcquireAsync(B, TimeSpan.FromMinutes(5)).GetAwaiter().GetResult());
+                Assert.Throws<MusterTransportException>(() => c.ListPageAsync("lease://acme/**").GetAwaiter().GetResult());
+                Assert.Throws<MusterTransportException>(() => la.ExtendAsync(TimeSpan.FromMinutes(5)).GetAwaiter().GetResult());
+                Assert.Throws<MusterTransportException>(() => s.AcquireAsync(B, TimeSpan.FromMinutes(5)).GetAwaiter().GetResult());
                 AssertHeld(s, la);
                 s.Dispose();
             }
