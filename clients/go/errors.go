@@ -235,9 +235,9 @@ func Advice(err error) Retry {
 			return RetryBackoff
 		}
 		return RetryNo
-	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrStreamEnded):
+	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrSessionLost), errors.Is(err, ErrStreamEnded):
 		return RetryRestart
-	case errors.Is(err, ErrClosed), isContextErr(err):
+	case errors.Is(err, ErrReleased), errors.Is(err, ErrClosed), isContextErr(err):
 		return RetryNo
 	default:
 		return RetryBackoff

@@ -70,6 +70,8 @@ func TestAdvice(t *testing.T) {
 		{"LeaseLost", fmt.Errorf("%w: %w", ErrLeaseLost, ErrNotOwner), RetryRestart},
 		{"Overflow", ErrOverflow, RetryRestart},
 		{"Closed", ErrClosed, RetryNo},
+		{"Released", ErrReleased, RetryNo},
+		{"SessionLostAtItsDeadline", fmt.Errorf("%w: no keepalive got through within the TTL", ErrSessionLost), RetryRestart},
 		{"Canceled", context.Canceled, RetryNo},
 		{"Transport", errors.New("connection refused"), RetryBackoff},
 	}
