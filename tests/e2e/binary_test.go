@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -167,6 +168,34 @@ func TestBinaryDevModeConfig(t *testing.T) {
 	resp.Body.Close()
 	if !h.DevMode {
 		t.Fatal("/healthz does not say dev_mode")
+	}
+}
+
+// TestBinaryStorePasswordFromPGPASSWORD: a store URL without its password
+// takes it from the standard PostgreSQL variables (PGPASSWORD here; pgx
+// reads PGPASSFILE the same way), so the password is in neither argv nor
+// the URL.
+func TestBinaryStorePasswordFromPGPASSWORD(t *testing.T) {
+	u, err := url.Parse(mustPostgresStore(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	password, ok := u.User.Password()
+	if !ok {
+		t.Skip("the test server's URL has no password to move out")
+	}
+	u.User = url.User(u.User.Username())
+	cmd := exec.Command(musterBinary(t), "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir())
+	cmd.Env = append(os.Environ(), "MUSTER_STORE="+u.String(), "PGPASSWORD="+password)
+	p := startCommand(t, cmd)
+	var backend any
+	for _, l := range p.early {
+		if l["msg"] == "fleet store open" {
+			backend = l["backend"]
+		}
+	}
+	if backend != "postgres" {
+		t.Fatalf("fleet store open with backend %v, want postgres: %v", backend, p.early)
 	}
 }
 
