@@ -26,17 +26,20 @@ import (
 // the core's Serve and Unserve. It also answers handlers.Directory from the
 // owners it last read.
 type placer struct {
-	store    *claims.Store
-	broker   *core.Broker
-	set      *placementSettings
-	log      *slog.Logger
-	self     string
-	held     map[string]claims.Claim // touched by the loop goroutine only
-	beating  time.Time               // since when every round heartbeated (loop goroutine only)
-	stop     chan struct{}
-	done     chan struct{}
-	stopOnce sync.Once
-	started  bool
+	store   *claims.Store
+	broker  *core.Broker
+	set     *placementSettings
+	log     *slog.Logger
+	self    string
+	held    map[string]claims.Claim // touched by the loop goroutine only
+	beating time.Time               // since when every round heartbeated (loop goroutine only)
+	// pollUntil: until when a lapsed claim's takeover is watched for
+	// (loop goroutine only).
+	pollUntil time.Time
+	stop      chan struct{}
+	done      chan struct{}
+	stopOnce  sync.Once
+	started   bool
 
 	mu     sync.Mutex
 	owners map[string]claims.Owner // the last read of the table
@@ -212,10 +215,33 @@ func (p *placer) step() (next time.Time) {
 			}
 		}
 	}
-	if at := p.takeoverAt(owners, time.Now()); !at.IsZero() && at.Before(next) {
-		next = at
+	now := time.Now()
+	if at := p.takeoverAt(owners, now); !at.IsZero() {
+		next = minTime(next, at)
+		p.pollUntil = at.Add(p.set.renewEvery)
+	}
+	// A claim of another broker lapsed and its family has no owner yet:
+	// read the table again every takeoverPoll (for a round at most) rather
+	// than at the next round, so that this broker names the new owner
+	// within a fraction of a second of the takeover.
+	for _, fam := range p.set.families {
+		if !owners[fam].Live && wants[fam] != p.self && wants[fam] != "" && now.Before(p.pollUntil) {
+			next = minTime(next, now.Add(takeoverPoll))
+			break
+		}
 	}
 	return next
+}
+
+// takeoverPoll is how often a broker reads the claims while another broker
+// is expected to take a lapsed one.
+const takeoverPoll = 250 * time.Millisecond
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // takeoverRetry is how soon an acquisition refused within a claim's margin
