@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 import muster
-from muster import _observe as ob
+from muster import _broken as ob
 from muster._backoff import DEFAULT_RECONCILE_JITTER
 from muster._observe import Observer
 
@@ -238,7 +238,7 @@ class Runner:
                     w.sessions.append(w.session)
                 lease = await w.session.acquire(route, st["ttl_ms"] / 1000, wait=st.get("wait_ms", 0) / 1000)
                 break
-            except (muster.MusterError, httpx.TransportError) as e:
+            except (muster.MusterError, muster.TransportError) as e:
                 if muster.advice(e) is not muster.Retry.BACKOFF or time.monotonic() >= deadline:
                     raise StepFailed(f"acquire {route}: {e!r}") from None
                 await asyncio.sleep(0.1)

@@ -12,6 +12,7 @@ import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,17 @@ TOKENS = {
     # Not in the conformance table: a writer of lease://acme/renderers/* only (batch authorization).
     "renderers": ("secret-renderers", "fam-a", ["lease://acme/renderers/*#*"]),
 }
+
+
+@contextmanager
+def raises_transport(cause: type[BaseException]) -> Iterator[None]:
+    """Expects a muster.TransportError (a MusterException) caused by an
+    httpx exception of type ``cause``."""
+    with pytest.raises(muster.TransportError) as info:
+        yield
+    assert isinstance(info.value, muster.MusterException)
+    assert isinstance(info.value.__cause__, cause), repr(info.value.__cause__)
+    assert muster.advice(info.value) is muster.Retry.BACKOFF
 
 
 @pytest.fixture

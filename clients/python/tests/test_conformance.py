@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from muster import _observe as ob
+from muster import _broken as ob
 
 from .conformance import SCENARIOS, Harness, Runner, ScenarioSkipped, StepFailed
 

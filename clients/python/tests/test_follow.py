@@ -18,7 +18,7 @@ import muster
 import muster.sync
 from muster._client import MAX_FOLLOWS, misdirected_to, parse_bases
 
-from .conftest import TOKENS, Broker
+from .conftest import TOKENS, Broker, raises_transport
 
 pytestmark = pytest.mark.anyio
 
@@ -108,7 +108,7 @@ async def test_an_owner_that_stops_answering_is_forgotten() -> None:
     await c.list_page("lease://a/b/*")
     assert hosts(seen) == ["first:1", "owner:2"]
     up = False
-    with pytest.raises(httpx.ConnectError):
+    with raises_transport(httpx.ConnectError):
         await c.list_page("lease://a/b/*")
     assert hosts(seen[2:]) == ["owner:2", "first:1", "owner:2", "first:1", "owner:2"]
     assert c._owner is None  # forgotten: the next request asks first:1
@@ -199,7 +199,7 @@ async def test_a_failure_after_sending_moves_on_without_resending() -> None:
 
     hc, seen = brokers(answer)
     c = muster.Client(["http://a:1", "http://b:2"], http_client=hc)
-    with pytest.raises(httpx.RemoteProtocolError):
+    with raises_transport(httpx.RemoteProtocolError):
         await c.list_page("lease://a/b/*")
     await c.list_page("lease://a/b/*")  # the caller's retry goes to the next broker
     assert hosts(seen) == ["a:1", "b:2"]
@@ -211,7 +211,7 @@ async def test_resending_is_bounded_by_every_base_url_once_plus_max_follows() ->
 
     hc, seen = brokers(refuse)
     c = muster.Client("http://a:1,http://b:2,http://c:3", http_client=hc)
-    with pytest.raises(httpx.ConnectError):
+    with raises_transport(httpx.ConnectError):
         await c.list_page("lease://a/b/*")
     assert len(seen) == 3 + MAX_FOLLOWS
     assert hosts(seen) == ["a:1", "b:2", "c:3", "a:1", "b:2"]

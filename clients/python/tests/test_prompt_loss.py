@@ -20,7 +20,7 @@ import pytest
 import muster
 import muster.sync
 
-from .conftest import TOKENS, Broker
+from .conftest import TOKENS, Broker, raises_transport
 
 pytestmark = pytest.mark.anyio
 
@@ -182,9 +182,9 @@ async def test_the_same_epoch_and_other_brokers_change_nothing() -> None:
         assert b.seen[:2] == ["POST first:1/v1/sessions", "POST owner:2/v1/sessions"]
         await c.get(R2)  # the session's broker, the session's epoch
         down = True
-        with pytest.raises(httpx.ConnectError):
+        with raises_transport(httpx.ConnectError):
             await c.get(R2)  # a connection error: the client goes back to first:1
-        with pytest.raises(httpx.ConnectError):
+        with raises_transport(httpx.ConnectError):
             await a.extend(600)  # ... which does not answer either
         down = False
         await c.get(R2)  # first:1 answers, in its own lifetime
@@ -253,9 +253,9 @@ async def test_a_connection_error_changes_nothing() -> None:
         s, a, _ = await session_with_leases(c)
         b.answer = refuse
         for call in (lambda: s.acquire("lease://acme/jobs/c", 600), lambda: a.extend(600), lambda: c.get(R)):
-            with pytest.raises(httpx.ConnectError):
+            with raises_transport(httpx.ConnectError):
                 await call()
-        with pytest.raises(httpx.ConnectError):
+        with raises_transport(httpx.ConnectError):
             await s.batch().extend(a, 600).do()
         assert s.error is None and a.error is None
         b.answer = lambda req: None

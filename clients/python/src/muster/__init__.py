@@ -11,12 +11,13 @@ retry advice.
 from . import sync
 from ._backoff import DEFAULT_RECONCILE_JITTER, MAX_RECONCILE, MIN_RECONCILE, reconcile_interval
 from ._batch import MAX_BATCH_OPS, Batch, BatchResult
-from ._client import Client
+from ._client import DEFAULT_TIMEOUT, Client
 from ._errors import *  # noqa: F403 - the error table is the public API
 from ._errors import __all__ as _errors_all
 from ._fleet import Fleet
 from ._models import DecodeError
 from ._observe import Observer
+from ._scope import LeaseScope
 from ._session import Lease, Session
 from ._types import (
     Change,
@@ -37,6 +38,7 @@ from ._watch import Subscription
 
 __all__ = [
     "DEFAULT_RECONCILE_JITTER",
+    "DEFAULT_TIMEOUT",
     "MAX_BATCH_OPS",
     "MAX_RECONCILE",
     "MIN_RECONCILE",
@@ -50,6 +52,7 @@ __all__ = [
     "Item",
     "Kept",
     "Lease",
+    "LeaseScope",
     "LeaseStatus",
     "Marker",
     "MarkerPage",

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from . import _models as m
 from ._backoff import ms
-from ._client import Route, parse_route
 from ._errors import (
     InternalError,
     InvalidRequestError,
@@ -21,6 +20,7 @@ from ._errors import (
     SessionNotFoundError,
     error_for,
 )
+from ._http import Route, parse_route
 from ._loss import not_found
 from ._session import Lease, _ownership_gone
 

@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
+from weakref import WeakSet
 
 import httpx
 
 from . import _models as m
-from ._errors import FamilyUnavailableError, InvalidRouteError, MusterError, error_for
+from ._errors import FamilyUnavailableError, MusterError, TransportError
+from ._http import (
+    MAX_BODY,
+    Route,
+    buffered,
+    is_problem_type,
+    misdirected_to,
+    not_sent,
+    parse_bases,
+    parse_route,
+    problem_code,
+    problem_error,
+    read_body,
+)
 from ._loss import answered_by, broker_gone
 from ._types import Item, LeaseStatus, Page
 
@@ -25,8 +40,22 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Bounds the bytes read from one non-streaming response.
-MAX_BODY = 32 << 20
+#: The default ``timeout`` of a Client, seconds: the Go CLI's (``muster``'s
+#: http.Client timeout). See :class:`Client`.
+DEFAULT_TIMEOUT = 60.0
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_BODY",
+    "MAX_FOLLOWS",
+    "Client",
+    "Route",
+    "misdirected_to",
+    "parse_bases",
+    "parse_route",
+    "problem_code",
+    "problem_error",
+]
 
 #: Bounds the brokers one request is sent to after the first (following
 #: ``wrong_broker``).
@@ -41,10 +70,26 @@ class Client:
     preference. ``token`` is sent as the bearer token of every request (a
     broker in dev mode accepts requests without one).
 
-    ``http_client`` replaces the default ``httpx.AsyncClient``, which has no
-    timeout, like the Go SDK's default: a long-polling acquire waits up to
-    30 s, and streams end by ``aclose`` or cancellation. The client owns only
-    the ``httpx.AsyncClient`` it created; ``aclose`` closes that one.
+    ``timeout`` (seconds, default ``DEFAULT_TIMEOUT``, 60 s like the Go
+    CLI's) bounds each phase (connect, send, each read) of every
+    request/response call, and it replaces the ``http_client``'s own
+    timeouts; a call that exceeds it raises :class:`TransportError` (retry
+    advice: backoff). A long-polling acquire reads for its ``wait`` plus
+    ``timeout``; a watch stream (and so an observer) is never cut by it: only
+    its connection is bounded, and it ends by ``aclose`` or cancellation.
+    ``timeout=None`` waits forever. The keepalive of a session is bounded by
+    the session's local deadline anyway.
+
+    ``http_client`` replaces the default ``httpx.AsyncClient``. The client
+    owns only the ``httpx.AsyncClient`` it created; ``aclose`` (or the end
+    of ``async with``) closes that one. A client that owns one and is dropped
+    unclosed warns with a ``ResourceWarning``, as the standard library's
+    resources do.
+
+    Every failure of the transport (a connection refused or reset, a
+    timeout) is raised as :class:`TransportError`, whose ``__cause__`` is the
+    ``httpx`` exception: ``except muster.MusterException`` catches everything
+    the SDK raises.
 
     Every request, observer and watch stream picks its broker by the rule of
     docs/client-operations.md, "Several brokers": it goes to the owner a
@@ -65,12 +110,17 @@ class Client:
         token: str = "",
         http_client: httpx.AsyncClient | None = None,
         without_follow: bool = False,
+        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> None:
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"muster: timeout {timeout!r}: want a positive number of seconds, or None")
+        self._closed = False
         self._bases = parse_bases(base_url)
         self._base = self._bases[0]
         self._token = token
         self._own = http_client is None
         self._http = http_client if http_client is not None else httpx.AsyncClient(timeout=None)
+        self._timeout = timeout
         self._epoch = ""
         self._follow = not without_follow
         self._owner: str | None = None  # the owner a wrong_broker answer named; None: the current base URL
@@ -81,7 +131,9 @@ class Client:
         self._never_lost = False  # conformance tests only: a lease's loss is never reported
         self._send_plus_ttl = False  # conformance tests only: a grant's local deadline is send + TTL
         self._late_loss = False  # conformance tests only: sessions are lost at their keepalive only (_loss)
-        self._sessions: set[Session] = set()  # live sessions, for prompt loss (_loss)
+        # Live sessions, for prompt loss (_loss); weak: a session nobody
+        # holds (its keepalive stopped) is not kept alive by its client.
+        self._sessions: WeakSet[Session] = WeakSet()
 
     @property
     def base_url(self) -> str:
@@ -104,10 +156,34 @@ class Client:
         """The underlying ``httpx.AsyncClient``."""
         return self._http
 
+    @property
+    def timeout(self) -> float | None:
+        """The bound of each phase of a request/response call, seconds (None: none)."""
+        return self._timeout
+
+    def __repr__(self) -> str:
+        state = " closed" if self._closed else ""
+        return f"<muster.Client {','.join(self._bases)}{state}>"
+
+    def __del__(self) -> None:
+        if getattr(self, "_own", False) and not getattr(self, "_closed", True):
+            warnings.warn(
+                f"unclosed {self!r}: use `async with` or aclose()", ResourceWarning, stacklevel=2, source=self
+            )
+
     async def aclose(self) -> None:
         """Closes the ``httpx.AsyncClient`` this client created."""
+        self._closed = True
         if self._own:
             await self._http.aclose()
+
+    def _timeouts(self, *, wait: float = 0.0, stream: bool = False) -> httpx.Timeout:
+        """The httpx timeouts of one request: ``timeout`` for each phase; a
+        long poll reads for its wait more; a stream's reads are unbounded."""
+        t = self._timeout
+        if t is None:
+            return httpx.Timeout(None)
+        return httpx.Timeout(t, read=None if stream else t + max(wait, 0.0))
 
     async def __aenter__(self) -> Client:
         return self
@@ -162,18 +238,30 @@ class Client:
             self._cur = (t.index + 1) % len(self._brokers())
 
     async def _send(
-        self, method: str, path: str, *, content: bytes | None = None, params: Any = None, headers: dict[str, str]
+        self,
+        method: str,
+        path: str,
+        *,
+        content: bytes | None = None,
+        params: Any = None,
+        headers: dict[str, str],
+        timeouts: httpx.Timeout | None = None,
     ) -> httpx.Response:
         """Sends one request (streaming: the caller reads and closes the
         answer) to the broker the rule of "Several brokers" picks
         (docs/client-operations.md): following ``wrong_broker`` unless
         ``without_follow``, moving on from a broker that is unreachable or
         answers ``family_unavailable``, and sending again at once when that
-        broker certainly did not act on the request."""
+        broker certainly did not act on the request. A transport failure is
+        raised as TransportError."""
+        if timeouts is None:
+            timeouts = self._timeouts()
         follows = fails = 0
         while True:
             t = self._target()
-            req = self._http.build_request(method, t.url + path, content=content, params=params, headers=headers)
+            req = self._http.build_request(
+                method, t.url + path, content=content, params=params, headers=headers, timeout=timeouts
+            )
             try:
                 resp = await self._http.send(req, stream=True)
             except httpx.TransportError as e:
@@ -181,12 +269,12 @@ class Client:
                 # CancelledError, not one): the client moves on.
                 self._move_on(t)
                 fails += 1
-                if _not_sent(e) and fails < len(self._brokers()) + MAX_FOLLOWS:
+                if not_sent(e) and fails < len(self._brokers()) + MAX_FOLLOWS:
                     continue
-                raise
+                raise TransportError(e) from e
             self._saw_epoch(resp)
-            if resp.status_code == HTTPStatus.SERVICE_UNAVAILABLE and _is_problem_type(resp):
-                resp, body = await _buffered(resp, req)
+            if resp.status_code == HTTPStatus.SERVICE_UNAVAILABLE and is_problem_type(resp):
+                resp, body = await buffered(resp, req)
                 if problem_code(resp.headers.get("Content-Type", ""), body) == FamilyUnavailableError.CODE:
                     # The sessions of the broker that answered are lost, also
                     # when the request goes on to another broker (_loss).
@@ -202,7 +290,7 @@ class Client:
                 return resp
             if not self._follow or resp.status_code != HTTPStatus.MISDIRECTED_REQUEST or follows >= MAX_FOLLOWS:
                 return resp
-            resp, body = await _buffered(resp, req)
+            resp, body = await buffered(resp, req)
             to = misdirected_to(resp.headers.get("Content-Type", ""), body)
             if to is None:
                 return resp
@@ -217,10 +305,12 @@ class Client:
         *,
         body: object = None,
         params: Any = None,
+        wait: float = 0.0,
     ) -> Any:
         """Runs one request/response operation: a status other than ``want``
-        raises a MusterError; the JSON body of the answer is returned."""
-        return (await self._call_at(method, path, want, body=body, params=params))[0]
+        raises a MusterError; the JSON body of the answer is returned.
+        ``wait`` is how long the broker may hold the request (a long poll)."""
+        return (await self._call_at(method, path, want, body=body, params=params, wait=wait))[0]
 
     async def _call_at(
         self,
@@ -230,6 +320,7 @@ class Client:
         *,
         body: object = None,
         params: Any = None,
+        wait: float = 0.0,
     ) -> tuple[Any, str]:
         """_call, also returning the host (host:port) that answered."""
         content = None
@@ -237,9 +328,11 @@ class Client:
         if body is not None:
             content = json.dumps(m.encode(body) if not isinstance(body, dict) else body).encode()
             headers["Content-Type"] = "application/json"
-        resp = await self._send(method, path, content=content, params=params, headers=headers)
+        resp = await self._send(
+            method, path, content=content, params=params, headers=headers, timeouts=self._timeouts(wait=wait)
+        )
         try:
-            raw = await _read(resp)
+            raw = await read_body(resp)
         finally:
             await resp.aclose()
         if resp.status_code != want:
@@ -373,32 +466,6 @@ class _SessionBlock:
 _ZERO_TIME = datetime.min.replace(tzinfo=UTC)
 
 
-class Route:
-    """A parsed exact route."""
-
-    __slots__ = ("area", "realm", "resource")
-
-    def __init__(self, realm: str, area: str, resource: str) -> None:
-        self.realm, self.area, self.resource = realm, area, resource
-
-    def __str__(self) -> str:
-        return f"lease://{self.realm}/{self.area}/{self.resource}"
-
-    @property
-    def path(self) -> str:
-        return "/".join(quote(s, safe="") for s in (self.realm, self.area, self.resource))
-
-
-def parse_route(s: str) -> Route:
-    """Splits lease://realm/area/resource. It checks only the shape needed to
-    build a path; the broker checks the rest (a wildcard is its invalid_route)."""
-    rest = s.removeprefix("lease://")
-    parts = rest.split("/")
-    if rest == s or len(parts) != 3 or not all(parts):
-        raise InvalidRouteError(detail="a route is lease://{realm}/{area}/{resource}")
-    return Route(parts[0], parts[1], parts[2])
-
-
 class _Target:
     """The broker one sending of a request went to: the owner, or the base
     URL at ``index``."""
@@ -407,124 +474,3 @@ class _Target:
 
     def __init__(self, url: str, *, owner: bool, index: int) -> None:
         self.url, self.owner, self.index = url, owner, index
-
-
-def parse_bases(base_url: str | Sequence[str]) -> list[str]:
-    """The base URLs of a Client: one, a list, or one string with several
-    separated by commas, in order of preference; each http(s)://host[:port]
-    (a trailing '/' dropped)."""
-    given = [base_url] if isinstance(base_url, str) else list(base_url)
-    out: list[str] = []
-    for one in given:
-        if not isinstance(one, str):
-            raise TypeError(f"muster: base URL {one!r}: want a str")
-        for part in one.split(","):
-            b = part.strip().rstrip("/")
-            try:
-                u = urlsplit(b)
-            except ValueError:
-                u = None
-            if u is None or u.scheme not in ("http", "https") or not u.netloc:
-                raise ValueError(f"muster: base URL {b!r}: want http(s)://host[:port], or several separated by commas")
-            out.append(b)
-    if not out:
-        raise ValueError("muster: no base URL: want http(s)://host[:port], or several separated by commas")
-    return out
-
-
-def _not_sent(err: httpx.TransportError) -> bool:
-    """Whether err proves the request never reached a broker: the connection
-    could not be made."""
-    return isinstance(err, httpx.ConnectError | httpx.ConnectTimeout)
-
-
-def _is_problem_type(resp: httpx.Response) -> bool:
-    ct: str = resp.headers.get("Content-Type", "")
-    return ct.split(";")[0].strip().lower() == "application/problem+json"
-
-
-async def _buffered(resp: httpx.Response, req: httpx.Request) -> tuple[httpx.Response, bytes]:
-    """Reads and closes a streaming answer; returns an answer holding its
-    body (read again by the caller) and the body."""
-    try:
-        body = await _read(resp)
-    finally:
-        await resp.aclose()
-    headers = [(k, v) for k, v in resp.headers.multi_items() if k.lower() not in ("content-encoding", "content-length")]
-    return httpx.Response(resp.status_code, headers=headers, content=body, request=req), body
-
-
-def problem_code(content_type: str, body: bytes) -> str:
-    """The code of a problem answer, "" when it is not one."""
-    if content_type.split(";")[0].strip().lower() != "application/problem+json":
-        return ""
-    try:
-        p = json.loads(body)
-    except ValueError:
-        return ""
-    c = p.get("code") if isinstance(p, dict) else None
-    return c if isinstance(c, str) else ""
-
-
-async def _read(resp: httpx.Response) -> bytes:
-    """The body of a streaming answer, at most MAX_BODY bytes."""
-    data = bytearray()
-    async for chunk in resp.aiter_bytes():
-        data += chunk
-        if len(data) > MAX_BODY:
-            break
-    return bytes(data[:MAX_BODY])
-
-
-def misdirected_to(content_type: str, body: bytes) -> str | None:
-    """The owner a 421 answer names (scheme://host[:port]), when it is a
-    ``wrong_broker`` problem with an http(s) URL; None otherwise."""
-    if content_type.split(";")[0].strip().lower() != "application/problem+json":
-        return None
-    try:
-        p = json.loads(body)
-    except ValueError:
-        return None
-    if not isinstance(p, dict) or p.get("code") != "wrong_broker" or not isinstance(p.get("owner"), str):
-        return None
-    try:
-        u = urlsplit(p["owner"])
-    except ValueError:
-        return None
-    if u.scheme not in ("http", "https") or not u.netloc:
-        return None
-    return f"{u.scheme}://{u.netloc}"
-
-
-def problem_error(resp: httpx.Response, body: bytes) -> MusterError:
-    """A non-success answer as a MusterError: the problem body's code when
-    there is one; otherwise a code derived from the status, so a gateway's
-    502 is still advised as retryable."""
-    status = resp.status_code
-    try:
-        title = HTTPStatus(status).phrase
-    except ValueError:
-        title = ""
-    mt = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
-    if mt in ("application/problem+json", "application/json"):
-        try:
-            p = json.loads(body)
-        except ValueError:
-            p = None
-        if isinstance(p, dict) and isinstance(p.get("code"), str) and p["code"]:
-            t = p.get("title")
-            d = p.get("detail")
-            sc = p.get("scope")
-            ow = p.get("owner")
-            return error_for(
-                p["code"],
-                d if isinstance(d, str) else "",
-                status=status,
-                title=t if isinstance(t, str) and t else title,
-                scope=sc if isinstance(sc, str) else "",
-                owner=ow if isinstance(ow, str) else "",
-            )
-    code = {502: "unavailable", 503: "unavailable", 504: "unavailable", 404: "not_found"}.get(status)
-    code = code or {401: "unauthenticated", 403: "forbidden", 413: "payload_too_large"}.get(status, "internal")
-    text = body[:200].decode("utf-8", errors="replace").strip()
-    return error_for(code, f"HTTP {status} without a problem body: {text}", status=status, title=title)

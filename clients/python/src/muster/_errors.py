@@ -11,6 +11,8 @@ import asyncio
 import enum
 from typing import ClassVar
 
+import httpx
+
 __all__ = [
     "AlreadyQueuedError",
     "ClosedError",
@@ -47,6 +49,7 @@ __all__ = [
     "StreamEndError",
     "StreamEndedError",
     "SubscriptionLimitError",
+    "TransportError",
     "UnauthenticatedError",
     "UnavailableError",
     "WaitTimeoutError",
@@ -419,14 +422,38 @@ class StreamEndError(StreamEndedError):
         super().__init__("muster: watch stream ended: " + reason)
 
 
+class TransportError(MusterException, httpx.TransportError):
+    """The request or its answer failed on the way: the connection could not
+    be made or broke, or a phase of it timed out (the Client's ``timeout``).
+    The broker may or may not have acted on the request. ``__cause__`` (also
+    ``cause``) is the original ``httpx`` exception, e.g. ``httpx.ConnectError``
+    or ``httpx.ReadTimeout``. Retry: backoff.
+
+    It is also an ``httpx.TransportError``, so code written for the SDK's
+    earlier surface, which raised the ``httpx`` exception itself, still
+    catches it."""
+
+    def __init__(self, cause: httpx.HTTPError) -> None:
+        self.cause = cause
+        try:
+            request: httpx.Request | None = cause.request
+        except RuntimeError:  # an exception raised without its request
+            request = None
+        super().__init__(f"muster: transport: {type(cause).__name__}: {cause}", request=request)
+        self.__cause__ = cause
+
+
 def advice(err: BaseException | None) -> Retry:
     """What to do after ``err``. A broker :class:`MusterError` is advised by its
     code (an unknown code by its status: 5xx and 429 back off, anything else
     does not retry). Lease loss, session loss and stream ends advise a restart;
     a close, a cancellation or a timeout of the caller's own advise no retry;
-    any other error (a transport failure) advises backoff."""
+    any other error (a :class:`TransportError`, which includes the Client's
+    own ``timeout``) advises backoff."""
     if err is None:
         return Retry.NO
+    if isinstance(err, TransportError):
+        return Retry.BACKOFF
     if isinstance(err, MusterError):
         entry = _TABLE.get(err.code)
         if entry is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import typing
+import warnings
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
@@ -13,7 +14,6 @@ from typing import TYPE_CHECKING, TypeVar
 from . import _loss
 from . import _models as m
 from ._backoff import Backoff, ms
-from ._client import Route, parse_route
 from ._errors import (
     ClosedError,
     FencedError,
@@ -26,10 +26,12 @@ from ._errors import (
     SessionLostError,
     SessionNotFoundError,
 )
+from ._http import Route, parse_route
 
 if TYPE_CHECKING:
     from ._batch import Batch
     from ._client import Client
+    from ._scope import LeaseScope
     from ._watch import Subscription
 
 T = TypeVar("T")
@@ -60,6 +62,7 @@ class Session:
         self._leases: dict[str, Lease] = {}
         self._task: asyncio.Task[None] | None = None
         self._on_end: list[Callable[[], None]] = []
+        self._warn_unclosed = True  # cleared by a wrapper that warned already (muster.sync)
 
     @classmethod
     async def _create(cls, c: Client, owner_id: str, ttl: float) -> Session:
@@ -76,6 +79,23 @@ class Session:
     @property
     def client(self) -> Client:
         return self._c
+
+    def __repr__(self) -> str:
+        # Never the session id: it is a secret (it releases this session's leases).
+        state = "live" if self._error is None else ("closed" if isinstance(self._error, ClosedError) else "lost")
+        return (
+            f"<muster.Session owner_id={self.owner_id!r} holder_incarnation={self.holder_incarnation!r}"
+            f" ttl={self.ttl:g}s {state} leases={len(self._leases)}>"
+        )
+
+    def __del__(self) -> None:
+        if getattr(self, "_error", True) is None and getattr(self, "_warn_unclosed", False):
+            warnings.warn(
+                f"unclosed {self!r}: use `async with client.session(...)` or close()",
+                ResourceWarning,
+                stacklevel=2,
+                source=self,
+            )
 
     @property
     def error(self) -> MusterException | None:
@@ -168,7 +188,9 @@ class Session:
         body = m.AcquireRequest(session_id=self.id, ttl_ms=ms(ttl), wait_ms=ms(wait) if wait > 0 else None)
         t0 = loop.time()
         try:
-            out = await self._c._decode_call(m.Lease, "POST", f"/v1/leases/{r.path}/acquire", 200, body=body)
+            out = await self._c._decode_call(
+                m.Lease, "POST", f"/v1/leases/{r.path}/acquire", 200, body=body, wait=max(wait, 0.0)
+            )
         except SessionNotFoundError as e:
             _loss.not_found(self, e)
             raise
@@ -238,6 +260,16 @@ class Session:
             raise lease.error
         return work.result()
 
+    def lease(self, route: str, ttl: float, *, wait: float = 0.0) -> LeaseScope:
+        """``async with session.lease(route, ttl) as lease:`` acquires
+        ``route`` for ``ttl`` seconds (waiting up to ``wait``, as
+        :meth:`acquire`), keeps it extended every ttl/3 while the block runs
+        and releases it at the end. A loss cancels the block, which then
+        raises the LeaseLostError (see :class:`muster.LeaseScope`)."""
+        from ._scope import LeaseScope
+
+        return LeaseScope(self, route, ttl, wait)
+
     def batch(self) -> Batch:
         """Starts an empty batch of this session's lease operations: up to
         MAX_BATCH_OPS acquisitions (never waiting), extensions and releases
@@ -275,6 +307,20 @@ def _local_deadline(out: m.Lease, t0: float, ttl: float) -> float:
         if rem < ttl:
             deadline = asyncio.get_running_loop().time() + rem
     return deadline
+
+
+def lease_repr(name: str, lease: Lease) -> str:
+    """The repr of a lease handle: what it is and its state, never the
+    session id (a secret)."""
+    err = lease.error
+    if err is None:
+        state = f"held until {lease.expires_at.isoformat()}"
+    elif isinstance(err, ReleasedError):
+        state = "released"
+    else:
+        cause = err.cause if isinstance(err, LeaseLostError) else err
+        state = f"lost ({type(cause).__name__})"
+    return f"<{name} {lease.route} fencing_token={lease.fencing_token} {state}>"
 
 
 def _ownership_gone(e: MusterError) -> bool:
@@ -317,6 +363,9 @@ class Lease:
     def error(self) -> MusterException | None:
         """None while the lease is held, then why it is not."""
         return self._error
+
+    def __repr__(self) -> str:
+        return lease_repr("muster.Lease", self)
 
     async def extend(self, ttl: float) -> None:
         """Extends the lease to now + ``ttl``. When the broker answers that the

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 import httpx
 
 from . import _models as m
-from ._client import MAX_BODY
 from ._errors import (
     ClosedError,
     InvalidRequestError,
@@ -20,6 +19,7 @@ from ._errors import (
     StreamEndedError,
     StreamEndError,
 )
+from ._http import read_body
 from ._sse import SSEEvent, SSEParser
 from ._types import Change, Item, Marker, MarkerPage
 
@@ -43,18 +43,20 @@ async def open_watch(c: Client, s: Session | None, selectors: list[str]) -> Subs
     headers = c._headers({"Accept": "text/event-stream"})
     if s is not None:
         headers["Muster-Session"] = s.id
-    resp = await c._send("GET", "/v1/leases/watch", params=[("selector", x) for x in selectors], headers=headers)
+    resp = await c._send(
+        "GET",
+        "/v1/leases/watch",
+        params=[("selector", x) for x in selectors],
+        headers=headers,
+        timeouts=c._timeouts(stream=True),
+    )
     try:
         mt = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if resp.status_code != 200 or mt != "text/event-stream":
-            body = bytearray()
-            async for chunk in resp.aiter_bytes():
-                body += chunk
-                if len(body) > MAX_BODY:
-                    break
+            body = await read_body(resp)
             if resp.status_code == 200:
                 raise StreamEndedError(f"muster: watch answered {mt!r}, not an event stream")
-            raise c._problem(resp, bytes(body[:MAX_BODY]))
+            raise c._problem(resp, body)
         sub = Subscription(c, s, resp)
         await sub._read_marker()
     except BaseException:

@@ -1,16 +1,13 @@
-"""The synchronous facade, for scripts: session, acquire/extend/release,
-with_lease, list, get and fleet, with the same behaviour as the asyncio API
-(it *is* the asyncio API, run on a private event loop in a daemon thread that
-the Client owns, so the session keepalive runs in the background while the
-script blocks).
+"""The synchronous facade, for scripts: session, acquire/extend/release, the
+lease scope, with_lease, batch, list, get, watch, observe and fleet, with the
+same behaviour as the asyncio API (it *is* the asyncio API, run on a private
+event loop in a daemon thread that the Client owns, so the session keepalive
+runs in the background while the script blocks).
 
     with muster.sync.Client("http://127.0.0.1:7420", token="...") as c:
         with c.new_session("worker-1", ttl=10) as s:
-            lease = s.acquire("lease://acme/renderers/doc-1", ttl=30)
-            ...
-            lease.release()
-
-Watch streams and the observer are asyncio only.
+            with s.lease("lease://acme/renderers/doc-1", ttl=30) as lease:
+                ...  # extended in the background; check lease.lost
 """
 
 from __future__ import annotations
@@ -18,69 +15,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from . import _batch, _client, _fleet, _session
+from . import _batch, _client, _fleet, _observe, _session
 from ._errors import LeaseLostError, MusterException
+from ._scope import RELEASE_TIMEOUT
+from ._syncloop import Loop
+from ._syncstream import Observer, Subscription
 from ._types import Item, LeaseStatus, Page, Plan, Spec, SweepResult
 
 T = TypeVar("T")
 
-__all__ = ["Batch", "BatchResult", "Client", "Fleet", "Lease", "Session"]
-
-
-class _Loop:
-    """An event loop running in a daemon thread."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="muster-sync", daemon=True)
-        self.thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        if threading.current_thread() is self.thread:
-            coro.close()
-            raise RuntimeError("muster.sync: called from its own event loop thread")
-        if self.loop.is_closed() or not self.loop.is_running():
-            coro.close()
-            raise RuntimeError("muster.sync: the client is closed")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
-    def iterate(self, agen: AsyncIterator[T]) -> Iterator[T]:
-        try:
-            while True:
-                try:
-                    yield self.run(_anext(agen))
-                except StopAsyncIteration:
-                    return
-        finally:
-            aclose = getattr(agen, "aclose", None)
-            if aclose is not None:
-                with contextlib.suppress(RuntimeError):  # a client closed before the iterator
-                    self.run(aclose())
-
-    def stop(self) -> None:
-        """Cancels what still runs on the loop (the keepalive of a session
-        left open), then stops the loop and its thread."""
-
-        async def cancel_rest() -> None:
-            rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for t in rest:
-                t.cancel()
-            await asyncio.gather(*rest, return_exceptions=True)
-
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(cancel_rest(), self.loop).result(5)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join()
-        self.loop.close()
-
-
-async def _anext(agen: AsyncIterator[T]) -> T:
-    return await agen.__anext__()
+__all__ = ["Batch", "BatchResult", "Client", "Fleet", "Lease", "Observer", "Session", "Subscription"]
 
 
 class Client:
@@ -88,11 +38,18 @@ class Client:
     (a list of base URLs, or one string with them separated by commas); see
     :class:`muster.Client`."""
 
-    def __init__(self, base_url: str | Sequence[str], *, token: str = "", without_follow: bool = False) -> None:
-        self._loop = _Loop()
+    def __init__(
+        self,
+        base_url: str | Sequence[str],
+        *,
+        token: str = "",
+        without_follow: bool = False,
+        timeout: float | None = _client.DEFAULT_TIMEOUT,
+    ) -> None:
+        self._loop = Loop()
 
         async def make() -> _client.Client:
-            return _client.Client(base_url, token=token, without_follow=without_follow)
+            return _client.Client(base_url, token=token, without_follow=without_follow, timeout=timeout)
 
         try:
             self._c = self._loop.run(make())
@@ -107,6 +64,15 @@ class Client:
         finally:
             self._loop.stop()
 
+    def __repr__(self) -> str:
+        state = " closed" if self._loop.loop.is_closed() else ""
+        return f"<muster.sync.Client {','.join(self._c.base_urls)}{state}>"
+
+    def __del__(self) -> None:
+        loop = getattr(self, "_loop", None)
+        if loop is not None and hasattr(self, "_c") and not loop.loop.is_closed():
+            warnings.warn(f"unclosed {self!r}: use `with` or close()", ResourceWarning, stacklevel=2, source=self)
+
     def __enter__(self) -> Client:
         return self
 
@@ -116,6 +82,10 @@ class Client:
     @property
     def epoch(self) -> str:
         return self._c.epoch
+
+    @property
+    def timeout(self) -> float | None:
+        return self._c.timeout
 
     def new_session(self, owner_id: str, ttl: float) -> Session:
         """Creates a session; its keepalive runs in the background until close."""
@@ -134,11 +104,37 @@ class Client:
     def fleet(self, root: str) -> Fleet:
         return Fleet(self._loop, self._c.fleet(root))
 
+    def watch(self, *selectors: str) -> Subscription:
+        """See :meth:`muster.Client.watch`: ``with c.watch(sel) as sub: for change in sub: ...``."""
+        return Subscription(self._loop, self._loop.run(self._c.watch(*selectors)))
+
+    def observe(
+        self,
+        selector: str,
+        *,
+        shortest_ttl: float = 0.0,
+        reconcile_interval: float | None = None,
+        reconcile_jitter: float = 0.2,
+        page_size: int = 500,
+    ) -> Observer:
+        """See :meth:`muster.Client.observe`: ``with c.observe(sel) as o: o.ready(timeout=10); o.view()``."""
+
+        async def start() -> _observe.Observer:
+            return self._c.observe(
+                selector,
+                shortest_ttl=shortest_ttl,
+                reconcile_interval=reconcile_interval,
+                reconcile_jitter=reconcile_jitter,
+                page_size=page_size,
+            )
+
+        return Observer(self._loop, self._loop.run(start()))
+
 
 class Session:
     """A blocking view of :class:`muster.Session`; ``done`` is a threading.Event."""
 
-    def __init__(self, loop: _Loop, s: _session.Session) -> None:
+    def __init__(self, loop: Loop, s: _session.Session) -> None:
         self._loop = loop
         self._s = s
         self.id = s.id
@@ -154,6 +150,15 @@ class Session:
     @property
     def error(self) -> MusterException | None:
         return self._s.error
+
+    def __repr__(self) -> str:
+        return repr(self._s)
+
+    def __del__(self) -> None:
+        s = getattr(self, "_s", None)
+        if s is not None and s.error is None and s._warn_unclosed:
+            s._warn_unclosed = False  # once, not again for the session itself
+            warnings.warn(f"unclosed {s!r}: use `with` or close()", ResourceWarning, stacklevel=2, source=self)
 
     def close(self) -> None:
         self._loop.run(self._s.close())
@@ -172,31 +177,44 @@ class Session:
         """See :meth:`muster.Session.batch`: lease operations sent in one request."""
         return Batch(self._loop, self._s.batch())
 
-    def with_lease(self, route: str, ttl: float, fn: Callable[[Lease], T], *, wait: float = 0.0) -> T:
-        """Acquires ``route``, runs ``fn(lease)`` in this thread while the
-        lease is extended every ttl/3 in the background, and releases it when
-        fn returns. A blocking fn cannot be cancelled: it should check
-        ``lease.lost``. When the lease was lost while fn ran, the loss (a
-        LeaseLostError) is raised instead of fn's result."""
+    @contextlib.contextmanager
+    def lease(self, route: str, ttl: float, *, wait: float = 0.0) -> Iterator[Lease]:
+        """``with session.lease(route, ttl) as lease:`` acquires ``route``
+        (waiting up to ``wait``, as :meth:`acquire`), keeps it extended every
+        ttl/3 in the background while the block runs, and releases it at the
+        end. A blocking block cannot be cancelled: it should check
+        ``lease.lost``. When the lease was lost while the block ran, the loss
+        (a LeaseLostError) is raised at its end."""
         lease = self.acquire(route, ttl, wait=wait)
         renew = asyncio.run_coroutine_threadsafe(lease._l._renew(ttl), self._loop.loop)
         try:
-            result = fn(lease)
+            yield lease
         finally:
             renew.cancel()
             # On a failure the lease ends at its TTL at the latest.
             with contextlib.suppress(Exception):
-                self._loop.run(asyncio.wait_for(lease._l.release(), 5))
+                self._loop.run(asyncio.wait_for(lease._l.release(), RELEASE_TIMEOUT))
         err = lease._l.error
         if isinstance(err, LeaseLostError):
             raise err
-        return result
+
+    def with_lease(self, route: str, ttl: float, fn: Callable[[Lease], T], *, wait: float = 0.0) -> T:
+        """``fn(lease)`` run in this thread inside :meth:`lease`: the lease is
+        extended in the background and released when fn returns; when it was
+        lost while fn ran, the loss (a LeaseLostError) is raised instead of
+        fn's result."""
+        with self.lease(route, ttl, wait=wait) as lease:
+            return fn(lease)
+
+    def watch(self, *selectors: str) -> Subscription:
+        """See :meth:`muster.Session.watch`."""
+        return Subscription(self._loop, self._loop.run(self._s.watch(*selectors)))
 
 
 class Lease:
     """A blocking view of :class:`muster.Lease`; ``lost`` is a threading.Event."""
 
-    def __init__(self, loop: _Loop, lease: _session.Lease) -> None:
+    def __init__(self, loop: Loop, lease: _session.Lease) -> None:
         self._loop = loop
         self._l = lease
         self.route = lease.route
@@ -218,6 +236,9 @@ class Lease:
     @property
     def error(self) -> MusterException | None:
         return self._l.error
+
+    def __repr__(self) -> str:
+        return _session.lease_repr("muster.sync.Lease", self._l)
 
     def extend(self, ttl: float) -> None:
         self._loop.run(self._l.extend(ttl))
@@ -241,7 +262,7 @@ class Batch:
     """A blocking view of :class:`muster.Batch`: build it with
     ``Session.batch()``, send it with ``do()``. Not safe for concurrent use."""
 
-    def __init__(self, loop: _Loop, b: _batch.Batch) -> None:
+    def __init__(self, loop: Loop, b: _batch.Batch) -> None:
         self._loop = loop
         self._b = b
         self._given: dict[int, Lease] = {}
@@ -280,7 +301,7 @@ class Batch:
 class Fleet:
     """A blocking view of :class:`muster.Fleet`."""
 
-    def __init__(self, loop: _Loop, f: _fleet.Fleet) -> None:
+    def __init__(self, loop: Loop, f: _fleet.Fleet) -> None:
         self._loop = loop
         self._f = f
         self.root = f.root
