@@ -87,6 +87,7 @@ enum Target {
 
 /// Configures a [`Client`]; see [`Client::builder`].
 #[derive(Debug)]
+#[must_use = "a builder does nothing until `build()`"]
 pub struct ClientBuilder {
     base: String,
     token: Option<String>,
@@ -105,6 +106,7 @@ impl ClientBuilder {
     /// request for a family that another broker serves then fails with
     /// [`Error::WrongBroker`], whose problem's `owner` names that broker.
     /// The rest of the rule of several brokers still applies.
+    #[must_use = "builder methods return the changed value; use it"]
     pub fn without_follow(mut self) -> Self {
         self.without_follow = true;
         self
@@ -112,9 +114,11 @@ impl ClientBuilder {
 
     /// Builds a deliberately broken client (`no_follow`, `sticky_owner`,
     /// `stay_on_unavailable`, `single_broker`, `never_lost`,
-    /// `send_plus_ttl`, `late_loss`), for the conformance tests only.
-    #[doc(hidden)]
-    pub fn faults(mut self, f: crate::Faults) -> Self {
+    /// `send_plus_ttl`, `late_loss`), for the conformance tests only (the
+    /// `test-util` feature).
+    #[cfg(any(test, feature = "test-util"))]
+    #[must_use = "builder methods return the changed value; use it"]
+    pub fn faults(mut self, f: crate::faults::Faults) -> Self {
         self.without_follow |= f.no_follow;
         self.sticky_owner = f.sticky_owner;
         self.stay_on_unavailable = f.stay_on_unavailable;
@@ -127,6 +131,7 @@ impl ClientBuilder {
 
     /// Sends `token` as the bearer token of every request (Go: `WithToken`).
     /// A broker in dev mode accepts requests without one.
+    #[must_use = "builder methods return the changed value; use it"]
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
         self
@@ -135,6 +140,7 @@ impl ClientBuilder {
     /// Uses `http` for every request (Go: `WithHTTPClient`). Its timeout, if
     /// any, also applies to watch streams and long-polling acquisitions: leave
     /// it unset, or longer than the longest wait.
+    #[must_use = "builder methods return the changed value; use it"]
     pub fn http_client(mut self, http: reqwest::Client) -> Self {
         self.http = Some(http);
         self
@@ -865,9 +871,9 @@ pub(crate) mod tests {
             Client::builder_list(none).build(),
             Err(Error::InvalidRequest(_))
         ));
-        let single = crate::Faults {
+        let single = crate::faults::Faults {
             single_broker: true,
-            ..crate::Faults::default()
+            ..crate::faults::Faults::default()
         };
         let c = Client::builder("http://b1:7420,http://b2:7421")
             .faults(single)
@@ -942,9 +948,9 @@ pub(crate) mod tests {
 
         // The conformance tests' broken client (stay_on_unavailable): it
         // keeps sending there.
-        let stay = crate::Faults {
+        let stay = crate::faults::Faults {
             stay_on_unavailable: true,
-            ..crate::Faults::default()
+            ..crate::faults::Faults::default()
         };
         let c = Client::builder_list([&a, &b]).faults(stay).build().unwrap();
         for _ in 0..2 {

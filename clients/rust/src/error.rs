@@ -291,6 +291,10 @@ impl Error {
     }
 }
 
+/// The message of this error alone, without its cause: a lost session or
+/// lease, and a transport failure, give their cause as
+/// [`source`](std::error::Error::source) (walk the chain, or use
+/// [`Error::cause`], to show it), as the Rust API guidelines ask.
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let (Some(code), Some(p)) = (self.code(), self.problem()) {
@@ -302,14 +306,16 @@ impl fmt::Display for Error {
         }
         match self {
             Error::Closed => f.write_str("muster: closed"),
-            Error::SessionLost(e) => write!(f, "muster: session lost: {e}"),
-            Error::LeaseLost(e) => write!(f, "muster: lease lost: {e}"),
+            // The cause is the source, not part of the message: a report
+            // that walks the chain (anyhow's `{:#}`, tracing) shows it once.
+            Error::SessionLost(_) => f.write_str("muster: session lost"),
+            Error::LeaseLost(_) => f.write_str("muster: lease lost"),
             Error::Released => f.write_str("muster: lease released"),
             Error::StreamEnded {
                 reason: Some(r), ..
             } => write!(f, "muster: watch stream ended: {r}"),
             Error::StreamEnded { detail, .. } => write!(f, "muster: watch stream ended: {detail}"),
-            Error::Transport(e) => write!(f, "muster: transport: {e}"),
+            Error::Transport(_) => f.write_str("muster: transport error"),
             Error::Protocol(m) => write!(f, "muster: {m}"),
             _ => f.write_str("muster: error"),
         }
@@ -522,6 +528,28 @@ mod tests {
         // A JSON body without a code is no problem body either.
         let e = problem_error(503, "application/json", b"{}");
         assert!(matches!(e, Error::Unavailable(_)));
+    }
+
+    #[test]
+    fn display_leaves_the_cause_to_source() {
+        let e = Error::LeaseLost(Box::new(Error::SessionLost(Box::new(Error::from_code(
+            "session_not_found",
+            Problem::local("gone"),
+        )))));
+        assert_eq!(e.to_string(), "muster: lease lost");
+        assert_eq!(format!("{e:#}"), "muster: lease lost");
+        // What a chain-walking report (anyhow's `{:#}`) prints: each once.
+        let mut chain = vec![e.to_string()];
+        let mut cur: &dyn std::error::Error = &e;
+        while let Some(next) = cur.source() {
+            chain.push(next.to_string());
+            cur = next;
+        }
+        assert_eq!(
+            chain.join(": "),
+            "muster: lease lost: muster: session lost: muster: session_not_found: gone"
+        );
+        assert_eq!(e.cause().to_string(), "muster: session_not_found: gone");
     }
 
     #[test]

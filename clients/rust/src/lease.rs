@@ -4,6 +4,7 @@
 use crate::client::Route;
 use crate::error::{Error, Problem, Result};
 use crate::session::{Session, SessionInner};
+use crate::signal::Signal;
 use crate::wire::{AcquireRequest, ExtendRequest, LeaseGrant, Outcome, ReleaseRequest};
 use reqwest::Method;
 use std::future::Future;
@@ -26,6 +27,7 @@ pub struct AcquireOptions {
 
 impl AcquireOptions {
     /// Waits up to `d` in the route's queue (Go: `Wait(d)`).
+    #[must_use = "builder methods return the changed value; use it"]
     pub fn wait(mut self, d: Duration) -> Self {
         self.wait = Some(d);
         self
@@ -35,7 +37,7 @@ impl AcquireOptions {
 /// A lease held by a [`Session`]: the only ownership handle of this crate.
 /// Cheap to clone (clones are the same handle); safe to use from many tasks.
 ///
-/// [`Lease::lost`] is cancelled when the lease is no longer held, and
+/// [`Lease::lost`] fires when the lease is no longer held, and
 /// [`Lease::error`] says why: [`Error::Released`] after its own
 /// [`Lease::release`]; otherwise [`Error::LeaseLost`] with the cause inside:
 /// `NotOwner`, `Fenced` or `LeaseExpired` from the broker, `LeaseExpired`
@@ -118,7 +120,7 @@ impl Session {
 
     /// Acquires `route` for `ttl`, runs `work` while holding it and releases
     /// it when `work` returns. The lease is extended every `ttl/3`; when it is
-    /// lost, [`Lease::lost`] of the handle given to `work` is cancelled and
+    /// lost, [`Lease::lost`] of the handle given to `work` fires and
     /// `work` should stop (it is not aborted). Returns `work`'s error; when
     /// `work` succeeded but the lease was lost while it ran, the loss
     /// ([`Error::LeaseLost`]): work done without the lease must not be taken
@@ -259,10 +261,12 @@ impl Lease {
         self.inner.state.lock().unwrap().renewals
     }
 
-    /// Cancelled when the lease is no longer held (or was released):
-    /// `lease.lost().cancelled().await`.
-    pub fn lost(&self) -> CancellationToken {
-        self.inner.lost.clone()
+    /// Fires when the lease is no longer held (or was released):
+    /// `lease.lost().await`, or `_ = lease.lost() => …` in `tokio::select!`;
+    /// [`Lease::error`] then says why. A read-only [`Signal`]: waiting on it
+    /// cannot end the lease.
+    pub fn lost(&self) -> Signal {
+        Signal::new(&self.inner.lost)
     }
 
     /// `None` while the lease is held, then why it is not.

@@ -241,7 +241,7 @@ mod tests {
         let err = s.error();
         assert!(
             matches!(&err, Some(Error::SessionLost(_)))
-                && err.as_ref().unwrap().to_string().contains(why),
+                && err.as_ref().unwrap().cause().to_string().contains(why),
             "{err:?}, want a SessionLost saying {why:?}"
         );
         for l in leases {
@@ -364,9 +364,9 @@ mod tests {
             })
             .await;
             let b = Fake::start("b1", 60_000, |_| None).await;
-            let faults = crate::Faults {
+            let faults = crate::faults::Faults {
                 stay_on_unavailable: stay,
-                ..crate::Faults::default()
+                ..crate::faults::Faults::default()
             };
             let c = Client::builder_list([&a.url, &b.url])
                 .faults(faults)
@@ -453,9 +453,9 @@ mod tests {
             }
         })
         .await;
-        let faults = crate::Faults {
+        let faults = crate::faults::Faults {
             late_loss: true,
-            ..crate::Faults::default()
+            ..crate::faults::Faults::default()
         };
         let c = Client::builder(&b.url).faults(faults).build().unwrap();
         let (s, leases) = session_with(&c, &[X, Z]).await;

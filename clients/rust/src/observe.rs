@@ -5,6 +5,7 @@
 use crate::backoff::{jittered, reconcile_interval, Backoff, DEFAULT_RECONCILE_JITTER};
 use crate::client::Client;
 use crate::error::{Error, Problem, Result};
+use crate::faults::Faults;
 use crate::list::ListOptions;
 use crate::watch::{Change, Subscription};
 use crate::wire::{ChangeKind, Item};
@@ -50,74 +51,11 @@ impl Default for ObserveOptions {
     }
 }
 
-/// Deliberate defects, for the conformance tests that prove each scenario
-/// able to fail (the Go SDK's `brokenMode`, one flag per mode). All false in
-/// every observer built without [`ObserveOptions::faults`]. Never use them
-/// otherwise.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Faults {
-    /// Installs an empty snapshot: the marker's page and the LIST pages are
-    /// read but dropped.
-    pub ignore_snapshot: bool,
-    /// Installs the snapshot without applying the changes buffered while
-    /// paging it.
-    pub drop_buffered: bool,
-    /// Applies no change once the view is ready.
-    pub ignore_live: bool,
-    /// Keeps the view ready when its stream ends and starts no bootstrap.
-    pub stay_ready: bool,
-    /// Merges a new bootstrap into the old view instead of replacing it.
-    pub merge_views: bool,
-    /// Drops changes of kind `expired`.
-    pub ignore_expired: bool,
-    /// Drops changes of kind `session_closed`.
-    pub ignore_session_closed: bool,
-    /// Never starts a periodic reconciliation.
-    pub no_reconcile: bool,
-    /// Close lets a bootstrap in flight (its LIST pages) finish instead of
-    /// dropping it.
-    pub uncancellable_pages: bool,
-    /// Retries errors no retry fixes (forbidden, …) instead of stopping.
-    pub retry_fatal: bool,
-    /// A client built with these faults ([`crate::ClientBuilder::faults`])
-    /// does not follow `wrong_broker`: it is an error, not a redirect.
-    pub no_follow: bool,
-    /// A client built with these faults follows `wrong_broker` but keeps
-    /// sending to an owner that stopped answering.
-    pub sticky_owner: bool,
-    /// A client built with these faults keeps sending to a broker that
-    /// answers `family_unavailable` instead of moving on (it still ends that
-    /// broker's sessions at once).
-    pub stay_on_unavailable: bool,
-    /// A client built with these faults uses only the first of its base
-    /// URLs: a dead first broker is never left.
-    pub single_broker: bool,
-    /// A client built with these faults never reports a lease's loss:
-    /// [`crate::Lease::lost`] is never cancelled.
-    pub never_lost: bool,
-    /// A client built with these faults gives a grant the old local
-    /// deadline, send + TTL, ignoring `expires_after_request_ms`: a lease
-    /// granted after a wait in the queue is lost right after it arrives.
-    pub send_plus_ttl: bool,
-    /// A client built with these faults loses a session at its keepalive
-    /// only: a new epoch from its broker, `family_unavailable` or
-    /// `session_not_found` to another request of the session end nothing at
-    /// once.
-    pub late_loss: bool,
-}
-
-impl Faults {
-    fn ignores(&self, k: ChangeKind) -> bool {
-        (k == ChangeKind::Expired && self.ignore_expired)
-            || (k == ChangeKind::SessionClosed && self.ignore_session_closed)
-    }
-}
-
 impl ObserveOptions {
     /// The shortest lease TTL the observed fleet uses; the default
     /// reconciliation interval is derived from it ([`reconcile_interval`]).
     /// Zero (the default) means unknown. Go: `WithShortestTTL`.
+    #[must_use = "builder methods return the changed value; use it"]
     pub fn shortest_ttl(mut self, d: Duration) -> Self {
         self.shortest_ttl = d;
         self
@@ -125,6 +63,7 @@ impl ObserveOptions {
 
     /// The periodic reconciliation interval instead of the default formula;
     /// at least 10 ms. Go: `WithReconcileInterval`.
+    #[must_use = "builder methods return the changed value; use it"]
     pub fn reconcile_interval(mut self, d: Duration) -> Self {
         self.interval = Some(d);
         self
@@ -133,6 +72,7 @@ impl ObserveOptions {
     /// The jitter of the reconciliation interval as a fraction: each period
     /// is drawn uniformly from `interval·[1-j, 1+j]`. In `[0, 1)`, default
     /// 0.2; 0 makes every period exact (tests). Go: `WithReconcileJitter`.
+    #[must_use = "builder methods return the changed value; use it"]
     pub fn reconcile_jitter(mut self, j: f64) -> Self {
         self.jitter = j;
         self
@@ -140,13 +80,16 @@ impl ObserveOptions {
 
     /// The LIST page size used to read the rest of a snapshot, 1..500
     /// (default 500). Go: `WithPageSize`.
+    #[must_use = "builder methods return the changed value; use it"]
     pub fn page_size(mut self, n: usize) -> Self {
         self.page_size = n;
         self
     }
 
-    /// Makes a deliberately broken observer (tests only).
-    #[doc(hidden)]
+    /// Makes a deliberately broken observer (tests only: the `test-util`
+    /// feature).
+    #[cfg(any(test, feature = "test-util"))]
+    #[must_use = "builder methods return the changed value; use it"]
     pub fn faults(mut self, f: Faults) -> Self {
         self.faults = f;
         self
@@ -306,13 +249,43 @@ impl Observer {
 
     /// A copy of the current view.
     pub fn view(&self) -> View {
-        let st = self.shared.st.lock().unwrap();
-        View {
-            ready: st.ready,
-            epoch: st.epoch.clone(),
-            revision: st.revision,
-            items: st.items.values().cloned().collect(),
-        }
+        self.shared.view().0
+    }
+
+    /// The views as a [`Stream`](futures_core::Stream): the current view at
+    /// once, then a new copy after each change of the view, of its readiness
+    /// or of [`Observer::error`]. Changes that come faster than the stream is
+    /// read are coalesced (the reader gets the latest view, never a
+    /// backlog). The stream ends after the view the observer had when it
+    /// stopped (closed, dropped, or a fatal error: see [`Observer::error`]).
+    ///
+    /// ```no_run
+    /// use muster_client::prelude::*;
+    /// # async fn demo(observer: muster_client::Observer) {
+    /// let mut views = observer.views();
+    /// while let Some(view) = views.next().await {
+    ///     if view.ready {
+    ///         println!("{} leases held", view.items.len());
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn views(&self) -> impl futures_core::Stream<Item = View> + Send + Unpin + 'static {
+        let sh = self.shared.clone();
+        let mut rx = sh.changed.subscribe();
+        rx.mark_changed(); // the current view first
+        Box::pin(futures_util::stream::unfold(
+            (sh, rx, false),
+            |(sh, mut rx, stopped)| async move {
+                if stopped {
+                    return None;
+                }
+                // The sender lives in `sh`: `changed` never fails here.
+                let _ = rx.changed().await;
+                let (view, stopped) = sh.view();
+                Some((view, (sh, rx, stopped)))
+            },
+        ))
     }
 
     /// Whether the view is bootstrapped and followed live.
@@ -389,6 +362,18 @@ impl Drop for Observer {
 }
 
 impl Shared {
+    /// A copy of the view, and whether the observer has stopped.
+    fn view(&self) -> (View, bool) {
+        let st = self.st.lock().unwrap();
+        let v = View {
+            ready: st.ready,
+            epoch: st.epoch.clone(),
+            revision: st.revision,
+            items: st.items.values().cloned().collect(),
+        };
+        (v, st.closed)
+    }
+
     fn notify(&self) {
         self.changed.send_modify(|v| *v = v.wrapping_add(1));
     }
