@@ -2,7 +2,7 @@
 //! broker. MUSTER_URL (default http://127.0.0.1:7420) and MUSTER_TOKEN
 //! (none: dev mode) say where.
 
-use futures_util::StreamExt;
+use muster_client::prelude::*; // StreamExt for the LIST below
 use muster_client::{AcquireOptions, Client, Error, ObserveOptions};
 use std::time::Duration;
 
@@ -27,12 +27,18 @@ async fn main() -> Result<(), Error> {
             ttl,
             AcquireOptions::default(),
             |lease| async move {
-                // Hand the fencing token to what the lease guards; stop when
-                // lease.lost() is cancelled.
-                println!(
-                    "rendering doc-123 under fencing token {}",
-                    lease.fencing_token()
-                );
+                // Hand the fencing token to what the lease guards, and stop
+                // when the lease is lost (with_lease then returns the loss).
+                let render = async {
+                    println!(
+                        "rendering doc-123 under fencing token {}",
+                        lease.fencing_token()
+                    );
+                };
+                tokio::select! {
+                    _ = lease.lost() => {}
+                    _ = render => {}
+                }
                 Ok::<_, Error>(())
             },
         )

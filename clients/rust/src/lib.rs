@@ -38,29 +38,63 @@
 mod backoff;
 mod batch;
 mod client;
+#[cfg(test)]
+mod contract_tests;
+#[cfg(doctest)]
+mod doctests;
 pub mod error;
+mod faults;
 mod fleet;
 mod lease;
 mod list;
 mod loss;
 mod observe;
 mod session;
-pub mod sse;
+mod signal;
+mod sse;
 mod watch;
-pub mod wire;
+mod wire;
 
 pub use backoff::{reconcile_interval, DEFAULT_RECONCILE_JITTER, MAX_RECONCILE, MIN_RECONCILE};
 pub use batch::{Batch, BatchResult, MAX_BATCH_OPS};
 pub use client::{Client, ClientBuilder, MAX_FOLLOWS};
 pub use error::{Error, Problem, Result, Retry, CODES};
+#[cfg(feature = "test-util")]
+pub use faults::Faults;
 pub use fleet::{Fleet, Kept, Plan, SweepResult};
 pub use lease::{AcquireOptions, Lease};
 pub use list::{ListOptions, Page};
-pub use observe::{Faults, ObserveOptions, Observer, ObserverStats, View};
+pub use observe::{ObserveOptions, Observer, ObserverStats, View};
 pub use session::Session;
+pub use signal::Signal;
 pub use tokio_util::sync::CancellationToken;
 pub use watch::{Change, Marker, MarkerPage, Subscription};
 pub use wire::{BatchOpKind, ChangeKind, Item, LeaseStatus, Spec};
+
+/// The traits a caller of this crate needs in scope, so that iterating a
+/// LIST, a watch stream or the observer's views needs no dependency besides
+/// this crate and tokio: `use muster_client::prelude::*;`.
+///
+/// ```no_run
+/// use muster_client::prelude::*;
+///
+/// # async fn demo(client: muster_client::Client) -> muster_client::Result<()> {
+/// let mut items = std::pin::pin!(client.list("lease://acme/**", Default::default()));
+/// while let Some(item) = items.next().await {
+///     println!("{}", item?.route);
+/// }
+/// let routes: Vec<String> = client
+///     .list("lease://acme/**", Default::default())
+///     .map_ok(|item| item.route)
+///     .try_collect()
+///     .await?;
+/// # let _ = routes;
+/// # Ok(()) }
+/// ```
+pub mod prelude {
+    pub use futures_core::Stream;
+    pub use futures_util::{StreamExt, TryStreamExt};
+}
 
 #[cfg(test)]
 mod tests {

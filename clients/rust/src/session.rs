@@ -5,6 +5,7 @@ use crate::backoff::Backoff;
 use crate::client::Client;
 use crate::error::{Error, Problem, Result};
 use crate::lease::Lease;
+use crate::signal::Signal;
 use crate::watch::Subscription;
 use crate::wire::{CreateSessionRequest, Keepalive, SessionInfo};
 use reqwest::Method;
@@ -19,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 /// (a keepalive every TTL/3) until [`Session::close`], or until it is lost.
 /// Every lease is acquired through a session and is lost with it.
 ///
-/// [`Session::ended`] is cancelled when the session ends, and
+/// [`Session::ended`] fires when the session ends, and
 /// [`Session::error`] says why: [`Error::Closed`] after `close`,
 /// [`Error::SessionLost`] otherwise, with the cause inside. A lost session is
 /// never revived: create a new one and acquire again.
@@ -145,9 +146,11 @@ impl Session {
         &self.inner.client
     }
 
-    /// Cancelled when the session has ended (`ended().cancelled().await`).
-    pub fn ended(&self) -> CancellationToken {
-        self.inner.done.clone()
+    /// Fires when the session has ended (`session.ended().await`, or in
+    /// `tokio::select!`); [`Session::error`] then says why. A read-only
+    /// [`Signal`]: waiting on it cannot end the session.
+    pub fn ended(&self) -> Signal {
+        Signal::new(&self.inner.done)
     }
 
     /// `None` while the session lives, then why it ended.

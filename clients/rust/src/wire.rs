@@ -395,6 +395,7 @@ pub struct SpecPage {
 }
 
 /// Body of `sweepSpecs` (the broker-side sweep by JSON Schema).
+#[cfg(test)] // a contract shape the SDK never sends nor reads: the round-trip tests only
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SweepRequest {
     /// A JSON Schema every kept spec satisfies.
@@ -402,6 +403,7 @@ pub struct SweepRequest {
 }
 
 /// Answer of `sweepSpecs`.
+#[cfg(test)] // a contract shape the SDK never sends nor reads: the round-trip tests only
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SweepAnswer {
     /// The specs kept.
@@ -444,6 +446,7 @@ pub struct GapAnswer {
 }
 
 /// Answer of `healthz` and `readyz`.
+#[cfg(test)] // a contract shape the SDK never sends nor reads: the round-trip tests only
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Health {
     /// `ok` or `ready`.
@@ -456,6 +459,7 @@ pub struct Health {
 }
 
 /// An RFC 9457 problem body (schema `Problem`).
+#[cfg(test)] // a contract shape the SDK never sends nor reads: the round-trip tests only
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProblemBody {
     /// `about:blank`.

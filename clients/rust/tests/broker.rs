@@ -5,7 +5,7 @@
 mod common;
 
 use common::{harness, tokens};
-use futures_util::StreamExt;
+use muster_client::prelude::*;
 use muster_client::{AcquireOptions, ChangeKind, Client, Error, ObserveOptions, Retry};
 use std::time::{Duration, Instant};
 
@@ -209,12 +209,40 @@ async fn dropping_a_session_ends_it_at_its_ttl() {
 async fn keepalives_keep_a_short_session_alive() {
     let c = client("a").await;
     let s = c.new_session("w", Duration::from_secs(1)).await.unwrap();
+    let l = s
+        .acquire(
+            "lease://keepalive/r/held",
+            Duration::from_secs(30),
+            no_wait(),
+        )
+        .await
+        .unwrap();
+    // What a caller can do with the signals cannot end the session or the
+    // lease (the SDK's own token handed out used to stop the keepalive).
+    s.ended().child_token().cancel();
+    l.lost().child_token().cancel();
     tokio::time::sleep(MS(2500)).await;
-    assert!(s.error().is_none());
+    assert!(s.error().is_none() && !s.ended().is_cancelled());
+    assert!(l.error().is_none() && !l.lost().is_cancelled());
     s.acquire("lease://keepalive/r/x", Duration::from_secs(1), no_wait())
         .await
         .expect("the session is still alive after 2.5 TTLs");
+    // A temporary signal in select! (E0716 while it was the token itself).
+    let released = async {
+        tokio::time::sleep(MS(50)).await;
+        l.release().await
+    };
+    tokio::select! {
+        _ = l.lost() => panic!("lost before the release"),
+        r = released => r.unwrap(),
+    }
+    tokio::time::timeout(Duration::from_secs(1), l.lost().cancelled())
+        .await
+        .expect("fired by the release");
     s.close().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(1), s.ended())
+        .await
+        .expect("fired by the close");
 }
 
 #[tokio::test]
@@ -582,6 +610,67 @@ async fn observer_follows_changes_and_counts_its_work() {
     o.close().await;
     assert!(!o.is_ready());
     assert!(matches!(o.error(), Some(Error::Closed)));
+    s.close().await.unwrap();
+}
+
+/// The next ready view of the stream, within 5 s.
+async fn next_ready(
+    views: &mut (impl Stream<Item = muster_client::View> + Unpin),
+) -> muster_client::View {
+    let fut = async {
+        loop {
+            let v = views.next().await.expect("the stream ended early");
+            if v.ready {
+                return v;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), fut)
+        .await
+        .expect("a ready view within 5 s")
+}
+
+/// `views()` yields the current view, then one per change, and ends after
+/// the observer stopped.
+#[tokio::test]
+async fn observer_views_are_a_stream() {
+    let c = client("a").await;
+    let s = c.new_session("w", Duration::from_secs(10)).await.unwrap();
+    s.acquire("lease://viewing/r/a", Duration::from_secs(10), no_wait())
+        .await
+        .unwrap();
+    let o = c
+        .observe("lease://viewing/r/*", ObserveOptions::default())
+        .unwrap();
+    let mut views = o.views();
+    let first = views.next().await.expect("the current view at once");
+    let v = if first.ready {
+        first
+    } else {
+        next_ready(&mut views).await
+    };
+    assert_eq!(v.items.len(), 1, "{v:?}");
+    s.acquire("lease://viewing/r/b", Duration::from_secs(10), no_wait())
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let v = next_ready(&mut views).await;
+        if v.items.len() == 2 {
+            assert_eq!(v.items[1].route, "lease://viewing/r/b");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the new lease never showed");
+    }
+    // A second reader starts from the current view.
+    let now = o.views().next().await.unwrap();
+    assert_eq!(now.items.len(), 2);
+    o.close().await;
+    let rest: Vec<_> = tokio::time::timeout(Duration::from_secs(2), views.collect::<Vec<_>>())
+        .await
+        .expect("the stream ends once the observer stopped");
+    assert!(!rest.last().expect("the final view").ready);
+    assert!(o.views().next().await.is_some_and(|v| !v.ready));
     s.close().await.unwrap();
 }
 

@@ -1,10 +1,11 @@
 //! Round-trips every example of the contract (`openapi.yaml`, and the JSON
 //! and event-stream examples of `docs/client-operations.md`) through the
 //! wire types: decode, encode, and compare with the example (absent and null
-//! members are the same to the contract).
+//! members are the same to the contract). A unit test: the wire types are
+//! the crate's own, not public API.
 
-use muster_client::sse::Parser;
-use muster_client::wire::*;
+use crate::sse::Parser;
+use crate::wire::*;
 use serde_json::Value;
 use std::collections::VecDeque;
 
@@ -190,5 +191,5 @@ fn the_sdk_knows_every_contract_code_in_order() {
         .iter()
         .map(|c| c.as_str().unwrap())
         .collect();
-    assert_eq!(codes, muster_client::CODES);
+    assert_eq!(codes, crate::CODES);
 }
