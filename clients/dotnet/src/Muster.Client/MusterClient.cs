@@ -34,6 +34,22 @@ namespace Muster.Client
         /// WrongBroker whose Owner names that broker. Default false: the client follows.
         /// </summary>
         public bool WithoutFollow { get; set; }
+
+        /// <summary>
+        /// A PEM file of certificate authorities to trust for an https:// broker whose
+        /// certificate a private CA signed (Go: WithCAFile; the CLI's --ca-file): the
+        /// server certificate is accepted when its chain ends at one of the file's
+        /// certificates or at a root the platform already trusts, and names the host of
+        /// the URL; nothing else about validation changes. The constructor reads the file:
+        /// IOException when it cannot, ArgumentException when it holds no certificate.
+        /// It configures the HttpClient the client creates, so it cannot be combined with
+        /// HttpClient (ArgumentException): give your own handler a
+        /// ServerCertificateCustomValidationCallback instead (a client certificate for
+        /// mutual TLS goes there too: this SDK has no option for one). Needs
+        /// HttpClientHandler.ServerCertificateCustomValidationCallback (.NET Core 2.0+,
+        /// .NET Framework 4.7.1+, Mono 5+). See docs/operations.md, "TLS".
+        /// </summary>
+        public string CaFile { get; set; }
     }
 
     /// <summary>
@@ -94,12 +110,18 @@ namespace Muster.Client
             follow = !options.WithoutFollow;
             if (options.HttpClient != null)
             {
+                if (options.CaFile != null)
+                {
+                    throw new ArgumentException("muster: CaFile configures the client's own HttpClient: with MusterClientOptions.HttpClient, give its handler a ServerCertificateCustomValidationCallback instead");
+                }
                 http = options.HttpClient;
             }
             else
             {
+                var trust = options.CaFile == null ? null : CaTrust.Load(options.CaFile);
                 var h = new HttpClientHandler();
                 try { h.MaxConnectionsPerServer = 256; } catch (PlatformNotSupportedException) { }
+                if (trust != null) trust.Apply(h);
                 http = new HttpClient(h) { Timeout = Timeout.InfiniteTimeSpan };
                 ownsHttp = true;
             }
