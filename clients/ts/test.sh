@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole check of the TypeScript SDK, as `make test` runs it (tests/run.sh
 # calls this with one line): npm ci from the lockfile, the generated-types
-# staleness check, tsc --strict, eslint, the build (ESM + declarations + the
-# browser bundle), the npm pack content check, then every test against the
+# staleness check, tsc --strict, eslint, the build (ESM and CommonJS, each
+# with its declarations, and the browser bundle with its own), the npm pack
+# content check, then every test against the
 # real broker: unit and SDK tests, the shared conformance scenarios through
 # the harness (with broken observer variants), and the bundle in headless
 # Chromium. Installs Node and Chromium from Debian packages when absent.
@@ -40,9 +41,9 @@ npm run --silent build >/dev/null
 step "npm pack --dry-run"
 npm pack --dry-run --json 2>/dev/null | node -e '
 const files = JSON.parse(require("fs").readFileSync(0, "utf8"))[0].files.map((f) => f.path).sort();
-const must = ["package.json", "README.md", "dist/index.js", "dist/index.d.ts", "dist/observe.js", "dist/observe.d.ts", "dist/api/schema.d.ts", "dist/browser/muster.js"];
+const must = ["package.json", "README.md", "dist/index.js", "dist/index.d.ts", "dist/observe.js", "dist/observe.d.ts", "dist/api/schema.d.ts", "dist/cjs/package.json", "dist/cjs/index.js", "dist/cjs/index.d.ts", "dist/cjs/api/schema.d.ts", "dist/browser/muster.js", "dist/browser/muster.d.ts"];
 const missing = must.filter((f) => !files.includes(f));
-const stray = files.filter((f) => !(f === "package.json" || f === "README.md" || /^dist\/.*\.(js|d\.ts)$/.test(f)));
+const stray = files.filter((f) => !(f === "package.json" || f === "README.md" || f === "dist/cjs/package.json" || /^dist\/.*\.(js|d\.ts)$/.test(f)));
 if (missing.length || stray.length) {
   console.error("npm pack content: missing", missing, "unexpected", stray);
   process.exit(1);
@@ -63,7 +64,7 @@ fi
 step "tests"
 # Type-checked above: esbuild only transpiles src and test to .build, file by file.
 npx --no-install esbuild $(find src test -name '*.ts') --outdir=.build --outbase=. --format=esm --platform=node --target=node20 --log-level=warning
-tests=(.build/test/sse.test.js .build/test/errors.test.js .build/test/follow.test.js .build/test/deadline.test.js .build/test/loss.test.js .build/test/stream.test.js .build/test/sdk.test.js .build/test/batch.test.js .build/test/limits.test.js .build/test/observe.test.js .build/test/conformance.test.js)
+tests=(.build/test/sse.test.js .build/test/errors.test.js .build/test/follow.test.js .build/test/deadline.test.js .build/test/loss.test.js .build/test/stream.test.js .build/test/sdk.test.js .build/test/batch.test.js .build/test/limits.test.js .build/test/observe.test.js .build/test/idioms.test.js .build/test/package.test.js .build/test/conformance.test.js)
 if [[ "${MUSTER_TEST_BROWSER:-on}" != "off" ]]; then
 	tests+=(.build/test/browser.test.js)
 fi

@@ -42,8 +42,25 @@ export function jittered(d: number, j: number): number {
   return d * (1 + j * (2 * Math.random() - 1));
 }
 
-/** Resolves after ms, or rejects with the signal's reason when it aborts first; leaves no timer behind. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/**
+ * Marks a timer as one that does not keep Node running by itself (a
+ * background duty: a session's keepalive, a lease's local deadline): the
+ * process may exit when nothing else is left to do, and while
+ * anything else keeps it running the timer fires as scheduled. A no-op where
+ * timers have no unref (browsers, which never "exit").
+ */
+export function unref<T>(t: T): T {
+  const u = t as unknown as { unref?: unknown } | null;
+  if (typeof u === "object" && u !== null && typeof u.unref === "function") (u as { unref(): unknown }).unref();
+  return t;
+}
+
+/**
+ * Resolves after ms, or rejects with the signal's reason when it aborts
+ * first; leaves no timer behind. With background, its timer does not keep
+ * Node running (unref).
+ */
+export function sleep(ms: number, signal?: AbortSignal, background = false): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(signal.reason as Error);
@@ -57,6 +74,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       signal?.removeEventListener("abort", onAbort);
       resolve();
     }, ms);
+    if (background) unref(t);
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }

@@ -5,6 +5,7 @@ import { LeaseLostError, MusterError, ReleasedError, isCode } from "./errors.js"
 import { Lease, adopt, ownershipGone } from "./lease.js";
 import { parseRoute, type Route } from "./list.js";
 import type { Session } from "./session.js";
+import { signalOf } from "./internal/signal.js";
 
 /** The most operations one batch may carry (the contract's BatchRequest.ops maxItems). */
 export const maxBatchOps = 256;
@@ -126,7 +127,7 @@ export class Batch {
     const c = s.client;
     let resp;
     try {
-      resp = await c.call(c.raw.POST("/v1/leases/batch", { body: { session_id: s.id, ops }, signal: options.signal }), 200);
+      resp = await c.call(c.raw.POST("/v1/leases/batch", { body: { session_id: s.id, ops }, ...signalOf(options.signal) }), 200);
     } catch (e) {
       c.losses.notFound(s, e); // every lease of the session is lost with it
       if (isCode(e, "session_not_found")) {

@@ -8,6 +8,8 @@ import createClient, { type Client } from "openapi-fetch";
 import type { paths } from "./api/schema.js";
 import { MusterError, problemError } from "./errors.js";
 import { Fleet } from "./fleet.js";
+import { asyncDispose } from "./internal/dispose.js";
+import { Broken, isBroken } from "./internal/faults.js";
 import { Losses } from "./loss.js";
 import { getLease, listPage, listItems, listPages, type Item, type LeaseStatus, type ListOptions, type Page } from "./list.js";
 import { Observer, type ObserveOptions } from "./observe.js";
@@ -17,15 +19,15 @@ import { openWatch, type Subscription, type WatchOptions } from "./watch.js";
 /** Options of a MusterClient. */
 export interface ClientOptions {
   /** Sent as the bearer token of every request (a dev-mode broker needs none). */
-  token?: string;
+  token?: string | undefined;
   /** The fetch implementation (default: globalThis.fetch at call time). */
-  fetch?: typeof globalThis.fetch;
+  fetch?: typeof globalThis.fetch | undefined;
   /**
    * Turns off following wrong_broker answers: a request for a family that
    * another broker serves then fails with a MusterError wrong_broker whose
    * `owner` names that broker. Default false: the client follows.
    */
-  withoutFollow?: boolean;
+  withoutFollow?: boolean | undefined;
 }
 
 /** The wrong_broker answers one request follows, at most. */
@@ -34,7 +36,12 @@ export const maxFollows = 2;
 /** Options every request accepts. */
 export interface RequestOptions {
   /** Cancels the request. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
+}
+
+/** Something a client opened that close() closes: a session, an observer, a watch stream. */
+interface Closable {
+  close(): Promise<void>;
 }
 
 /** The answer openapi-fetch gives for one operation. */
@@ -96,33 +103,13 @@ export class MusterClient {
   #cur = 0;
   /** The owner a 421 wrong_broker named (docs/placement.md); undefined for none. */
   #owner: URL | undefined;
-  /** @internal conformance tests only: never forget an owner that stopped answering. */
-  stickyOwner = false;
-  /** @internal conformance tests only: every base URL but the first is ignored. */
-  singleBroker = false;
-  /**
-   * @internal conformance tests only: a family_unavailable answer moves the
-   * client nowhere (its sessions there are still lost promptly).
-   */
-  stayOnUnavailable = false;
-  /** @internal conformance tests only: a lease's loss is never reported (`lost` never aborts). */
-  neverLost = false;
-  /**
-   * @internal conformance tests only: a grant's local deadline is send + TTL
-   * (the old rule), ignoring the answer's expires_after_request_ms.
-   */
-  sendPlusTtl = false;
-  /**
-   * @internal conformance tests only: a session is lost at its keepalive
-   * only; another epoch, family_unavailable or session_not_found from its
-   * broker end nothing at once (loss.ts).
-   */
-  lateLoss = false;
   #epoch = "";
   /** @internal the live sessions of this client, for prompt loss (loss.ts). */
-  readonly losses = new Losses(() => this.lateLoss);
+  readonly losses = new Losses(() => isBroken(this, Broken.LateLoss));
   /** The host (host:port) that answered each response fetch returned. */
   readonly #hosts = new WeakMap<Response, string>();
+  /** What this client opened that is still open (close). */
+  readonly #open = new Set<Closable>();
 
   /**
    * baseUrls: the broker's base URL, or the base URLs of several brokers in
@@ -154,7 +141,7 @@ export class MusterClient {
 
   /** The number of base URLs the client uses. */
   get #n(): number {
-    return this.singleBroker ? 1 : this.#bases.length;
+    return isBroken(this, Broken.SingleBroker) ? 1 : this.#bases.length;
   }
 
   /** Where the next request goes: the remembered owner, else the current base URL. */
@@ -168,7 +155,7 @@ export class MusterClient {
    */
   #moveOn(t: URL): void {
     if (t === this.#owner) {
-      if (!this.stickyOwner) this.#owner = undefined;
+      if (!isBroken(this, Broken.StickyOwner)) this.#owner = undefined;
     } else if (this.#owner === undefined && t === this.#bases[this.#cur % this.#n]) {
       this.#cur = (this.#cur + 1) % this.#n;
     }
@@ -204,7 +191,7 @@ export class MusterClient {
       const t = this.#target();
       const to = rebase(url, t);
       const req =
-        input instanceof Request ? new Request(to, { method: input.method, headers: input.headers, body, signal: input.signal }) : to;
+        input instanceof Request ? new Request(to, { method: input.method, headers: input.headers, body: body ?? null, signal: input.signal }) : to;
       let resp: Response;
       try {
         resp = await f(req, input instanceof Request ? undefined : init);
@@ -218,7 +205,7 @@ export class MusterClient {
       }
       resp = await this.#record(resp, t.host);
       if (resp.status === 503 && (await isProblem(resp, "family_unavailable"))) {
-        if (this.stayOnUnavailable) return resp;
+        if (isBroken(this, Broken.StayOnUnavailable)) return resp;
         this.#moveOn(t);
         fails++;
         if (fails < this.#n + maxFollows && (this.#n > 1 || t !== this.#bases[0])) {
@@ -323,6 +310,43 @@ export class MusterClient {
   /** The fleet at root: one or more legal segments joined by "/". */
   fleet(root: string): Fleet {
     return new Fleet(this, root);
+  }
+
+  /** @internal registers r, which this client opened, for close(). */
+  opened(r: Closable): void {
+    this.#open.add(r);
+  }
+
+  /** @internal forgets r, which ended. */
+  ended(r: Closable): void {
+    this.#open.delete(r);
+  }
+
+  /**
+   * Closes everything this client opened that is still open: its observers
+   * and watch streams first, then its sessions (which releases their leases
+   * at the broker). The client itself holds no connection and stays usable.
+   * Every close is tried; it then rejects with the failure, or an
+   * AggregateError when several failed. `await using c = new
+   * MusterClient(...)` calls it at the end of the scope.
+   */
+  async close(): Promise<void> {
+    const open = [...this.#open];
+    const streams = open.filter((r) => !(r instanceof Session));
+    const sessions = open.filter((r) => r instanceof Session);
+    const errs: unknown[] = [];
+    for (const group of [streams, sessions]) {
+      for (const r of await Promise.allSettled(group.map((x) => x.close()))) {
+        if (r.status === "rejected") errs.push(r.reason);
+      }
+    }
+    if (errs.length === 1) throw errs[0];
+    if (errs.length > 1) throw new AggregateError(errs, "muster: closing the client's sessions, observers and streams");
+  }
+
+  /** close(): `await using c = new MusterClient(...)`. */
+  [asyncDispose](): Promise<void> {
+    return this.close();
   }
 }
 

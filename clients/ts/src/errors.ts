@@ -218,8 +218,12 @@ export class StreamEndError extends StreamEndedError {
   }
 }
 
-/** Reports whether err is a MusterError with the given code. */
-export function isCode(err: unknown, code: Code): boolean {
+/**
+ * Reports whether err is a MusterError with the given code; a type guard, so
+ * that `if (isCode(e, "lease_held")) e.status` type-checks in a `catch (e)`
+ * (where e is `unknown`), and `e.code` is then narrowed to the literal.
+ */
+export function isCode<C extends Code>(err: unknown, code: C): err is MusterError & { readonly code: C } {
   return err instanceof MusterError && err.code === code;
 }
 

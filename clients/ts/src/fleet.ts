@@ -4,6 +4,7 @@
  * the desired set; forget is the one way out.
  */
 import type { MusterClient, RequestOptions } from "./client.js";
+import { signalOf } from "./internal/signal.js";
 
 /** One entry of the desired set: its minted name and the spec exactly as registered. */
 export interface Spec {
@@ -55,7 +56,7 @@ export class Fleet {
   async register(kind: string, spec: unknown, options: RequestOptions = {}): Promise<Spec> {
     const c = this.#c;
     const row = await c.call(
-      c.raw.POST("/v1/fleets/{root}/specs", { params: { path: { root: this.root } }, body: { kind, spec }, signal: options.signal }),
+      c.raw.POST("/v1/fleets/{root}/specs", { params: { path: { root: this.root } }, body: { kind, spec }, ...signalOf(options.signal) }),
       201,
     );
     return { name: row.name, spec: row.spec };
@@ -65,7 +66,7 @@ export class Fleet {
   async get(name: string, options: RequestOptions = {}): Promise<Spec> {
     const c = this.#c;
     const row = await c.call(
-      c.raw.GET("/v1/fleets/{root}/specs/{name}", { params: { path: { root: this.root, name } }, signal: options.signal }),
+      c.raw.GET("/v1/fleets/{root}/specs/{name}", { params: { path: { root: this.root, name } }, ...signalOf(options.signal) }),
       200,
     );
     return { name: row.name, spec: row.spec };
@@ -78,7 +79,7 @@ export class Fleet {
    */
   async forget(name: string, options: RequestOptions = {}): Promise<void> {
     const c = this.#c;
-    await c.call(c.raw.DELETE("/v1/fleets/{root}/specs/{name}", { params: { path: { root: this.root, name } }, signal: options.signal }), 204);
+    await c.call(c.raw.DELETE("/v1/fleets/{root}/specs/{name}", { params: { path: { root: this.root, name } }, ...signalOf(options.signal) }), 204);
   }
 
   /** Iterates over the desired set in name order, one request per page (of up to 1,000), lazily. */
@@ -89,7 +90,7 @@ export class Fleet {
       const query: { limit: number; cursor?: string } = { limit: 1000 };
       if (cursor !== undefined) query.cursor = cursor;
       const page = await c.call(
-        c.raw.GET("/v1/fleets/{root}/specs", { params: { path: { root: this.root }, query }, signal: options.signal }),
+        c.raw.GET("/v1/fleets/{root}/specs", { params: { path: { root: this.root }, query }, ...signalOf(options.signal) }),
         200,
       );
       for (const row of page.items) yield { name: row.name, spec: row.spec };
@@ -125,7 +126,7 @@ export class Fleet {
   /** Asks the broker for the pure difference of desired and live (both sorted in the answer). It changes nothing. */
   async plan(desired: readonly string[], live: readonly string[], options: RequestOptions = {}): Promise<Plan> {
     const c = this.#c;
-    const p = await c.call(c.raw.POST("/v1/fleets/plan", { body: { desired: [...desired], live: [...live] }, signal: options.signal }), 200);
+    const p = await c.call(c.raw.POST("/v1/fleets/plan", { body: { desired: [...desired], live: [...live] }, ...signalOf(options.signal) }), 200);
     return { missing: p.missing, orphans: p.orphans, revision: 0 };
   }
 
@@ -146,7 +147,7 @@ export class Fleet {
     for (;;) {
       const query: { live: string; cursor?: string } = { live: liveSelector };
       if (cursor !== undefined) query.cursor = cursor;
-      const g = await c.call(c.raw.GET("/v1/fleets/{root}/gap", { params: { path: { root: this.root }, query }, signal: options.signal }), 200);
+      const g = await c.call(c.raw.GET("/v1/fleets/{root}/gap", { params: { path: { root: this.root }, query }, ...signalOf(options.signal) }), 200);
       for (const n of g.missing) missing.push(n);
       for (const n of g.orphans) orphans.push(n);
       revision = g.revision;

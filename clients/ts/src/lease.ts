@@ -1,9 +1,13 @@
 /** Leases: the only ownership handle of this package. */
 import type { components } from "./api/schema.js";
+import { unref } from "./backoff.js";
 import type { RequestOptions } from "./client.js";
 import { LeaseLostError, MusterError, ReleasedError, isCode } from "./errors.js";
+import { asyncDispose } from "./internal/dispose.js";
+import { Broken, isBroken } from "./internal/faults.js";
 import { parseRoute, type Route } from "./list.js";
 import type { Session } from "./session.js";
+import { signalOf } from "./internal/signal.js";
 
 /** Options of acquire and withLease. */
 export interface AcquireOptions extends RequestOptions {
@@ -13,7 +17,7 @@ export interface AcquireOptions extends RequestOptions {
    * the wait ends without a grant the acquisition fails with wait_timeout.
    * Aborting the signal leaves the queue.
    */
-  waitMs?: number;
+  waitMs?: number | undefined;
 }
 
 /**
@@ -104,7 +108,7 @@ export class Lease {
         c.raw.POST("/v1/leases/{realm}/{area}/{resource}/extend", {
           params: { path: this.#r },
           body: { session_id: this.#s.id, fencing_token: this.fencingToken, ttl_ms: ttlMs },
-          signal: options.signal,
+          ...signalOf(options.signal),
         }),
         200,
       );
@@ -154,7 +158,7 @@ export class Lease {
         c.raw.POST("/v1/leases/{realm}/{area}/{resource}/release", {
           params: { path: this.#r },
           body: { session_id: this.#s.id, fencing_token: this.fencingToken },
-          signal: options.signal,
+          ...signalOf(options.signal),
         }),
         204,
       );
@@ -166,17 +170,28 @@ export class Lease {
     }
   }
 
+  /**
+   * release(): `await using lease = await session.acquire(...)` releases the
+   * lease at the end of the scope (at once when it was lost already).
+   */
+  [asyncDispose](): Promise<void> {
+    return this.release();
+  }
+
   /** @internal (re)arms the local deadline, a time on the monotonic clock (performance.now). */
   arm(deadline: number): void {
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
-      this.end(new LeaseLostError(new MusterError("lease_expired", "the local deadline passed without a successful extension")));
-    }, Math.max(0, deadline - performance.now()));
+    // unref'd: a deadline is a bound, not work; it keeps no process running.
+    this.#timer = unref(
+      setTimeout(() => {
+        this.end(new LeaseLostError(new MusterError("lease_expired", "the local deadline passed without a successful extension")));
+      }, Math.max(0, deadline - performance.now())),
+    );
   }
 
   /** @internal records why the lease is not held, once. */
   end(cause: Error): void {
-    if (this.#lost.signal.aborted || (this.#s.client.neverLost && !(cause instanceof ReleasedError))) return;
+    if (this.#lost.signal.aborted || (isBroken(this.#s.client, Broken.NeverLost) && !(cause instanceof ReleasedError))) return;
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#lost.abort(cause);
@@ -199,7 +214,7 @@ export async function acquire(s: Session, route: string, ttlMs: number, o: Acqui
   const c = s.client;
   let out;
   try {
-    out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, signal: o.signal }), 200);
+    out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, ...signalOf(o.signal) }), 200);
   } catch (e) {
     c.losses.notFound(s, e);
     throw e;
@@ -223,7 +238,7 @@ export function adopt(s: Session, r: Route, out: AcquireAnswer, t0: number, ttlM
     if (l !== undefined && l.fencingToken === out.fencing_token) return l;
   }
   const l = new Lease(s, r, out);
-  l.arm(s.client.sendPlusTtl ? t0 + ttlMs : localDeadline(out, t0, ttlMs));
+  l.arm(isBroken(s.client, Broken.SendPlusTtl) ? t0 + ttlMs : localDeadline(out, t0, ttlMs));
   if (!s.track(l)) l.end(new LeaseLostError(s.err));
   return l;
 }
@@ -265,6 +280,10 @@ export async function withLease<T>(
   l.lost.addEventListener("abort", onLost, { once: true });
   if (l.err !== null) onLost();
   const interval = ttlMs / 3;
+  // Not unref'd, unlike the session's keepalive and the local deadline: fn is
+  // the caller's work in progress, awaited through withLease, so the process
+  // runs until it settles, even when fn waits for nothing but the loss
+  // (see "Process exit" in the README).
   const renew = setInterval(() => {
     if (work.signal.aborted) return;
     const t = AbortSignal.timeout(interval);

@@ -2,6 +2,7 @@
 import type { components } from "./api/schema.js";
 import type { MusterClient, RequestOptions } from "./client.js";
 import { MusterError } from "./errors.js";
+import { signalOf } from "./internal/signal.js";
 
 type LeaseItem = components["schemas"]["LeaseItem"];
 
@@ -41,12 +42,12 @@ export function itemFrom(i: LeaseItem): Item {
 /** Options of list, listPages and listPage. */
 export interface ListOptions extends RequestOptions {
   /** The page size, 1..500; 0 or absent means the broker's default (100). */
-  limit?: number;
+  limit?: number | undefined;
   /**
    * Continues a snapshot: a Page's nextCursor, or the nextCursor of a watch
    * marker. It is bound to the selector (and family, epoch and snapshot).
    */
-  cursor?: string;
+  cursor?: string | undefined;
 }
 
 /** One page of held leases, read from the snapshot of broker lifetime epoch at revision. */
@@ -63,7 +64,7 @@ export async function listPage(c: MusterClient, selector: string, o: ListOptions
   const query: { selector: string; limit?: number; cursor?: string } = { selector };
   if (o.limit) query.limit = o.limit;
   if (o.cursor) query.cursor = o.cursor;
-  const p = await c.call(c.raw.GET("/v1/leases", { params: { query }, signal: o.signal }), 200);
+  const p = await c.call(c.raw.GET("/v1/leases", { params: { query }, ...signalOf(o.signal) }), 200);
   return {
     items: p.items.map(itemFrom),
     nextCursor: p.next_cursor ?? "",
@@ -120,7 +121,7 @@ export interface LeaseStatus {
 /** @internal */
 export async function getLease(c: MusterClient, route: string, o: RequestOptions): Promise<LeaseStatus> {
   const r = parseRoute(route);
-  const s = await c.call(c.raw.GET("/v1/leases/{realm}/{area}/{resource}", { params: { path: r }, signal: o.signal }), 200);
+  const s = await c.call(c.raw.GET("/v1/leases/{realm}/{area}/{resource}", { params: { path: r }, ...signalOf(o.signal) }), 200);
   let item: Item | null = null;
   if (s.held) {
     item = Object.freeze({

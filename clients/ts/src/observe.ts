@@ -3,10 +3,12 @@
  * built by the design §9 algorithm (the same as the Go SDK's observe.go).
  */
 import type { MusterClient } from "./client.js";
-import { Broken, brokenKey } from "./broken.js";
 import { Backoff, defaultReconcileJitter, jittered, reconcileInterval } from "./backoff.js";
 import { ClosedError, MusterError, isCode } from "./errors.js";
+import { asyncDispose } from "./internal/dispose.js";
+import { Broken, brokenModes } from "./internal/faults.js";
 import { listPage, type Item } from "./list.js";
+import { viewsOf, type View } from "./views.js";
 import { openWatch, type Change, type Marker, type Subscription } from "./watch.js";
 
 /** Recovery backoff of the observer: 50 ms doubling to 2 s, jittered. */
@@ -22,38 +24,23 @@ export interface ObserveOptions {
    * reconciliation interval is derived from it (reconcileInterval). Must not
    * be negative; 0 (the default) means unknown.
    */
-  shortestTtlMs?: number;
+  shortestTtlMs?: number | undefined;
   /** The periodic reconciliation interval (ms) instead of the default formula. At least 10 ms. */
-  reconcileIntervalMs?: number;
+  reconcileIntervalMs?: number | undefined;
   /**
    * The jitter of the reconciliation interval as a fraction: each period is
    * drawn uniformly from interval·[1-j, 1+j]. In [0, 1); default 0.2. 0 makes
    * every period exact (tests); a fleet should keep some jitter so that its
    * observers do not relist in lockstep.
    */
-  reconcileJitter?: number;
+  reconcileJitter?: number | undefined;
   /** The LIST page size used to read the rest of a snapshot, 1..500 (default 500). */
-  pageSize?: number;
+  pageSize?: number | undefined;
   /** Bounds the observer's life like close(). */
-  signal?: AbortSignal;
-  /** @internal deliberate faults for the conformance tests (broken.ts); 0 in production. */
-  [brokenKey]?: number;
+  signal?: AbortSignal | undefined;
 }
 
-/** A copy of an observer's view. */
-export interface View {
-  /**
-   * True once a bootstrap completed, until the next event that may have made
-   * the view stale (then items is the last known state).
-   */
-  readonly ready: boolean;
-  /** The broker lifetime the items belong to. */
-  readonly epoch: string;
-  /** The broker revision the items are at. */
-  readonly revision: number;
-  /** Sorted by route. */
-  readonly items: readonly Item[];
-}
+export type { View };
 
 /** What an observer did. */
 export interface ObserverStats {
@@ -102,7 +89,7 @@ const fatalCodes = ["invalid_selector", "invalid_request", "unauthenticated", "f
  * close() stops it promptly even while a request hangs, and leaves no timer
  * and no socket behind.
  */
-export class Observer {
+export class Observer implements AsyncIterable<View> {
   /** The observed selector. */
   readonly selector: string;
   /** The (unjittered) periodic reconciliation interval in ms. */
@@ -150,7 +137,7 @@ export class Observer {
     this.reconcileEveryMs = o.reconcileIntervalMs ?? reconcileInterval(shortest);
     this.#jitter = jitter;
     this.#pageSize = pageSize;
-    this.#broken = o[brokenKey] ?? 0;
+    this.#broken = brokenModes(c); // 0 unless the conformance tests broke the client
     this.#done = new Promise((resolve) => (this.#resolveDone = resolve));
     const outer = o.signal;
     const onAbort = (): void => void this.#shutdown(outer?.reason instanceof Error ? outer.reason : new ClosedError());
@@ -160,6 +147,7 @@ export class Observer {
       onAbort();
       return;
     }
+    c.opened(this); // MusterClient.close closes it
     this.#start(); // the first bootstrap starts at once
   }
 
@@ -221,6 +209,22 @@ export class Observer {
     return this.#shutdown(new ClosedError());
   }
 
+  /** close(): `await using o = client.observe(...)` stops the observer at the end of the scope. */
+  [asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /**
+   * `for await (const view of observer)`: the current view at once, then the
+   * newest view after each change, coalesced (a slow loop body skips
+   * intermediate views, nothing queues up). The loop ends when the observer
+   * stops: quietly after close(), otherwise it throws `error` (forbidden, …).
+   * Breaking out of the loop does not close the observer.
+   */
+  [Symbol.asyncIterator](): AsyncGenerator<View, void, undefined> {
+    return viewsOf(this);
+  }
+
   async #shutdown(cause: Error): Promise<void> {
     this.#stopErr ??= cause;
     if (!this.#ac.signal.aborted) {
@@ -242,6 +246,7 @@ export class Observer {
   }
 
   #stop(): void {
+    this.#c.ended(this);
     this.#err = this.#stopErr;
     this.#ready = false;
     this.#stopped = true;

@@ -1,10 +1,12 @@
 /** Sessions: a worker's liveness, kept alive in the background. */
 import type { MusterClient, RequestOptions } from "./client.js";
-import { Backoff, sleep } from "./backoff.js";
+import { Backoff, sleep, unref } from "./backoff.js";
 import { Batch } from "./batch.js";
 import { ClosedError, LeaseLostError, SessionLostError, isAbort, isCode } from "./errors.js";
 import { Lease, acquire, withLease, type AcquireOptions } from "./lease.js";
 import { openWatch, type Subscription, type WatchOptions } from "./watch.js";
+import { asyncDispose } from "./internal/dispose.js";
+import { signalOf } from "./internal/signal.js";
 
 /** Options of MusterClient.session: the signal bounds the creating request only. */
 export type SessionOptions = RequestOptions;
@@ -59,10 +61,11 @@ export class Session {
   /** @internal use MusterClient.session. */
   static async create(c: MusterClient, ownerId: string, ttlMs: number, o: SessionOptions): Promise<Session> {
     const t0 = performance.now();
-    const answer = c.raw.POST("/v1/sessions", { body: { owner_id: ownerId, ttl_ms: ttlMs }, signal: o.signal });
+    const answer = c.raw.POST("/v1/sessions", { body: { owner_id: ownerId, ttl_ms: ttlMs }, ...signalOf(o.signal) });
     const out = await c.call(answer, 201);
     const s = new Session(c, out, c.answeredBy((await answer).response));
     c.losses.track(s);
+    c.opened(s);
     s.#loop = s.#keepalive(t0 + s.ttlMs);
     return s;
   }
@@ -136,10 +139,15 @@ export class Session {
     }
     this.end(new ClosedError());
     try {
-      await this.#c.call(this.#c.raw.DELETE("/v1/sessions/{session_id}", { params: { path: { session_id: this.id } }, signal: options.signal }), 204);
+      await this.#c.call(this.#c.raw.DELETE("/v1/sessions/{session_id}", { params: { path: { session_id: this.id } }, ...signalOf(options.signal) }), 204);
     } catch (e) {
       if (!isCode(e, "session_not_found")) throw e;
     }
+  }
+
+  /** close(): `await using s = await client.session(...)` closes the session at the end of the scope. */
+  [asyncDispose](): Promise<void> {
+    return this.close();
   }
 
   /**
@@ -151,6 +159,7 @@ export class Session {
     this.#ended.abort(cause);
     this.#stopLoop.abort();
     this.#c.losses.untrack(this);
+    this.#c.ended(this);
     const leases = [...this.#leases.values()];
     this.#leases.clear();
     for (const l of leases) l.end(new LeaseLostError(cause));
@@ -171,7 +180,7 @@ export class Session {
     let lastErr: unknown = null;
     for (;;) {
       try {
-        await sleep(wait, stop);
+        await sleep(wait, stop, true); // unref'd: see "Process exit" in the README
       } catch {
         return;
       }
@@ -184,7 +193,7 @@ export class Session {
       const rac = new AbortController();
       const onStop = (): void => rac.abort();
       stop.addEventListener("abort", onStop, { once: true });
-      const t = setTimeout(() => rac.abort(), Math.max(0, deadline - t0));
+      const t = unref(setTimeout(() => rac.abort(), Math.max(0, deadline - t0)));
       try {
         await this.#c.call(
           this.#c.raw.POST("/v1/sessions/{session_id}/keepalive", { params: { path: { session_id: this.id } }, signal: rac.signal }),

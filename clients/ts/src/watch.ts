@@ -8,6 +8,8 @@ import type { MusterClient, RequestOptions } from "./client.js";
 import { ClosedError, MusterError, StreamEndedError, StreamEndError, problemError, type StreamEndReason } from "./errors.js";
 import { itemFrom, type Item } from "./list.js";
 import { SSEParser, type SSEEvent } from "./sse.js";
+import { asyncDispose } from "./internal/dispose.js";
+import { signalOf } from "./internal/signal.js";
 
 /** How the held set changed for a route: acquired adds (or replaces) the holder; every other kind removes it. */
 export type ChangeKind = components["schemas"]["ChangeKind"];
@@ -111,6 +113,7 @@ export class Subscription implements AsyncIterable<Change> {
     this.#parser = stream.parser;
     this.#queue = stream.queue;
     this.marker = marker;
+    c.opened(this);
   }
 
   /** null while the stream is open, then why it ended. */
@@ -177,6 +180,11 @@ export class Subscription implements AsyncIterable<Change> {
     if (this.#reading !== null) await this.#reading.catch(() => undefined);
   }
 
+  /** close(): `await using sub = await client.watch(...)` ends the stream at the end of the scope. */
+  [asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
   /**
    * Removes the registration of selector (the original string given to
    * watch) from the session; the broker ends the stream with unsubscribed
@@ -190,7 +198,7 @@ export class Subscription implements AsyncIterable<Change> {
     await this.#c.call(
       this.#c.raw.DELETE("/v1/sessions/{session_id}/subscriptions", {
         params: { path: { session_id: this.#session.id }, query: { selector } },
-        signal: options.signal,
+        ...signalOf(options.signal),
       }),
       204,
     );
@@ -236,6 +244,7 @@ export class Subscription implements AsyncIterable<Change> {
     this.#queue = [];
     this.#unlink();
     this.#ac.abort();
+    this.#c.ended(this);
   }
 }
 

@@ -3,7 +3,7 @@
 // it must catch.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { Broken } from "../src/broken.js";
+import { Broken } from "../src/internal/faults.js";
 import { Harness, ScenarioSkipped, loadScenarios, runScenario, selectorMatches } from "./conformance.js";
 
 /** Per scenario, the broken observer it must catch (the Go runner's table). */

@@ -11,7 +11,7 @@ import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { MusterClient, MusterError, ClosedError, LeaseLostError, advice, type Lease, type ObserveOptions, type Session } from "../src/index.js";
-import { Broken, brokenKey } from "../src/broken.js";
+import { Broken, breakClient } from "../src/internal/faults.js";
 
 /** The clients/conformance directory (this file runs from clients/ts/.build/test). */
 export const conformanceDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "conformance");
@@ -85,7 +85,7 @@ export class Harness {
   }
 
   async #json(method: string, path: string, body?: string): Promise<unknown> {
-    const r = await fetch(this.control + path, { method, body, headers: body ? { "Content-Type": "application/json" } : {} });
+    const r = await fetch(this.control + path, { method, body: body ?? null, headers: body ? { "Content-Type": "application/json" } : {} });
     const text = await r.text();
     if (r.status >= 300) {
       const p = (text.startsWith("{") ? JSON.parse(text) : {}) as { code?: string; detail?: string };
@@ -153,23 +153,25 @@ export interface ObserverHandle {
  * Starts observers: the runner's only dependency on where the SDK runs.
  * bases: the harness's proxy URL, or the base URLs of a step's brokers.
  */
-export type ObserverFactory = (bases: readonly string[], secret: string, selector: string, opts: ObserveOptions) => Promise<ObserverHandle>;
+export type ObserverFactory = (
+  bases: readonly string[],
+  secret: string,
+  selector: string,
+  opts: ObserveOptions,
+  /** The scenario's broken variant (a bitwise or of Broken), 0 for none. */
+  broken: number,
+) => Promise<ObserverHandle>;
 
 /** A client of the given base URLs (the proxy, or a step's brokers), broken as the scenario's variant asks. */
 function runnerClient(bases: readonly string[], secret: string, broken: number): MusterClient {
   const c = new MusterClient(bases, { token: secret, withoutFollow: (broken & Broken.NoFollow) !== 0 });
-  c.stickyOwner = (broken & Broken.StickyOwner) !== 0;
-  c.singleBroker = (broken & Broken.SingleBroker) !== 0;
-  c.stayOnUnavailable = (broken & Broken.StayOnUnavailable) !== 0;
-  c.neverLost = (broken & Broken.NeverLost) !== 0;
-  c.sendPlusTtl = (broken & Broken.SendPlusTtl) !== 0;
-  c.lateLoss = (broken & Broken.LateLoss) !== 0;
+  breakClient(c, broken);
   return c;
 }
 
 /** The factory of this process: the SDK's Observer, through the harness's proxy. */
-export const nodeObservers: ObserverFactory = (bases, secret, selector, opts) => {
-  const o = runnerClient(bases, secret, opts[brokenKey] ?? 0).observe(selector, opts);
+export const nodeObservers: ObserverFactory = (bases, secret, selector, opts, broken) => {
+  const o = runnerClient(bases, secret, broken).observe(selector, opts);
   return Promise.resolve({
     state: () => {
       const v = o.view();
@@ -399,8 +401,7 @@ async function runObserverOp(
       if (typeof s["reconcile_ms"] === "number") opts.reconcileIntervalMs = s["reconcile_ms"];
       if (typeof s["jitter"] === "number") opts.reconcileJitter = s["jitter"];
       if (typeof s["shortest_ttl_ms"] === "number") opts.shortestTtlMs = s["shortest_ttl_ms"];
-      if (broken !== 0) opts[brokenKey] = broken;
-      observers.set(name, { o: await factory(await h.bases(s["brokers"]), need(h.tokens[token], `token ${token}`), selector, opts), token, selector });
+      observers.set(name, { o: await factory(await h.bases(s["brokers"]), need(h.tokens[token], `token ${token}`), selector, opts, broken), token, selector });
       return;
     }
     case "wait_ready":

@@ -3,8 +3,14 @@
 // chosen delay with a chosen body, so the rule's arithmetic is checked on its
 // own. The real broker's side is in sdk.test.ts.
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { after, test } from "node:test";
 import { LeaseLostError, MusterClient, isCode, type Lease } from "../src/index.js";
+
+// These tests wait for nothing but a lease's loss against a fake broker (no
+// socket): the SDK's deadline and keepalive timers are unref'd (README,
+// "Process exit"), so the file keeps Node running itself, as such a program must.
+const keepRunning = setInterval(() => undefined, 60_000);
+after(() => clearInterval(keepRunning));
 
 const session = {
   session_id: "0123456789abcdef0123456789abcdef",

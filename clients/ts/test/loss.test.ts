@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { afterEach, describe, test } from "node:test";
 import { LeaseLostError, MusterClient, SessionLostError, isCode, type Lease, type Session } from "../src/index.js";
 import { startBroker, tokens } from "./broker.js";
+import { Broken, breakClient } from "../src/internal/faults.js";
 
 const sessionBody = {
   session_id: "0123456789abcdef0123456789abcdef",
@@ -247,7 +248,7 @@ describe("prompt loss, against a fake broker", () => {
 
   test("late loss (the conformance tests' broken client) ends nothing at once", async () => {
     const b = fakeBroker();
-    b.c.lateLoss = true;
+    breakClient(b.c, Broken.LateLoss);
     const s = await session(b.c, 60_000);
     const l = await s.acquire("lease://acme/jobs/one", 60_000);
     b.epoch = "e2";

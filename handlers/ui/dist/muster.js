@@ -688,6 +688,11 @@ function problemError(status, statusText2, contentType, body) {
   return new MusterError(code, `HTTP ${status} without a problem body: ${text.slice(0, 200).trim()}`, status, statusText2);
 }
 
+// src/internal/signal.ts
+function signalOf(signal) {
+  return signal === void 0 ? {} : { signal };
+}
+
 // src/fleet.ts
 var Fleet = class {
   /** One or more legal segments (lowercase letters, digits, '-' and '_') joined by '/'. */
@@ -702,7 +707,7 @@ var Fleet = class {
   async register(kind, spec, options = {}) {
     const c = this.#c;
     const row = await c.call(
-      c.raw.POST("/v1/fleets/{root}/specs", { params: { path: { root: this.root } }, body: { kind, spec }, signal: options.signal }),
+      c.raw.POST("/v1/fleets/{root}/specs", { params: { path: { root: this.root } }, body: { kind, spec }, ...signalOf(options.signal) }),
       201
     );
     return { name: row.name, spec: row.spec };
@@ -711,7 +716,7 @@ var Fleet = class {
   async get(name, options = {}) {
     const c = this.#c;
     const row = await c.call(
-      c.raw.GET("/v1/fleets/{root}/specs/{name}", { params: { path: { root: this.root, name } }, signal: options.signal }),
+      c.raw.GET("/v1/fleets/{root}/specs/{name}", { params: { path: { root: this.root, name } }, ...signalOf(options.signal) }),
       200
     );
     return { name: row.name, spec: row.spec };
@@ -723,7 +728,7 @@ var Fleet = class {
    */
   async forget(name, options = {}) {
     const c = this.#c;
-    await c.call(c.raw.DELETE("/v1/fleets/{root}/specs/{name}", { params: { path: { root: this.root, name } }, signal: options.signal }), 204);
+    await c.call(c.raw.DELETE("/v1/fleets/{root}/specs/{name}", { params: { path: { root: this.root, name } }, ...signalOf(options.signal) }), 204);
   }
   /** Iterates over the desired set in name order, one request per page (of up to 1,000), lazily. */
   async *desired(options = {}) {
@@ -733,7 +738,7 @@ var Fleet = class {
       const query = { limit: 1e3 };
       if (cursor !== void 0) query.cursor = cursor;
       const page = await c.call(
-        c.raw.GET("/v1/fleets/{root}/specs", { params: { path: { root: this.root }, query }, signal: options.signal }),
+        c.raw.GET("/v1/fleets/{root}/specs", { params: { path: { root: this.root }, query }, ...signalOf(options.signal) }),
         200
       );
       for (const row of page.items) yield { name: row.name, spec: row.spec };
@@ -767,7 +772,7 @@ var Fleet = class {
   /** Asks the broker for the pure difference of desired and live (both sorted in the answer). It changes nothing. */
   async plan(desired, live, options = {}) {
     const c = this.#c;
-    const p = await c.call(c.raw.POST("/v1/fleets/plan", { body: { desired: [...desired], live: [...live] }, signal: options.signal }), 200);
+    const p = await c.call(c.raw.POST("/v1/fleets/plan", { body: { desired: [...desired], live: [...live] }, ...signalOf(options.signal) }), 200);
     return { missing: p.missing, orphans: p.orphans, revision: 0 };
   }
   /**
@@ -787,7 +792,7 @@ var Fleet = class {
     for (; ; ) {
       const query = { live: liveSelector };
       if (cursor !== void 0) query.cursor = cursor;
-      const g = await c.call(c.raw.GET("/v1/fleets/{root}/gap", { params: { path: { root: this.root }, query }, signal: options.signal }), 200);
+      const g = await c.call(c.raw.GET("/v1/fleets/{root}/gap", { params: { path: { root: this.root }, query }, ...signalOf(options.signal) }), 200);
       for (const n of g.missing) missing.push(n);
       for (const n of g.orphans) orphans.push(n);
       revision = g.revision;
@@ -796,6 +801,66 @@ var Fleet = class {
     }
   }
 };
+
+// src/internal/dispose.ts
+var asyncDispose = Symbol.asyncDispose ?? /* @__PURE__ */ Symbol.for("Symbol.asyncDispose");
+
+// src/internal/faults.ts
+var Broken = {
+  /** Installs an empty snapshot: the marker's page and the LIST pages are read but dropped. */
+  IgnoreSnapshot: 1 << 0,
+  /** Installs the snapshot without applying the changes buffered while paging it. */
+  DropBuffered: 1 << 1,
+  /** Applies no change once the view is ready. */
+  IgnoreLive: 1 << 2,
+  /** Keeps the view ready when its stream ends and starts no bootstrap. */
+  StayReady: 1 << 3,
+  /** Merges a new bootstrap into the old view instead of replacing it. */
+  MergeViews: 1 << 4,
+  /** Drops changes of kind expired. */
+  IgnoreExpired: 1 << 5,
+  /** Drops changes of kind session_closed. */
+  IgnoreSessionClosed: 1 << 6,
+  /** Never starts a periodic reconciliation. */
+  NoReconcile: 1 << 7,
+  /** Pages the snapshot with requests that close does not cancel. */
+  UncancellablePages: 1 << 8,
+  /** Retries errors no retry fixes (forbidden, …) instead of stopping. */
+  RetryFatal: 1 << 9,
+  /** The runner builds its clients with withoutFollow: wrong_broker is an error, not a redirect. */
+  NoFollow: 1 << 10,
+  /** The runner's clients follow wrong_broker but keep an owner that stopped answering. */
+  StickyOwner: 1 << 11,
+  /** The runner's clients never report a lease's loss (`lost` never aborts). */
+  NeverLost: 1 << 12,
+  /**
+   * The runner's clients set a grant's local deadline to send + TTL, the old
+   * rule, which a wait in the queue makes early: the lease is lost right
+   * after it was granted.
+   */
+  SendPlusTtl: 1 << 13,
+  /**
+   * The runner's clients lose a session at its keepalive only: another epoch
+   * from its broker, family_unavailable or session_not_found to another
+   * request end nothing at once (no prompt loss).
+   */
+  LateLoss: 1 << 14,
+  /** The runner's clients use only the first of their base URLs: a dead first broker is never left. */
+  SingleBroker: 1 << 15,
+  /**
+   * The runner's clients keep sending to a broker that answers
+   * family_unavailable instead of moving on (its sessions are still lost
+   * promptly).
+   */
+  StayOnUnavailable: 1 << 16
+};
+var modes = /* @__PURE__ */ new WeakMap();
+function brokenModes(client) {
+  return modes.get(client) ?? 0;
+}
+function isBroken(client, mode) {
+  return (brokenModes(client) & mode) !== 0;
+}
 
 // src/loss.ts
 var Losses = class {
@@ -875,7 +940,7 @@ async function listPage(c, selector, o) {
   const query = { selector };
   if (o.limit) query.limit = o.limit;
   if (o.cursor) query.cursor = o.cursor;
-  const p = await c.call(c.raw.GET("/v1/leases", { params: { query }, signal: o.signal }), 200);
+  const p = await c.call(c.raw.GET("/v1/leases", { params: { query }, ...signalOf(o.signal) }), 200);
   return {
     items: p.items.map(itemFrom),
     nextCursor: p.next_cursor ?? "",
@@ -904,7 +969,7 @@ function parseRoute(s) {
 }
 async function getLease(c, route, o) {
   const r = parseRoute(route);
-  const s = await c.call(c.raw.GET("/v1/leases/{realm}/{area}/{resource}", { params: { path: r }, signal: o.signal }), 200);
+  const s = await c.call(c.raw.GET("/v1/leases/{realm}/{area}/{resource}", { params: { path: r }, ...signalOf(o.signal) }), 200);
   let item = null;
   if (s.held) {
     item = Object.freeze({
@@ -919,57 +984,6 @@ async function getLease(c, route, o) {
   }
   return { route: s.route, held: s.held, item, waiters: s.waiters };
 }
-
-// src/broken.ts
-var Broken = {
-  /** Installs an empty snapshot: the marker's page and the LIST pages are read but dropped. */
-  IgnoreSnapshot: 1 << 0,
-  /** Installs the snapshot without applying the changes buffered while paging it. */
-  DropBuffered: 1 << 1,
-  /** Applies no change once the view is ready. */
-  IgnoreLive: 1 << 2,
-  /** Keeps the view ready when its stream ends and starts no bootstrap. */
-  StayReady: 1 << 3,
-  /** Merges a new bootstrap into the old view instead of replacing it. */
-  MergeViews: 1 << 4,
-  /** Drops changes of kind expired. */
-  IgnoreExpired: 1 << 5,
-  /** Drops changes of kind session_closed. */
-  IgnoreSessionClosed: 1 << 6,
-  /** Never starts a periodic reconciliation. */
-  NoReconcile: 1 << 7,
-  /** Pages the snapshot with requests that close does not cancel. */
-  UncancellablePages: 1 << 8,
-  /** Retries errors no retry fixes (forbidden, …) instead of stopping. */
-  RetryFatal: 1 << 9,
-  /** The runner builds its clients with withoutFollow: wrong_broker is an error, not a redirect. */
-  NoFollow: 1 << 10,
-  /** The runner's clients follow wrong_broker but keep an owner that stopped answering. */
-  StickyOwner: 1 << 11,
-  /** The runner's clients never report a lease's loss (`lost` never aborts). */
-  NeverLost: 1 << 12,
-  /**
-   * The runner's clients set a grant's local deadline to send + TTL, the old
-   * rule, which a wait in the queue makes early: the lease is lost right
-   * after it was granted.
-   */
-  SendPlusTtl: 1 << 13,
-  /**
-   * The runner's clients lose a session at its keepalive only: another epoch
-   * from its broker, family_unavailable or session_not_found to another
-   * request end nothing at once (no prompt loss).
-   */
-  LateLoss: 1 << 14,
-  /** The runner's clients use only the first of their base URLs: a dead first broker is never left. */
-  SingleBroker: 1 << 15,
-  /**
-   * The runner's clients keep sending to a broker that answers
-   * family_unavailable instead of moving on (its sessions are still lost
-   * promptly).
-   */
-  StayOnUnavailable: 1 << 16
-};
-var brokenKey = /* @__PURE__ */ Symbol("muster.broken");
 
 // src/backoff.ts
 var Backoff = class {
@@ -1001,7 +1015,12 @@ function jittered(d, j) {
   if (j === 0) return d;
   return d * (1 + j * (2 * Math.random() - 1));
 }
-function sleep(ms, signal) {
+function unref(t) {
+  const u = t;
+  if (typeof u === "object" && u !== null && typeof u.unref === "function") u.unref();
+  return t;
+}
+function sleep(ms, signal, background = false) {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(signal.reason);
@@ -1015,8 +1034,37 @@ function sleep(ms, signal) {
       signal?.removeEventListener("abort", onAbort);
       resolve();
     }, ms);
+    if (background) unref(t);
     signal?.addEventListener("abort", onAbort, { once: true });
   });
+}
+
+// src/views.ts
+async function* viewsOf(o) {
+  let latest = o.view();
+  let wake = null;
+  const off = o.onChange((v) => {
+    latest = v;
+    const w = wake;
+    wake = null;
+    w?.();
+  });
+  try {
+    for (; ; ) {
+      if (latest !== null) {
+        const v = latest;
+        latest = null;
+        yield v;
+        continue;
+      }
+      if (o.stopped) break;
+      await new Promise((resolve) => wake = resolve);
+    }
+  } finally {
+    off();
+  }
+  const err = o.error;
+  if (err !== null && !(err instanceof ClosedError)) throw err;
 }
 
 // src/sse.ts
@@ -1163,6 +1211,7 @@ var Subscription = class {
     this.#parser = stream.parser;
     this.#queue = stream.queue;
     this.marker = marker;
+    c.opened(this);
   }
   /** null while the stream is open, then why it ended. */
   get err() {
@@ -1224,6 +1273,10 @@ var Subscription = class {
     this.#end(new ClosedError());
     if (this.#reading !== null) await this.#reading.catch(() => void 0);
   }
+  /** close(): `await using sub = await client.watch(...)` ends the stream at the end of the scope. */
+  [asyncDispose]() {
+    return this.close();
+  }
   /**
    * Removes the registration of selector (the original string given to
    * watch) from the session; the broker ends the stream with unsubscribed
@@ -1237,7 +1290,7 @@ var Subscription = class {
     await this.#c.call(
       this.#c.raw.DELETE("/v1/sessions/{session_id}/subscriptions", {
         params: { path: { session_id: this.#session.id }, query: { selector } },
-        signal: options.signal
+        ...signalOf(options.signal)
       }),
       204
     );
@@ -1280,6 +1333,7 @@ var Subscription = class {
     this.#queue = [];
     this.#unlink();
     this.#ac.abort();
+    this.#c.ended(this);
   }
 };
 async function readEvent(s) {
@@ -1399,7 +1453,7 @@ var Observer = class {
     this.reconcileEveryMs = o.reconcileIntervalMs ?? reconcileInterval(shortest);
     this.#jitter = jitter;
     this.#pageSize = pageSize;
-    this.#broken = o[brokenKey] ?? 0;
+    this.#broken = brokenModes(c);
     this.#done = new Promise((resolve) => this.#resolveDone = resolve);
     const outer = o.signal;
     const onAbort = () => void this.#shutdown(outer?.reason instanceof Error ? outer.reason : new ClosedError());
@@ -1409,6 +1463,7 @@ var Observer = class {
       onAbort();
       return;
     }
+    c.opened(this);
     this.#start();
   }
   /** Whether the view is bootstrapped and followed live. */
@@ -1461,6 +1516,20 @@ var Observer = class {
   close() {
     return this.#shutdown(new ClosedError());
   }
+  /** close(): `await using o = client.observe(...)` stops the observer at the end of the scope. */
+  [asyncDispose]() {
+    return this.close();
+  }
+  /**
+   * `for await (const view of observer)`: the current view at once, then the
+   * newest view after each change, coalesced (a slow loop body skips
+   * intermediate views, nothing queues up). The loop ends when the observer
+   * stops: quietly after close(), otherwise it throws `error` (forbidden, …).
+   * Breaking out of the loop does not close the observer.
+   */
+  [Symbol.asyncIterator]() {
+    return viewsOf(this);
+  }
   async #shutdown(cause) {
     this.#stopErr ??= cause;
     if (!this.#ac.signal.aborted) {
@@ -1481,6 +1550,7 @@ var Observer = class {
     return this.#done;
   }
   #stop() {
+    this.#c.ended(this);
     this.#err = this.#stopErr;
     this.#ready = false;
     this.#stopped = true;
@@ -1736,7 +1806,7 @@ var Lease = class {
         c.raw.POST("/v1/leases/{realm}/{area}/{resource}/extend", {
           params: { path: this.#r },
           body: { session_id: this.#s.id, fencing_token: this.fencingToken, ttl_ms: ttlMs },
-          signal: options.signal
+          ...signalOf(options.signal)
         }),
         200
       );
@@ -1783,7 +1853,7 @@ var Lease = class {
         c.raw.POST("/v1/leases/{realm}/{area}/{resource}/release", {
           params: { path: this.#r },
           body: { session_id: this.#s.id, fencing_token: this.fencingToken },
-          signal: options.signal
+          ...signalOf(options.signal)
         }),
         204
       );
@@ -1794,16 +1864,25 @@ var Lease = class {
       this.end(new LeaseLostError(e));
     }
   }
+  /**
+   * release(): `await using lease = await session.acquire(...)` releases the
+   * lease at the end of the scope (at once when it was lost already).
+   */
+  [asyncDispose]() {
+    return this.release();
+  }
   /** @internal (re)arms the local deadline, a time on the monotonic clock (performance.now). */
   arm(deadline) {
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
-      this.end(new LeaseLostError(new MusterError("lease_expired", "the local deadline passed without a successful extension")));
-    }, Math.max(0, deadline - performance.now()));
+    this.#timer = unref(
+      setTimeout(() => {
+        this.end(new LeaseLostError(new MusterError("lease_expired", "the local deadline passed without a successful extension")));
+      }, Math.max(0, deadline - performance.now()))
+    );
   }
   /** @internal records why the lease is not held, once. */
   end(cause) {
-    if (this.#lost.signal.aborted || this.#s.client.neverLost && !(cause instanceof ReleasedError)) return;
+    if (this.#lost.signal.aborted || isBroken(this.#s.client, Broken.NeverLost) && !(cause instanceof ReleasedError)) return;
     clearTimeout(this.#timer);
     this.#timer = void 0;
     this.#lost.abort(cause);
@@ -1822,7 +1901,7 @@ async function acquire(s, route, ttlMs, o) {
   const c = s.client;
   let out;
   try {
-    out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, signal: o.signal }), 200);
+    out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, ...signalOf(o.signal) }), 200);
   } catch (e) {
     c.losses.notFound(s, e);
     throw e;
@@ -1836,7 +1915,7 @@ function adopt(s, r, out, t0, ttlMs) {
     if (l2 !== void 0 && l2.fencingToken === out.fencing_token) return l2;
   }
   const l = new Lease(s, r, out);
-  l.arm(s.client.sendPlusTtl ? t0 + ttlMs : localDeadline(out, t0, ttlMs));
+  l.arm(isBroken(s.client, Broken.SendPlusTtl) ? t0 + ttlMs : localDeadline(out, t0, ttlMs));
   if (!s.track(l)) l.end(new LeaseLostError(s.err));
   return l;
 }
@@ -1958,7 +2037,7 @@ var Batch = class {
     const c = s.client;
     let resp;
     try {
-      resp = await c.call(c.raw.POST("/v1/leases/batch", { body: { session_id: s.id, ops }, signal: options.signal }), 200);
+      resp = await c.call(c.raw.POST("/v1/leases/batch", { body: { session_id: s.id, ops }, ...signalOf(options.signal) }), 200);
     } catch (e) {
       c.losses.notFound(s, e);
       if (isCode(e, "session_not_found")) {
@@ -2070,10 +2149,11 @@ var Session = class _Session {
   /** @internal use MusterClient.session. */
   static async create(c, ownerId, ttlMs, o) {
     const t0 = performance.now();
-    const answer = c.raw.POST("/v1/sessions", { body: { owner_id: ownerId, ttl_ms: ttlMs }, signal: o.signal });
+    const answer = c.raw.POST("/v1/sessions", { body: { owner_id: ownerId, ttl_ms: ttlMs }, ...signalOf(o.signal) });
     const out = await c.call(answer, 201);
     const s = new _Session(c, out, c.answeredBy((await answer).response));
     c.losses.track(s);
+    c.opened(s);
     s.#loop = s.#keepalive(t0 + s.ttlMs);
     return s;
   }
@@ -2139,10 +2219,14 @@ var Session = class _Session {
     }
     this.end(new ClosedError());
     try {
-      await this.#c.call(this.#c.raw.DELETE("/v1/sessions/{session_id}", { params: { path: { session_id: this.id } }, signal: options.signal }), 204);
+      await this.#c.call(this.#c.raw.DELETE("/v1/sessions/{session_id}", { params: { path: { session_id: this.id } }, ...signalOf(options.signal) }), 204);
     } catch (e) {
       if (!isCode(e, "session_not_found")) throw e;
     }
+  }
+  /** close(): `await using s = await client.session(...)` closes the session at the end of the scope. */
+  [asyncDispose]() {
+    return this.close();
   }
   /**
    * @internal records why the session ended, once, stops its keepalive,
@@ -2153,6 +2237,7 @@ var Session = class _Session {
     this.#ended.abort(cause);
     this.#stopLoop.abort();
     this.#c.losses.untrack(this);
+    this.#c.ended(this);
     const leases = [...this.#leases.values()];
     this.#leases.clear();
     for (const l of leases) l.end(new LeaseLostError(cause));
@@ -2172,7 +2257,7 @@ var Session = class _Session {
     let lastErr = null;
     for (; ; ) {
       try {
-        await sleep(wait, stop);
+        await sleep(wait, stop, true);
       } catch {
         return;
       }
@@ -2185,7 +2270,7 @@ var Session = class _Session {
       const rac = new AbortController();
       const onStop = () => rac.abort();
       stop.addEventListener("abort", onStop, { once: true });
-      const t = setTimeout(() => rac.abort(), Math.max(0, deadline - t0));
+      const t = unref(setTimeout(() => rac.abort(), Math.max(0, deadline - t0)));
       try {
         await this.#c.call(
           this.#c.raw.POST("/v1/sessions/{session_id}/keepalive", { params: { path: { session_id: this.id } }, signal: rac.signal }),
@@ -2267,33 +2352,13 @@ var MusterClient = class {
   #cur = 0;
   /** The owner a 421 wrong_broker named (docs/placement.md); undefined for none. */
   #owner;
-  /** @internal conformance tests only: never forget an owner that stopped answering. */
-  stickyOwner = false;
-  /** @internal conformance tests only: every base URL but the first is ignored. */
-  singleBroker = false;
-  /**
-   * @internal conformance tests only: a family_unavailable answer moves the
-   * client nowhere (its sessions there are still lost promptly).
-   */
-  stayOnUnavailable = false;
-  /** @internal conformance tests only: a lease's loss is never reported (`lost` never aborts). */
-  neverLost = false;
-  /**
-   * @internal conformance tests only: a grant's local deadline is send + TTL
-   * (the old rule), ignoring the answer's expires_after_request_ms.
-   */
-  sendPlusTtl = false;
-  /**
-   * @internal conformance tests only: a session is lost at its keepalive
-   * only; another epoch, family_unavailable or session_not_found from its
-   * broker end nothing at once (loss.ts).
-   */
-  lateLoss = false;
   #epoch = "";
   /** @internal the live sessions of this client, for prompt loss (loss.ts). */
-  losses = new Losses(() => this.lateLoss);
+  losses = new Losses(() => isBroken(this, Broken.LateLoss));
   /** The host (host:port) that answered each response fetch returned. */
   #hosts = /* @__PURE__ */ new WeakMap();
+  /** What this client opened that is still open (close). */
+  #open = /* @__PURE__ */ new Set();
   /**
    * baseUrls: the broker's base URL, or the base URLs of several brokers in
    * order of preference, as a list or as one string separated by commas
@@ -2321,7 +2386,7 @@ var MusterClient = class {
   }
   /** The number of base URLs the client uses. */
   get #n() {
-    return this.singleBroker ? 1 : this.#bases.length;
+    return isBroken(this, Broken.SingleBroker) ? 1 : this.#bases.length;
   }
   /** Where the next request goes: the remembered owner, else the current base URL. */
   #target() {
@@ -2333,7 +2398,7 @@ var MusterClient = class {
    */
   #moveOn(t) {
     if (t === this.#owner) {
-      if (!this.stickyOwner) this.#owner = void 0;
+      if (!isBroken(this, Broken.StickyOwner)) this.#owner = void 0;
     } else if (this.#owner === void 0 && t === this.#bases[this.#cur % this.#n]) {
       this.#cur = (this.#cur + 1) % this.#n;
     }
@@ -2366,7 +2431,7 @@ var MusterClient = class {
     for (; ; ) {
       const t = this.#target();
       const to = rebase(url, t);
-      const req = input instanceof Request ? new Request(to, { method: input.method, headers: input.headers, body, signal: input.signal }) : to;
+      const req = input instanceof Request ? new Request(to, { method: input.method, headers: input.headers, body: body ?? null, signal: input.signal }) : to;
       let resp;
       try {
         resp = await f(req, input instanceof Request ? void 0 : init);
@@ -2379,7 +2444,7 @@ var MusterClient = class {
       }
       resp = await this.#record(resp, t.host);
       if (resp.status === 503 && await isProblem(resp, "family_unavailable")) {
-        if (this.stayOnUnavailable) return resp;
+        if (isBroken(this, Broken.StayOnUnavailable)) return resp;
         this.#moveOn(t);
         fails++;
         if (fails < this.#n + maxFollows && (this.#n > 1 || t !== this.#bases[0])) {
@@ -2472,6 +2537,39 @@ var MusterClient = class {
   /** The fleet at root: one or more legal segments joined by "/". */
   fleet(root) {
     return new Fleet(this, root);
+  }
+  /** @internal registers r, which this client opened, for close(). */
+  opened(r) {
+    this.#open.add(r);
+  }
+  /** @internal forgets r, which ended. */
+  ended(r) {
+    this.#open.delete(r);
+  }
+  /**
+   * Closes everything this client opened that is still open: its observers
+   * and watch streams first, then its sessions (which releases their leases
+   * at the broker). The client itself holds no connection and stays usable.
+   * Every close is tried; it then rejects with the failure, or an
+   * AggregateError when several failed. `await using c = new
+   * MusterClient(...)` calls it at the end of the scope.
+   */
+  async close() {
+    const open = [...this.#open];
+    const streams = open.filter((r) => !(r instanceof Session));
+    const sessions = open.filter((r) => r instanceof Session);
+    const errs = [];
+    for (const group of [streams, sessions]) {
+      for (const r of await Promise.allSettled(group.map((x) => x.close()))) {
+        if (r.status === "rejected") errs.push(r.reason);
+      }
+    }
+    if (errs.length === 1) throw errs[0];
+    if (errs.length > 1) throw new AggregateError(errs, "muster: closing the client's sessions, observers and streams");
+  }
+  /** close(): `await using c = new MusterClient(...)`. */
+  [asyncDispose]() {
+    return this.close();
   }
 };
 function rebase(url, to) {

@@ -1,8 +1,13 @@
 /**
- * Deliberately wrong observer behaviour, for the conformance tests only: a
- * scenario that passes with a broken observer proves nothing. Not exported
- * from the package's entry point; zero in every observer built without it.
- * The modes are the Go SDK's (clients/go/observe_broken.go).
+ * Deliberately wrong client and observer behaviour, for the conformance
+ * tests only: a scenario that passes with a broken client proves nothing.
+ *
+ * Not part of the published API: this module is neither re-exported from the
+ * package's entry point nor listed in package.json's "exports" (so
+ * `@muster/client/...` cannot reach it), and nothing of it appears in the
+ * public types: the modes of a client live in a WeakMap here, not on the
+ * client. Zero for every client the tests did not break. The modes are the
+ * Go SDK's (clients/go/observe_broken.go).
  */
 export const Broken = {
   /** Installs an empty snapshot: the marker's page and the LIST pages are read but dropped. */
@@ -53,5 +58,24 @@ export const Broken = {
   StayOnUnavailable: 1 << 16,
 } as const;
 
-/** The hidden ObserveOptions key that selects broken modes. */
-export const brokenKey: unique symbol = Symbol("muster.broken");
+const modes = new WeakMap<object, number>();
+
+/**
+ * Breaks client (a MusterClient) with the given modes (a bitwise or of
+ * Broken), for the conformance tests: its requests, its sessions' leases and
+ * its observers then misbehave that way. 0 repairs it.
+ */
+export function breakClient(client: object, m: number): void {
+  if (m === 0) modes.delete(client);
+  else modes.set(client, m);
+}
+
+/** The broken modes of client, 0 for every client breakClient was not given. */
+export function brokenModes(client: object): number {
+  return modes.get(client) ?? 0;
+}
+
+/** Whether client is broken with mode (one Broken flag). */
+export function isBroken(client: object, mode: number): boolean {
+  return (brokenModes(client) & mode) !== 0;
+}
