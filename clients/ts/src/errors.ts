@@ -249,7 +249,7 @@ export function advice(err: unknown): Retry {
   if (err instanceof LeaseLostError || err instanceof SessionLostError || err instanceof StreamEndedError) {
     return "retry-restart";
   }
-  if (err instanceof ClosedError || isAbort(err)) return "retry-no";
+  if (err instanceof ClosedError || err instanceof ReleasedError || isAbort(err)) return "retry-no";
   return "retry-backoff";
 }
 

@@ -11,6 +11,8 @@ import {
   LeaseLostError,
   MusterClient,
   MusterError,
+  ReleasedError,
+  SessionLostError,
   StreamEndError,
   StreamEndedError,
   advice,
@@ -81,6 +83,8 @@ test("problem bodies map to MusterError; an unknown code is kept, never a crash"
 test("advice of the SDK's own errors", () => {
   assert.equal(advice(null), "retry-no");
   assert.equal(advice(new ClosedError()), "retry-no");
+  assert.equal(advice(new ReleasedError()), "retry-no");
+  assert.equal(advice(new SessionLostError("no keepalive got through within the TTL")), "retry-restart");
   assert.equal(advice(new LeaseLostError(new MusterError("fenced"))), "retry-restart");
   assert.equal(advice(new StreamEndError("overflow", 9)), "retry-restart");
   assert.equal(advice(new StreamEndedError()), "retry-restart");

@@ -634,7 +634,7 @@ function advice(err) {
   if (err instanceof LeaseLostError || err instanceof SessionLostError || err instanceof StreamEndedError) {
     return "retry-restart";
   }
-  if (err instanceof ClosedError || isAbort(err)) return "retry-no";
+  if (err instanceof ClosedError || err instanceof ReleasedError || isAbort(err)) return "retry-no";
   return "retry-backoff";
 }
 function messageOf(e) {
