@@ -133,6 +133,8 @@ func TestUILiveLeases(t *testing.T) {
 	const sel = "lease://acme/**"
 	openUI(t, s, b, sel)
 	poll(t, s, "ready", 10*time.Second, stateJS, "ready", b.Epoch)
+	// Where the family is served (GET /v1/placement): one broker here.
+	poll(t, s, "the placement", 5*time.Second, `(want) => { const got = document.getElementById("placement").textContent; return got === want ? got : ""; }`, "single broker")
 
 	// Every control has an accessible name.
 	unnamed, _ := chromedp.Run(s.Ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("input, button, select, textarea")]

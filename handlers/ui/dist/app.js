@@ -277,6 +277,7 @@ function render(o, v) {
     return;
   }
   if (v.ready) {
+    if (!everReady || episode !== "") void showPlacement(o);
     if (lastEpoch !== "" && v.epoch !== lastEpoch) log("ev-state", `broker restarted: new epoch ${v.epoch}`);
     if (episode !== "") log("ev-state", `ready again after ${episode}`);
     else if (!everReady) log("ev-state", `ready: epoch ${v.epoch}`);
@@ -304,6 +305,24 @@ function render(o, v) {
   }
   ui.empty.hidden = !v.ready || v.items.length > 0;
   counters(v);
+}
+async function showPlacement(o) {
+  const out = byId("placement");
+  const token = ui.token.value;
+  try {
+    const r = await fetch(new URL("v1/placement", apiBase), { headers: token === "" ? {} : { Authorization: `Bearer ${token}` } });
+    if (o !== observer) return;
+    if (!r.ok) {
+      out.textContent = "\u2013";
+      return;
+    }
+    const p = await r.json();
+    if (!p.placed) out.textContent = "single broker";
+    else if (p.owner === void 0) out.textContent = "no broker now (a failover is in progress)";
+    else out.textContent = `${p.owner.broker} (placement epoch ${p.owner.epoch}) \xB7 answered by ${p.broker ?? "?"}`;
+  } catch {
+    out.textContent = "\u2013";
+  }
 }
 function logDiff(d, revision) {
   changeTimes.push(performance.now());

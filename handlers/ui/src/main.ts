@@ -79,6 +79,7 @@ function render(o: Observer, v: View): void {
     return;
   }
   if (v.ready) {
+    if (!everReady || episode !== "") void showPlacement(o);
     if (lastEpoch !== "" && v.epoch !== lastEpoch) log("ev-state", `broker restarted: new epoch ${v.epoch}`);
     if (episode !== "") log("ev-state", `ready again after ${episode}`);
     else if (!everReady) log("ev-state", `ready: epoch ${v.epoch}`);
@@ -106,6 +107,32 @@ function render(o: Observer, v: View): void {
   }
   ui.empty.hidden = !v.ready || v.items.length > 0;
   counters(v);
+}
+
+/** The placement of the token's family (GET /v1/placement), shown when a watch becomes ready. */
+interface Placement {
+  placed: boolean;
+  broker?: string;
+  owner?: { broker: string; epoch: number };
+}
+
+async function showPlacement(o: Observer): Promise<void> {
+  const out = byId("placement");
+  const token = ui.token.value;
+  try {
+    const r = await fetch(new URL("v1/placement", apiBase), { headers: token === "" ? {} : { Authorization: `Bearer ${token}` } });
+    if (o !== observer) return;
+    if (!r.ok) {
+      out.textContent = "–";
+      return;
+    }
+    const p = (await r.json()) as Placement;
+    if (!p.placed) out.textContent = "single broker";
+    else if (p.owner === undefined) out.textContent = "no broker now (a failover is in progress)";
+    else out.textContent = `${p.owner.broker} (placement epoch ${p.owner.epoch}) · answered by ${p.broker ?? "?"}`;
+  } catch {
+    out.textContent = "–";
+  }
 }
 
 function logDiff(d: Diff, revision: number): void {
