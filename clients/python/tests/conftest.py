@@ -62,34 +62,49 @@ def broker_bin() -> Iterator[Path]:
 
 class Broker:
     """One `muster serve` process with a fresh data dir and the test tokens
-    (``extra_config``: more YAML appended to the configuration file)."""
+    (``extra_config``: more YAML appended to the configuration file), or
+    with ``config`` as its whole configuration file (given even when
+    ``dev``), listening on ``addr``. ``url`` is https:// when the broker
+    says it serves TLS."""
 
-    def __init__(self, binary: Path, *, dev: bool = False, extra_config: str = "") -> None:
+    def __init__(
+        self,
+        binary: Path,
+        *,
+        dev: bool = False,
+        extra_config: str = "",
+        config: str | None = None,
+        addr: str = "127.0.0.1:0",
+    ) -> None:
         self.binary = binary
         self.dev = dev  # dev mode: no tokens, every request allowed
         self.dir = Path(tempfile.mkdtemp(prefix="muster-py-broker-"))
         self.config = self.dir / "muster.yaml"
-        lines = ["tokens:"]
-        for name, (secret, family, grants) in TOKENS.items():
-            lines += [
-                f"  - name: {name}",
-                f"    sha256: {hashlib.sha256(secret.encode()).hexdigest()}",
-                f"    family: {family}",
-                "    grants:",
-                *[f'      - "{g}"' for g in grants],
-            ]
-        self.config.write_text("\n".join(lines) + "\n" + extra_config)
+        self.with_config = not dev or config is not None
+        self.tls = False  # set from the broker's "muster serving" line
+        if config is None:
+            lines = ["tokens:"]
+            for name, (secret, family, grants) in TOKENS.items():
+                lines += [
+                    f"  - name: {name}",
+                    f"    sha256: {hashlib.sha256(secret.encode()).hexdigest()}",
+                    f"    family: {family}",
+                    "    grants:",
+                    *[f'      - "{g}"' for g in grants],
+                ]
+            config = "\n".join(lines) + "\n" + extra_config
+        self.config.write_text(config)
         self.proc: subprocess.Popen[bytes] | None = None
         self.addr = ""
-        self.start("127.0.0.1:0")
+        self.start(addr)
 
     @property
     def url(self) -> str:
-        return "http://" + self.addr
+        return ("https://" if self.tls else "http://") + self.addr
 
     def start(self, addr: str) -> None:
         args = [str(self.binary), "serve", "--addr", addr, "--data-dir", str(self.dir / "data")]
-        if not self.dev:
+        if self.with_config:
             args += ["--config", str(self.config)]
         proc = subprocess.Popen(
             args,
@@ -109,6 +124,7 @@ class Broker:
                     continue
                 if isinstance(line, dict) and line.get("msg") == "muster serving":
                     serving.append(str(line["addr"]))
+                    self.tls = line.get("tls") is True
                     ready.set()
             ready.set()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 import warnings
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -28,8 +29,10 @@ from ._http import (
     problem_code,
     problem_error,
     read_body,
+    ssl_failure,
 )
 from ._loss import answered_by, broker_gone
+from ._tls import StrPath, ssl_context
 from ._types import Item, LeaseStatus, Page
 
 if TYPE_CHECKING:
@@ -80,9 +83,23 @@ class Client:
     ``timeout=None`` waits forever. The keepalive of a session is bounded by
     the session's local deadline anyway.
 
-    ``http_client`` replaces the default ``httpx.AsyncClient``. The client
-    owns only the ``httpx.AsyncClient`` it created; ``aclose`` (or the end
-    of ``async with``) closes that one. A client that owns one and is dropped
+    ``ca_file`` (a path) is a PEM bundle of the certificate authorities to
+    trust for an ``https://`` broker whose certificate a private CA signed:
+    those CAs only, instead of the default ones (certifi's); the hostname is
+    checked as usual. ``client_cert`` is a ``(certificate, private key)``
+    pair of PEM paths presented for mutual TLS. Both are read here (a file
+    that cannot be read raises its OSError, one without a certificate
+    ``ValueError``) and apply to every request, watch stream and observer of
+    the client, which all go through its one ``httpx.AsyncClient``
+    (docs/operations.md, "TLS"). A verification failure is a
+    :class:`TransportError` caused by ``httpx.ConnectError`` (its own cause:
+    ``ssl.SSLCertVerificationError``).
+
+    ``http_client`` replaces the default ``httpx.AsyncClient``; it cannot be
+    combined with ``ca_file`` or ``client_cert`` (``ValueError``): give it
+    ``verify=ssl_context`` yourself. The client owns only the
+    ``httpx.AsyncClient`` it created; ``aclose`` (or the end of ``async
+    with``) closes that one. A client that owns one and is dropped
     unclosed warns with a ``ResourceWarning``, as the standard library's
     resources do.
 
@@ -111,15 +128,28 @@ class Client:
         http_client: httpx.AsyncClient | None = None,
         without_follow: bool = False,
         timeout: float | None = DEFAULT_TIMEOUT,
+        ca_file: StrPath | None = None,
+        client_cert: tuple[StrPath, StrPath] | None = None,
     ) -> None:
         if timeout is not None and not timeout > 0:
             raise ValueError(f"muster: timeout {timeout!r}: want a positive number of seconds, or None")
+        if http_client is not None and (ca_file is not None or client_cert is not None):
+            raise ValueError(
+                "muster: ca_file and client_cert configure the client's own httpx.AsyncClient, "
+                "and http_client replaces it: give your http_client verify=ssl.SSLContext instead"
+            )
         self._closed = False
         self._bases = parse_bases(base_url)
+        ctx = ssl_context(ca_file, client_cert)
         self._base = self._bases[0]
         self._token = token
         self._own = http_client is None
-        self._http = http_client if http_client is not None else httpx.AsyncClient(timeout=None)
+        if http_client is not None:
+            self._http = http_client
+        elif ctx is not None:
+            self._http = httpx.AsyncClient(timeout=None, verify=ctx)
+        else:
+            self._http = httpx.AsyncClient(timeout=None)
         self._timeout = timeout
         self._epoch = ""
         self._follow = not without_follow
@@ -263,7 +293,10 @@ class Client:
                 method, t.url + path, content=content, params=params, headers=headers, timeout=timeouts
             )
             try:
-                resp = await self._http.send(req, stream=True)
+                try:
+                    resp = await self._http.send(req, stream=True)
+                except ssl.SSLError as raw:  # a TLS alert httpx let through: a transport failure too
+                    raise ssl_failure(raw, req) from raw
             except httpx.TransportError as e:
                 # A connection error (the caller's own cancellation is a
                 # CancelledError, not one): the client moves on.

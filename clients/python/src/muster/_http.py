@@ -4,6 +4,7 @@ problem answers (RFC 9457) as MusterErrors."""
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Sequence
 from http import HTTPStatus
 from urllib.parse import quote, urlsplit
@@ -71,6 +72,16 @@ def not_sent(err: httpx.TransportError) -> bool:
     return isinstance(err, httpx.ConnectError | httpx.ConnectTimeout)
 
 
+def ssl_failure(err: ssl.SSLError, req: httpx.Request) -> httpx.ReadError:
+    """An ``ssl.SSLError`` that httpx lets through instead of raising its own
+    exception (a TLS alert read after the handshake: under TLS 1.3, a broker
+    that wants a client certificate and got none answers the first read with
+    one) as the ``httpx.ReadError`` it stands for, caused by it."""
+    e = httpx.ReadError(f"{type(err).__name__}: {err}", request=req)
+    e.__cause__ = err
+    return e
+
+
 def is_problem_type(resp: httpx.Response) -> bool:
     ct: str = resp.headers.get("Content-Type", "")
     return ct.split(";")[0].strip().lower() == "application/problem+json"
@@ -110,6 +121,9 @@ async def read_body(resp: httpx.Response) -> bytes:
                 break
     except httpx.RequestError as e:  # the connection broke, or a read timed out
         raise TransportError(e) from e
+    except ssl.SSLError as e:  # a TLS alert httpx let through
+        err = ssl_failure(e, resp.request)
+        raise TransportError(err) from err
     return bytes(data[:MAX_BODY])
 
 

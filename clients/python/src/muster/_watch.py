@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -107,7 +108,7 @@ class Subscription:
             ev = await anext(self._events)
         except StopAsyncIteration:
             raise StreamEndedError("muster: watch stream ended before its marker") from None
-        except httpx.TransportError as e:
+        except (httpx.TransportError, ssl.SSLError) as e:  # an SSLError: a TLS alert httpx let through
             raise StreamEndedError(f"muster: watch stream ended before its marker: {e}") from e
         if ev.name != "snapshot":
             end = stream_end(ev)

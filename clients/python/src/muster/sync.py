@@ -26,6 +26,7 @@ from ._errors import LeaseLostError, MusterException
 from ._scope import RELEASE_TIMEOUT
 from ._syncloop import Loop
 from ._syncstream import Observer, Subscription
+from ._tls import StrPath
 from ._types import Item, LeaseStatus, Page, Plan, Spec, SweepResult
 
 T = TypeVar("T")
@@ -36,7 +37,7 @@ __all__ = ["Batch", "BatchResult", "Client", "Fleet", "Lease", "Observer", "Sess
 class Client:
     """A blocking client of the broker at ``base_url``, or of several brokers
     (a list of base URLs, or one string with them separated by commas); see
-    :class:`muster.Client`."""
+    :class:`muster.Client` (``ca_file`` and ``client_cert`` too)."""
 
     def __init__(
         self,
@@ -45,11 +46,20 @@ class Client:
         token: str = "",
         without_follow: bool = False,
         timeout: float | None = _client.DEFAULT_TIMEOUT,
+        ca_file: StrPath | None = None,
+        client_cert: tuple[StrPath, StrPath] | None = None,
     ) -> None:
         self._loop = Loop()
 
         async def make() -> _client.Client:
-            return _client.Client(base_url, token=token, without_follow=without_follow, timeout=timeout)
+            return _client.Client(
+                base_url,
+                token=token,
+                without_follow=without_follow,
+                timeout=timeout,
+                ca_file=ca_file,
+                client_cert=client_cert,
+            )
 
         try:
             self._c = self._loop.run(make())
