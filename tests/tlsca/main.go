@@ -6,7 +6,9 @@
 //
 // writes DIR/ca.pem, DIR/server.pem, DIR/server-key.pem (valid for a
 // day) and DIR/muster.yaml's `tls:` section as DIR/tls.yaml, and prints
-// nothing. Nothing of it is secret beyond the test that made it.
+// nothing. It also writes a client certificate the same CA signed,
+// DIR/client.pem and DIR/client-key.pem, for mutual TLS (a `tls:` section
+// with `client_ca_file: DIR/ca.pem`). Nothing of it is secret beyond the test that made it.
 package main
 
 import (
@@ -68,10 +70,27 @@ func write(dir string) error {
 	if err != nil {
 		return err
 	}
+	ckey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	ctmpl := &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: "muster test client"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	cder, err := x509.CreateCertificate(rand.Reader, ctmpl, ca, &ckey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	ckder, err := x509.MarshalPKCS8PrivateKey(ckey)
+	if err != nil {
+		return err
+	}
 	files := map[string][]byte{
 		"ca.pem":         pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
 		"server.pem":     pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		"server-key.pem": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
+		"client.pem":     pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cder}),
+		"client-key.pem": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: ckder}),
 		"tls.yaml": fmt.Appendf(nil, "tls:\n  cert_file: %s\n  key_file: %s\n",
 			filepath.Join(dir, "server.pem"), filepath.Join(dir, "server-key.pem")),
 	}

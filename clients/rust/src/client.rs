@@ -99,6 +99,9 @@ pub struct ClientBuilder {
     never_lost: bool,
     send_plus_ttl: bool,
     late_loss: bool,
+    /// The `rustls` feature's CA file and client certificate (tls.rs).
+    #[cfg(feature = "rustls")]
+    pub(crate) tls: crate::tls::Tls,
 }
 
 impl ClientBuilder {
@@ -139,7 +142,9 @@ impl ClientBuilder {
 
     /// Uses `http` for every request (Go: `WithHTTPClient`). Its timeout, if
     /// any, also applies to watch streams and long-polling acquisitions: leave
-    /// it unset, or longer than the longest wait.
+    /// it unset, or longer than the longest wait. With the `rustls` feature
+    /// it excludes `ca_file` and `identity`: give this client its TLS
+    /// configuration instead.
     #[must_use = "builder methods return the changed value; use it"]
     pub fn http_client(mut self, http: reqwest::Client) -> Self {
         self.http = Some(http);
@@ -152,7 +157,21 @@ impl ClientBuilder {
         if self.single_broker {
             bases.truncate(1);
         }
-        let http = match self.http {
+        // The rustls feature's TLS files make the SDK's own HTTP client.
+        #[cfg(feature = "rustls")]
+        let http = match (self.tls.is_set(), self.http) {
+            (true, Some(_)) => {
+                return Err(Error::invalid_request(
+                    "ca_file and identity configure the SDK's own HTTP client: \
+                     give the reqwest::Client of http_client its TLS configuration instead",
+                ))
+            }
+            (true, None) => Some(self.tls.client()?),
+            (false, h) => h,
+        };
+        #[cfg(not(feature = "rustls"))]
+        let http = self.http;
+        let http = match http {
             Some(h) => h,
             None => reqwest::Client::builder().build()?,
         };
@@ -220,6 +239,8 @@ impl Client {
             never_lost: false,
             send_plus_ttl: false,
             late_loss: false,
+            #[cfg(feature = "rustls")]
+            tls: Default::default(),
         }
     }
 

@@ -52,6 +52,8 @@ mod observe;
 mod session;
 mod signal;
 mod sse;
+#[cfg(feature = "rustls")]
+mod tls;
 mod watch;
 mod wire;
 

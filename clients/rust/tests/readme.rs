@@ -2,9 +2,10 @@
 //! dependencies are exactly the README's dependency block (no
 //! `futures-util`: the crate's prelude must be enough), and that project,
 //! built without the `test-util` feature, does not see the test-only
-//! defects. The project lives in `target/readme-project` (its own target
-//! directory, so a second run is incremental), with this crate's
-//! `Cargo.lock` to build the same versions offline.
+//! defects, nor, without the `rustls` feature, the TLS options. The project
+//! lives in `target/readme-project` (its own target directory, so a second
+//! run is incremental), with this crate's `Cargo.lock` to build the same
+//! versions offline.
 
 use std::path::Path;
 use std::process::Command;
@@ -88,6 +89,10 @@ fn the_readme_example_builds_with_exactly_the_readme_dependencies() {
         "src/bin/options_faults.rs",
         "fn main() {\n    let _ = muster_client::ObserveOptions::default().faults(Default::default());\n}\n",
     );
+    write(
+        "src/bin/ca_file.rs",
+        "fn main() {\n    let _ = muster_client::Client::builder(\"https://b1\").ca_file(\"ca.pem\");\n}\n",
+    );
 
     let (ok, said) = check(&proj, "readme-example");
     assert!(
@@ -102,6 +107,14 @@ fn the_readme_example_builds_with_exactly_the_readme_dependencies() {
     assert!(
         !ok && said.contains("E0599"),
         "ObserveOptions::faults is public:\n{said}"
+    );
+
+    // Without the `rustls` feature there is no TLS option to misconfigure:
+    // `ca_file` (and `identity`) do not exist.
+    let (ok, said) = check(&proj, "ca_file");
+    assert!(
+        !ok && said.contains("E0599"),
+        "ClientBuilder::ca_file exists without rustls:\n{said}"
     );
 }
 
