@@ -64,7 +64,7 @@ fi
 step "tests"
 # Type-checked above: esbuild only transpiles src and test to .build, file by file.
 npx --no-install esbuild $(find src test -name '*.ts') --outdir=.build --outbase=. --format=esm --platform=node --target=node20 --log-level=warning
-tests=(.build/test/sse.test.js .build/test/errors.test.js .build/test/follow.test.js .build/test/deadline.test.js .build/test/loss.test.js .build/test/stream.test.js .build/test/sdk.test.js .build/test/batch.test.js .build/test/limits.test.js .build/test/observe.test.js .build/test/idioms.test.js .build/test/package.test.js .build/test/conformance.test.js)
+tests=(.build/test/sse.test.js .build/test/errors.test.js .build/test/follow.test.js .build/test/deadline.test.js .build/test/loss.test.js .build/test/stream.test.js .build/test/sdk.test.js .build/test/batch.test.js .build/test/limits.test.js .build/test/observe.test.js .build/test/idioms.test.js .build/test/tls.test.js .build/test/package.test.js .build/test/conformance.test.js)
 if [[ "${MUSTER_TEST_BROWSER:-on}" != "off" ]]; then
 	tests+=(.build/test/browser.test.js)
 fi

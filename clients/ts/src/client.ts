@@ -10,6 +10,7 @@ import { MusterError, problemError } from "./errors.js";
 import { Fleet } from "./fleet.js";
 import { asyncDispose } from "./internal/dispose.js";
 import { Broken, isBroken } from "./internal/faults.js";
+import { checkCA, loadTLS, type CA, type TLS } from "./internal/tls.js";
 import { Losses } from "./loss.js";
 import { getLease, listPage, listItems, listPages, type Item, type LeaseStatus, type ListOptions, type Page } from "./list.js";
 import { Observer, type ObserveOptions } from "./observe.js";
@@ -28,6 +29,18 @@ export interface ClientOptions {
    * `owner` names that broker. Default false: the client follows.
    */
   withoutFollow?: boolean | undefined;
+  /**
+   * Node only: the certificate authorities to trust for an https:// broker
+   * whose certificate a private CA signed, instead of Node's bundled roots,
+   * as PEM text (a string or a Buffer, e.g. `readFileSync(caFile)`) or a
+   * list of them: Node's `tls` `ca` option. Every request, watch stream and
+   * observer of the client goes through an undici Agent that trusts them
+   * (with undici's fetch; a `fetch` of your own gets the Agent as
+   * `init.dispatcher`). The constructor throws a MusterError invalid_request
+   * when an entry holds no PEM certificate, and in a browser, which trusts
+   * its system's store only. See docs/operations.md, "TLS".
+   */
+  ca?: string | Uint8Array | readonly (string | Uint8Array)[] | undefined;
 }
 
 /** The wrong_broker answers one request follows, at most. */
@@ -98,6 +111,10 @@ export class MusterClient {
   readonly #token: string;
   readonly #fetch: typeof globalThis.fetch | undefined;
   readonly #follow: boolean;
+  /** ClientOptions.ca as PEM strings; undefined without one. */
+  readonly #ca: string[] | undefined;
+  /** undici's fetch and the Agent trusting #ca, made on the first request. */
+  #tls: Promise<TLS> | undefined;
   readonly #bases: readonly URL[];
   /** The current base URL: an index into #bases. */
   #cur = 0;
@@ -123,6 +140,7 @@ export class MusterClient {
     this.#token = options.token ?? "";
     this.#fetch = options.fetch;
     this.#follow = options.withoutFollow !== true;
+    this.#ca = options.ca === undefined ? undefined : checkCA(options.ca as CA);
     this.raw = createClient<paths>({
       baseUrl: this.baseUrl,
       fetch: (req: Request) => this.fetch(req),
@@ -180,7 +198,13 @@ export class MusterClient {
    */
   async fetch(input: Request | string, init?: RequestInit): Promise<Response> {
     if (input instanceof Request) this.authorize(input.headers);
-    const f = this.#fetch ?? globalThis.fetch;
+    let f = this.#fetch ?? globalThis.fetch;
+    let dispatcher: unknown;
+    if (this.#ca !== undefined) {
+      const tls = await (this.#tls ??= loadTLS(this.#ca));
+      f = this.#fetch ?? tls.fetch;
+      dispatcher = tls.dispatcher;
+    }
     const url = input instanceof Request ? input.url : input;
     const signal = input instanceof Request ? input.signal : (init?.signal ?? undefined);
     // A body is read once, so that every attempt can send it again.
@@ -190,11 +214,17 @@ export class MusterClient {
     for (;;) {
       const t = this.#target();
       const to = rebase(url, t);
-      const req =
-        input instanceof Request ? new Request(to, { method: input.method, headers: input.headers, body: body ?? null, signal: input.signal }) : to;
       let resp: Response;
       try {
-        resp = await f(req, input instanceof Request ? undefined : init);
+        if (dispatcher !== undefined) {
+          // undici's fetch takes no Request of another fetch: the URL and an init.
+          const i = input instanceof Request ? { method: input.method, headers: input.headers, body: body ?? null, signal: input.signal } : { ...init };
+          resp = await f(to, { ...i, dispatcher } as RequestInit);
+        } else {
+          const req =
+            input instanceof Request ? new Request(to, { method: input.method, headers: input.headers, body: body ?? null, signal: input.signal }) : to;
+          resp = await f(req, input instanceof Request ? undefined : init);
+        }
       } catch (err) {
         // The caller gave up (its own abort, not a timeout): no broker failed.
         if (signal?.aborted === true && !isTimeout(signal.reason)) throw err;
@@ -325,7 +355,8 @@ export class MusterClient {
   /**
    * Closes everything this client opened that is still open: its observers
    * and watch streams first, then its sessions (which releases their leases
-   * at the broker). The client itself holds no connection and stays usable.
+   * at the broker), then the Agent of ClientOptions.ca with its pooled
+   * connections. The client stays usable (a later request makes a new Agent).
    * Every close is tried; it then rejects with the failure, or an
    * AggregateError when several failed. `await using c = new
    * MusterClient(...)` calls it at the end of the scope.
@@ -338,6 +369,16 @@ export class MusterClient {
     for (const group of [streams, sessions]) {
       for (const r of await Promise.allSettled(group.map((x) => x.close()))) {
         if (r.status === "rejected") errs.push(r.reason);
+      }
+    }
+    // The Agent of ClientOptions.ca and its pooled connections: a later request makes a new one.
+    const tls = this.#tls;
+    this.#tls = undefined;
+    if (tls !== undefined) {
+      try {
+        await (await tls).dispatcher.close();
+      } catch {
+        // undici did not load (that request failed already), or the Agent was closed
       }
     }
     if (errs.length === 1) throw errs[0];

@@ -34,9 +34,10 @@ export function brokerBin(): string {
 /**
  * Starts a broker; kill() stops it and removes its directory. extraConfig is
  * appended to the configuration file after the tokens (e.g. a `limits:`
- * section).
+ * section); options.config replaces the whole file (the tokens too). A
+ * broker serving TLS (a `tls:` section) gets an https:// url.
  */
-export async function startBroker(extraConfig = ""): Promise<Broker> {
+export async function startBroker(extraConfig = "", options: { config?: string } = {}): Promise<Broker> {
   const dir = mkdtempSync(join(tmpdir(), "muster-ts-"));
   const config = join(dir, "muster.yaml");
   let y = "tokens:\n";
@@ -45,7 +46,8 @@ export async function startBroker(extraConfig = ""): Promise<Broker> {
     y += `  - name: ${name}\n    sha256: ${sum}\n    family: ${t.family}\n    grants:\n`;
     for (const g of t.grants) y += `      - ${JSON.stringify(g)}\n`;
   }
-  writeFileSync(config, y + extraConfig, { mode: 0o600 });
+  writeFileSync(config, options.config ?? y + extraConfig, { mode: 0o600 });
+  let scheme = "http";
   const logs: string[] = [];
   let proc: ChildProcess | null = null;
   let addr = "127.0.0.1:0";
@@ -60,8 +62,9 @@ export async function startBroker(extraConfig = ""): Promise<Broker> {
       rl.on("line", (line) => {
         logs.push(line);
         try {
-          const l = JSON.parse(line) as { msg?: string; addr?: string };
+          const l = JSON.parse(line) as { msg?: string; addr?: string; tls?: boolean };
           if (l.msg === "muster serving" && l.addr) {
+            scheme = l.tls === true ? "https" : "http";
             clearTimeout(timer);
             resolve(l.addr);
           }
@@ -84,7 +87,7 @@ export async function startBroker(extraConfig = ""): Promise<Broker> {
   };
   addr = await start();
   return {
-    url: `http://${addr}`,
+    url: `${scheme}://${addr}`,
     logs,
     async kill() {
       await stop();

@@ -147,6 +147,19 @@ describe("in headless Chromium", { skip: existsSync(chromiumPath) ? false : `no 
     assert.equal(await p.evaluate(() => typeof (globalThis as { process?: unknown }).process), "undefined");
   });
 
+  test("the bundle refuses ClientOptions.ca: a browser trusts its system's store", async () => {
+    const got = await p.evaluate(() => {
+      const g = globalThis as unknown as PageGlobals;
+      try {
+        new g.muster.MusterClient("https://127.0.0.1:1", { ca: "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n" });
+        return "accepted";
+      } catch (e) {
+        return e instanceof g.muster.MusterError ? `${e.code}: ${e.message}` : String(e);
+      }
+    });
+    assert.match(got, /^invalid_request: muster: invalid_request: ca: only Node/);
+  });
+
   const scenarios = loadScenarios();
   test("the required scenarios exist", () => assert.deepEqual(required.filter((n) => !scenarios.some((sc) => sc.name === n)), []));
   for (const sc of scenarios) {

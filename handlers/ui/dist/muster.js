@@ -1,3 +1,35 @@
+var __create = Object.create;
+var __defProp = Object.defineProperty;
+var __getOwnPropDesc = Object.getOwnPropertyDescriptor;
+var __getOwnPropNames = Object.getOwnPropertyNames;
+var __getProtoOf = Object.getPrototypeOf;
+var __hasOwnProp = Object.prototype.hasOwnProperty;
+var __commonJS = (cb, mod) => function __require() {
+  return mod || (0, cb[__getOwnPropNames(cb)[0]])((mod = { exports: {} }).exports, mod), mod.exports;
+};
+var __copyProps = (to, from, except, desc) => {
+  if (from && typeof from === "object" || typeof from === "function") {
+    for (let key of __getOwnPropNames(from))
+      if (!__hasOwnProp.call(to, key) && key !== except)
+        __defProp(to, key, { get: () => from[key], enumerable: !(desc = __getOwnPropDesc(from, key)) || desc.enumerable });
+  }
+  return to;
+};
+var __toESM = (mod, isNodeMode, target) => (target = mod != null ? __create(__getProtoOf(mod)) : {}, __copyProps(
+  // If the importer is in node compatibility mode or this is not an ESM
+  // file that has been converted to a CommonJS file using a Babel-
+  // compatible transform (i.e. "__esModule" has not been set), then set
+  // "default" to the CommonJS "module.exports" for node compatibility.
+  isNodeMode || !mod || !mod.__esModule ? __defProp(target, "default", { value: mod, enumerable: true }) : target,
+  mod
+));
+
+// (disabled):node_modules/undici/index.js
+var require_undici = __commonJS({
+  "(disabled):node_modules/undici/index.js"() {
+  }
+});
+
 // node_modules/openapi-fetch/dist/index.mjs
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
 var supportsRequestInitExt = () => {
@@ -860,6 +892,30 @@ function brokenModes(client) {
 }
 function isBroken(client, mode) {
   return (brokenModes(client) & mode) !== 0;
+}
+
+// src/internal/tls.ts
+var pemCert = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/;
+function checkCA(ca) {
+  const node = globalThis.process?.versions?.node;
+  if (typeof node !== "string") {
+    throw new MusterError("invalid_request", "ca: only Node takes a CA of its own; a browser trusts the certificates of the system's store");
+  }
+  const list = typeof ca === "string" || ca instanceof Uint8Array ? [ca] : [...ca];
+  if (list.length === 0) throw new MusterError("invalid_request", "ca: no certificate: want PEM text (e.g. readFileSync of the CA file)");
+  return list.map((x, i) => {
+    const s = typeof x === "string" ? x : x instanceof Uint8Array ? new TextDecoder().decode(x) : "";
+    if (!pemCert.test(s)) {
+      const which = list.length > 1 ? ` entry ${i}` : "";
+      throw new MusterError("invalid_request", `ca${which}: no PEM certificate in it: want the PEM text (e.g. readFileSync of the CA file), not a path`);
+    }
+    return s;
+  });
+}
+async function loadTLS(pems) {
+  const undici = await Promise.resolve().then(() => __toESM(require_undici(), 1));
+  const dispatcher = new undici.Agent({ connect: { ca: pems } });
+  return { fetch: undici.fetch, dispatcher };
 }
 
 // src/loss.ts
@@ -2347,6 +2403,10 @@ var MusterClient = class {
   #token;
   #fetch;
   #follow;
+  /** ClientOptions.ca as PEM strings; undefined without one. */
+  #ca;
+  /** undici's fetch and the Agent trusting #ca, made on the first request. */
+  #tls;
   #bases;
   /** The current base URL: an index into #bases. */
   #cur = 0;
@@ -2371,6 +2431,7 @@ var MusterClient = class {
     this.#token = options.token ?? "";
     this.#fetch = options.fetch;
     this.#follow = options.withoutFollow !== true;
+    this.#ca = options.ca === void 0 ? void 0 : checkCA(options.ca);
     this.raw = createClient({
       baseUrl: this.baseUrl,
       fetch: (req) => this.fetch(req)
@@ -2422,7 +2483,13 @@ var MusterClient = class {
    */
   async fetch(input, init) {
     if (input instanceof Request) this.authorize(input.headers);
-    const f = this.#fetch ?? globalThis.fetch;
+    let f = this.#fetch ?? globalThis.fetch;
+    let dispatcher;
+    if (this.#ca !== void 0) {
+      const tls = await (this.#tls ??= loadTLS(this.#ca));
+      f = this.#fetch ?? tls.fetch;
+      dispatcher = tls.dispatcher;
+    }
     const url = input instanceof Request ? input.url : input;
     const signal = input instanceof Request ? input.signal : init?.signal ?? void 0;
     const body = input instanceof Request && input.body !== null ? await input.arrayBuffer() : void 0;
@@ -2431,10 +2498,15 @@ var MusterClient = class {
     for (; ; ) {
       const t = this.#target();
       const to = rebase(url, t);
-      const req = input instanceof Request ? new Request(to, { method: input.method, headers: input.headers, body: body ?? null, signal: input.signal }) : to;
       let resp;
       try {
-        resp = await f(req, input instanceof Request ? void 0 : init);
+        if (dispatcher !== void 0) {
+          const i = input instanceof Request ? { method: input.method, headers: input.headers, body: body ?? null, signal: input.signal } : { ...init };
+          resp = await f(to, { ...i, dispatcher });
+        } else {
+          const req = input instanceof Request ? new Request(to, { method: input.method, headers: input.headers, body: body ?? null, signal: input.signal }) : to;
+          resp = await f(req, input instanceof Request ? void 0 : init);
+        }
       } catch (err) {
         if (signal?.aborted === true && !isTimeout(signal.reason)) throw err;
         this.#moveOn(t);
@@ -2549,7 +2621,8 @@ var MusterClient = class {
   /**
    * Closes everything this client opened that is still open: its observers
    * and watch streams first, then its sessions (which releases their leases
-   * at the broker). The client itself holds no connection and stays usable.
+   * at the broker), then the Agent of ClientOptions.ca with its pooled
+   * connections. The client stays usable (a later request makes a new Agent).
    * Every close is tried; it then rejects with the failure, or an
    * AggregateError when several failed. `await using c = new
    * MusterClient(...)` calls it at the end of the scope.
@@ -2562,6 +2635,14 @@ var MusterClient = class {
     for (const group of [streams, sessions]) {
       for (const r of await Promise.allSettled(group.map((x) => x.close()))) {
         if (r.status === "rejected") errs.push(r.reason);
+      }
+    }
+    const tls = this.#tls;
+    this.#tls = void 0;
+    if (tls !== void 0) {
+      try {
+        await (await tls).dispatcher.close();
+      } catch {
       }
     }
     if (errs.length === 1) throw errs[0];
