@@ -36,18 +36,39 @@ go test -count=1 -timeout 5m ./tests/hostile
 bash clients/conformance/harness/check.sh
 # Clients generated from openapi.yaml (Python, TypeScript) survive its promises.
 bash tests/contract/generated-clients.sh
-bash clients/ts/test.sh # the TypeScript SDK's whole check sequence
 bash handlers/ui/check.sh # /ui/: its committed scripts are what the TypeScript source and the SDK build today
-# The .NET SDK (Mono): build, unit tests, real-broker tests, conformance scenarios.
-bash clients/dotnet/test.sh
-# The Python SDK: a fresh venv from pinned constraints, ruff, mypy --strict, pytest.
-bash clients/python/test.sh
-# The Rust SDK: fmt, clippy, rustdoc and its tests (conformance included).
-bash clients/rust/test.sh
-# The peers benchmark's driver (its own module): real redis-server and etcd,
-# one short round of every row; the figures are for `make bench`.
-bash tests/peers/smoke.sh
-bash tests/deploy/alerts.sh # the Prometheus alert rules: promtool check rules and their unit tests
-bash deploy/systemd/verify.sh # the systemd unit: systemd-analyze verify and security (offline)
-# The concurrent packages once more under the race detector.
-go test -count=1 -race -timeout 8m ./core ./sse ./handlers/...
+# The language suites run side by side (most of their time is waiting on
+# brokers and TTLs, not CPU), each into its own log, shown whole in order
+# once all are done; what they install is installed first, in one apt-get.
+bash tests/lib/sdk-packages.sh
+logs="$(mktemp -d)"
+suite() { # NAME COMMAND…: runs COMMAND in the background, into $logs/NAME
+  local name=$1
+  shift
+  (
+    set +e
+    "$@" >"$logs/$name.log" 2>&1
+    echo $? >"$logs/$name.rc"
+  ) &
+}
+suite ts bash clients/ts/test.sh                 # the TypeScript SDK's whole check sequence
+suite dotnet bash clients/dotnet/test.sh         # .NET (Mono): build, unit, real-broker and conformance tests
+suite python bash clients/python/test.sh         # a fresh venv from pinned constraints, ruff, mypy --strict, pytest
+suite rust bash clients/rust/test.sh             # fmt, clippy, rustdoc and its tests (conformance included)
+suite peers bash tests/peers/smoke.sh            # the peers benchmark's driver: real redis-server and etcd, one short round of every row
+suite alerts bash tests/deploy/alerts.sh         # the Prometheus alert rules: promtool check rules and their unit tests
+suite systemd bash deploy/systemd/verify.sh      # the systemd unit: systemd-analyze verify and security (offline)
+suite race go test -count=1 -race -timeout 8m ./core ./sse ./handlers/... # the concurrent packages under the race detector
+wait
+failed=()
+for name in ts dotnet python rust peers alerts systemd race; do
+  rc=$(cat "$logs/$name.rc" 2>/dev/null || echo 1)
+  printf '\n===== %s (exit %s) =====\n' "$name" "$rc"
+  cat "$logs/$name.log"
+  [[ $rc == 0 ]] || failed+=("$name")
+done
+rm -rf "$logs"
+if ((${#failed[@]})); then
+  echo "tests/run.sh: failed: ${failed[*]}" >&2
+  exit 1
+fi

@@ -7,6 +7,7 @@
 //	muster fleet …         register|forget|desired|plan|gap|sweep|export|import
 //	muster placement show  where the token's family is served
 //	muster backup …        copy the running broker's bbolt store to a file
+//	muster reload          reload the running broker's configuration file
 //	muster healthcheck     exit 0 when the local broker answers /healthz
 //
 // Every command answers --help (exit 0) and refuses a usage error with a
@@ -39,6 +40,7 @@ func commands() []command {
 		{"fleet", "the desired set: register|forget|desired|plan|gap|sweep|export|import", fleetCommand()},
 		{"placement", "where the token's family is served in a multi-broker deployment (show)", placementCommand()},
 		{"backup", "copy the running broker's bbolt fleet store to a file, online", backup},
+		{"reload", "make the running broker read its configuration file again (as SIGHUP), and say whether it took", reload},
 		{"version", "print the version and commit of this binary (also --version)", version},
 		{"healthcheck", "exit 0 when the broker on this host answers /healthz (a container's health check)", healthcheck},
 	}

@@ -3,8 +3,10 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -234,4 +236,51 @@ func jsonText(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestCLIReload: `muster reload` does what SIGHUP does through the admin
+// socket of the broker's data directory, and says whether it took: exit 0
+// with the new token in force, exit 1 with the reason for a file the broker
+// refused (the token in force stays), exit 1 when no broker serves there.
+func TestCLIReload(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "muster.yaml")
+	writeConfig(t, cfg, "", acmeToken("old-secret"))
+	p := startProcessIn(t, dir, "--addr", "127.0.0.1:0", "--config", cfg)
+	reload := func() (string, int) {
+		out, err := exec.Command(musterBinary(t), "reload", "--data-dir", dir).CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+
+	writeConfig(t, cfg, "", acmeToken("new-secret"))
+	if out, code := reload(); code != 0 || !strings.Contains(out, "reloaded") {
+		t.Fatalf("muster reload: exit %d: %s", code, out)
+	}
+	if got := callBroker(t, p, "POST", "/v1/sessions", "new-secret", `{"owner_id":"w","ttl_ms":60000}`).status; got != 201 {
+		t.Fatalf("the reloaded token: %d, want 201", got)
+	}
+	if got := callBroker(t, p, "POST", "/v1/sessions", "old-secret", `{"owner_id":"w","ttl_ms":60000}`).status; got != 401 {
+		t.Fatalf("the removed token: %d, want 401", got)
+	}
+
+	writeConfig(t, cfg, "limitz: {}\n", acmeToken("bad-secret"))
+	if out, code := reload(); code != 1 || !strings.Contains(out, `unknown key "limitz"`) || !strings.Contains(out, "kept its configuration") {
+		t.Fatalf("muster reload of a bad file: exit %d: %s", code, out)
+	}
+	if got := callBroker(t, p, "POST", "/v1/sessions", "new-secret", `{"owner_id":"w","ttl_ms":60000}`).status; got != 201 {
+		t.Fatalf("the token in force after a refused reload: %d, want 201", got)
+	}
+
+	out, err := exec.Command(musterBinary(t), "reload", "--data-dir", t.TempDir()).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "is the broker running") {
+		t.Fatalf("muster reload with no broker: %v: %s", err, out)
+	}
 }

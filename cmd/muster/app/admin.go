@@ -13,8 +13,9 @@ import (
 )
 
 // AdminSocket is the Unix socket in the data directory through which
-// `muster backup`, run on the broker's host, asks the running broker for a
-// consistent copy of its bbolt store. The broker holds the bbolt file with
+// `muster backup` and `muster reload`, run on the broker's host, ask the
+// running broker for a consistent copy of its bbolt store, or to reload its
+// configuration file and say whether it took. The broker holds the bbolt file with
 // an exclusive lock, so no other process can read it while it serves: the
 // copy has to be made inside the broker (fleetstore.Fleet.Backup).
 //
@@ -25,6 +26,8 @@ import (
 //
 //	backup\n  →  "ok SIZE\n" then SIZE bytes of a bbolt file,
 //	              or "error MESSAGE\n"
+//	reload\n  →  "ok\n" once the configuration file is in force again
+//	              (as on SIGHUP), or "error MESSAGE\n": why it was refused
 //
 // It is no HTTP endpoint: nothing of it is in the contract (openapi.yaml),
 // and nothing reaches it over the network.
@@ -57,7 +60,7 @@ type admin struct {
 func (m *Main) openAdmin() {
 	a, err := listenAdmin(m.DataDir)
 	if err != nil {
-		m.Logger.Warn("admin socket unavailable: muster backup will not reach this broker", "err", err)
+		m.Logger.Warn("admin socket unavailable: muster backup and muster reload will not reach this broker (SIGHUP still reloads)", "err", err)
 		return
 	}
 	a.m, a.busy, a.conns = m, make(chan struct{}, 1), map[net.Conn]bool{}
@@ -122,8 +125,16 @@ func (a *admin) handle(c net.Conn) {
 	switch verb = strings.TrimSpace(verb); verb {
 	case "backup":
 		a.backup(c)
+	case "reload":
+		// What SIGHUP does, with its outcome answered: "ok", or the
+		// reason the file was refused (the configuration in force stays).
+		if err := a.m.Reload(); err != nil {
+			fmt.Fprintf(c, "error %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+			return
+		}
+		fmt.Fprintln(c, "ok")
 	default:
-		fmt.Fprintf(c, "error unknown verb %q (this broker knows: backup)\n", verb)
+		fmt.Fprintf(c, "error unknown verb %q (this broker knows: backup, reload)\n", verb)
 	}
 }
 

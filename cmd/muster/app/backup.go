@@ -143,3 +143,39 @@ func sameFile(a, b string) bool {
 func WriteAtomically(path string, fill func(w io.Writer) error) error {
 	return writeAtomically(path, func(f *os.File) error { return fill(f) }, func(string) error { return nil })
 }
+
+// Reload asks the broker serving dataDir, through its admin socket, to
+// reload its configuration file (what SIGHUP does) and returns the reason
+// when the file was refused (the configuration in force stays then).
+func Reload(ctx context.Context, dataDir string) error {
+	sock := filepath.Join(dataDir, AdminSocket)
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", sock)
+	if err != nil {
+		return fmt.Errorf("%w %s (%v): is the broker running with --data-dir %s, on this host, as this user?", ErrNoBroker, sock, err, dataDir)
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	defer stop()
+	if _, err := io.WriteString(c, "reload\n"); err != nil {
+		return err
+	}
+	answer, err := bufio.NewReaderSize(c, 4<<10).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("the broker closed the admin socket without an answer: %w", err)
+	}
+	answer = strings.TrimSuffix(answer, "\n")
+	if msg, ok := strings.CutPrefix(answer, "error "); ok {
+		return &ReloadError{Msg: msg}
+	}
+	if answer != "ok" {
+		return &ReloadError{Msg: fmt.Sprintf("the broker answered %.60q, not a reload", answer)}
+	}
+	return nil
+}
+
+// ReloadError is the broker's refusal of its configuration file: the
+// configuration in force stays.
+type ReloadError struct{ Msg string }
+
+func (e *ReloadError) Error() string { return e.Msg }
