@@ -33,13 +33,13 @@ type placer struct {
 	self    string
 	held    map[string]claims.Claim // touched by the loop goroutine only
 	beating time.Time               // since when every round heartbeated (loop goroutine only)
-	// pollUntil: until when a lapsed claim's takeover is watched for
-	// (loop goroutine only).
-	pollUntil time.Time
-	stop      chan struct{}
-	done      chan struct{}
-	stopOnce  sync.Once
-	started   bool
+	// unowned: since when each family without a live claim has been seen
+	// so (loop goroutine only).
+	unowned  map[string]time.Time
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+	started  bool
 
 	mu     sync.Mutex
 	owners map[string]claims.Owner // the last read of the table
@@ -50,7 +50,7 @@ type placer struct {
 
 func newPlacer(store *claims.Store, broker *core.Broker, set *placementSettings, log *slog.Logger) *placer {
 	return &placer{store: store, broker: broker, set: set, log: log, self: set.claims.Broker,
-		held: map[string]claims.Claim{}, stop: make(chan struct{}), done: make(chan struct{}), owners: map[string]claims.Owner{},
+		held: map[string]claims.Claim{}, unowned: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{}), owners: map[string]claims.Owner{},
 		metrics: newPlacementMetrics()}
 }
 
@@ -218,16 +218,24 @@ func (p *placer) step() (next time.Time) {
 	now := time.Now()
 	if at := p.takeoverAt(owners, now); !at.IsZero() {
 		next = minTime(next, at)
-		p.pollUntil = at.Add(p.set.renewEvery)
 	}
-	// A claim of another broker lapsed and its family has no owner yet:
-	// read the table again every takeoverPoll (for a round at most) rather
-	// than at the next round, so that this broker names the new owner
-	// within a fraction of a second of the takeover.
+	// A family another broker should take has no live claim: read the
+	// table again every takeoverPoll rather than at the next round, so that
+	// this broker names the new owner within a fraction of a second of the
+	// takeover; for one claim TTL at most from when the family was first
+	// seen unowned (a takeover comes within its margin and a round).
 	for _, fam := range p.set.families {
-		if !owners[fam].Live && wants[fam] != p.self && wants[fam] != "" && now.Before(p.pollUntil) {
+		if owners[fam].Live {
+			delete(p.unowned, fam)
+			continue
+		}
+		since, seen := p.unowned[fam]
+		if !seen {
+			since = now
+			p.unowned[fam] = now
+		}
+		if wants[fam] != p.self && wants[fam] != "" && now.Sub(since) < p.set.claims.TTL {
 			next = minTime(next, now.Add(takeoverPoll))
-			break
 		}
 	}
 	return next
