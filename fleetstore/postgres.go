@@ -255,16 +255,8 @@ func (s *pgStore) Drop(ctx context.Context, family, root string, judged []Row) (
 		names[i], digests[i] = r.Name, d[:]
 	}
 	err := s.pool.inTx(ctx, func(tx pgx.Tx) error {
-		deleted := map[string]bool{}
-		rows, err := tx.Query(ctx, pgDrop, family, root, names, digests)
+		deleted, err := queryNames(ctx, tx, pgDrop, family, root, names, digests)
 		if err != nil {
-			return err
-		}
-		var name string
-		if _, err := pgx.ForEachRow(rows, []any{&name}, func() error {
-			deleted[name] = true
-			return nil
-		}); err != nil {
 			return err
 		}
 		var rest []string
@@ -371,4 +363,20 @@ func pgTransient(err error) bool {
 	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) ||
 		pgconn.SafeToRetry(err) || errors.Is(err, puddle.ErrClosedPool) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// queryNames runs a statement that returns one name a row, and answers the
+// set of them.
+func queryNames(ctx context.Context, tx pgx.Tx, sql string, args ...any) (map[string]bool, error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	var name string
+	_, err = pgx.ForEachRow(rows, []any{&name}, func() error {
+		out[name] = true
+		return nil
+	})
+	return out, err
 }

@@ -82,16 +82,8 @@ func (s *pgStore) Restore(ctx context.Context, family, root string, rows []Row, 
 			for j, i := range todo {
 				names[j], specs[j] = rows[i].Name, rows[i].Spec
 			}
-			added := map[string]bool{}
-			res, err := tx.Query(ctx, pgRestoreInsert, family, root, names, specs)
+			added, err := queryNames(ctx, tx, pgRestoreInsert, family, root, names, specs)
 			if err != nil {
-				return err
-			}
-			var name string
-			if _, err := pgx.ForEachRow(res, []any{&name}, func() error {
-				added[name] = true
-				return nil
-			}); err != nil {
 				return err
 			}
 			var taken []string
@@ -107,11 +99,12 @@ func (s *pgStore) Restore(ctx context.Context, family, root string, rows []Row, 
 				break
 			}
 			stored := map[string][]byte{}
-			res, err = tx.Query(ctx, `SELECT name, spec FROM muster_fleet_specs
+			res, err := tx.Query(ctx, `SELECT name, spec FROM muster_fleet_specs
 				WHERE family = $1 AND root = $2 AND name = ANY($3::text[])`, family, root, taken)
 			if err != nil {
 				return err
 			}
+			var name string
 			var spec []byte
 			if _, err := pgx.ForEachRow(res, []any{&name, &spec}, func() error {
 				stored[name] = spec
