@@ -214,6 +214,23 @@ func (b *Broker) Unserve(ctx context.Context, fam Family) error {
 	return err
 }
 
+// Export stops serving fam and returns its state for the next owner (a
+// planned move); see State.Export.
+func (b *Broker) Export(ctx context.Context, fam Family, salt []byte) (Handover, error) {
+	return call(ctx, b, func(s *State, now time.Time) (Handover, error) {
+		return s.Export(now, fam, salt)
+	})
+}
+
+// Import starts serving fam with the state another owner exported; see
+// State.Import.
+func (b *Broker) Import(ctx context.Context, fam Family, epoch PlacementEpoch, until time.Time, h Handover, transit time.Duration) error {
+	_, err := call(ctx, b, func(s *State, now time.Time) (struct{}, error) {
+		return struct{}{}, s.Import(now, fam, epoch, until, h, transit)
+	})
+	return err
+}
+
 // Placement reads a family's serving state; see State.Placement.
 func (b *Broker) Placement(ctx context.Context, fam Family) (FamilyPlacement, error) {
 	return call(ctx, b, func(s *State, now time.Time) (FamilyPlacement, error) {

@@ -17,6 +17,8 @@ type family struct {
 	held *btree.BTreeG[*Item]
 	// place is the family's serving state in a placed core.
 	place placement
+	// salts counts the pending sessions by handover salt (handover.go).
+	salts map[[SaltLen]byte]int
 }
 
 func (s *State) family(name Family) *family {

@@ -166,14 +166,7 @@ func (s *State) dropFamily(now time.Time, f *family) {
 			s.endSession(now, ss, EndDropped)
 		}
 	}
-	r := s.snaps
-	for e := r.lru.Back(); e != nil; {
-		sn := e.Value.(*Snapshot)
-		e = e.Prev()
-		if sn.Family == f.name {
-			r.drop(sn)
-		}
-	}
+	s.dropSnapshots(f.name)
 }
 
 // famRev is the revision a family's clients see now: the broker revision

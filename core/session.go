@@ -58,6 +58,7 @@ type session struct {
 	regs      map[string]*registration // watch registrations by original selector
 	wildcards int                      // wildcard registrations among regs
 	readOnly  StreamID                 // non-zero: the read-only session of that stream
+	pending   *pending                 // non-nil: moved here, its real id not seen yet (handover.go)
 }
 
 // incarnation is the holder incarnation of a session: HMAC-SHA256 of the
@@ -152,6 +153,12 @@ func (s *State) Session(now time.Time, family Family, id SessionID) (SessionInfo
 func (s *State) liveSession(now time.Time, family Family, id SessionID) (*session, error) {
 	s.expireDue(now)
 	ss, ok := s.sessions[id]
+	if ok && ss.pending != nil {
+		ok = false // a moved session answers to its real id only
+	}
+	if !ok {
+		ss, ok = s.promote(family, id)
+	}
 	if !ok || ss.Family != family {
 		return nil, muster.Errorf(muster.CodeSessionNotFound, "the session does not exist or has ended")
 	}
@@ -178,6 +185,7 @@ func (s *State) endSession(now time.Time, ss *session, why EndReason) {
 	if ss.readOnly == 0 {
 		s.use(ss.Family).Sessions--
 	}
+	s.unpend(ss)
 	for _, w := range ss.waiters {
 		s.dropWaiter(w, muster.Errorf(muster.CodeSessionNotFound, "the session ended while waiting"))
 	}

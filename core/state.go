@@ -79,7 +79,9 @@ type Stats struct {
 	Overflows             uint64 // streams dropped because they refused an event
 	SubscriptionLimit     uint64 // opens refused by the registration caps
 
-	FamiliesDropped uint64 // families dropped by placement (deadline, move)
+	FamiliesDropped  uint64 // families dropped by placement (deadline, failed move)
+	FamiliesMoved    uint64 // families exported in a planned move (handover.go)
+	SessionsPromoted uint64 // moved sessions whose client has sent their id here
 
 	Snapshots        int // open inventory snapshots
 	SnapshotsTaken   uint64

@@ -65,9 +65,12 @@ const (
 	// EndShutdown: the family stopped being served here (placement); the
 	// edge also ends streams as shutdown when the process stops.
 	EndShutdown
+	// EndMoved: the family moved to another broker in a planned move
+	// (handover.go); its sessions and leases live on there.
+	EndMoved
 )
 
-var endNames = [...]string{"", "superseded", "unsubscribed", "session_closed", "shutdown"}
+var endNames = [...]string{"", "superseded", "unsubscribed", "session_closed", "shutdown", "moved"}
 
 func (r StreamEndReason) String() string { return endNames[r] }
 

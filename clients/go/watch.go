@@ -70,6 +70,10 @@ var (
 	ErrStreamSessionClosed = &StreamEndError{Reason: "session_closed"}
 	// ErrShutdown: the broker is shutting down.
 	ErrShutdown = &StreamEndError{Reason: "shutdown"}
+	// ErrMoved: the family moved to another broker in a planned move; its
+	// sessions and leases live on there. Watch again (the client follows
+	// wrong_broker to the new owner); an Observer does so by itself.
+	ErrMoved = &StreamEndError{Reason: "moved"}
 )
 
 // StreamEndError is a terminal event of a watch stream.
@@ -244,7 +248,7 @@ func (sub *Subscription) read(ctx context.Context, rd *sseReader) {
 // streamEnd decodes a terminal event, nil for any other event.
 func streamEnd(ev sseEvent) error {
 	switch ev.Name {
-	case "overflow", "superseded", "unsubscribed", "session_closed", "shutdown":
+	case "overflow", "superseded", "unsubscribed", "session_closed", "shutdown", "moved":
 	default:
 		return nil
 	}

@@ -87,6 +87,7 @@ func (e LeaseOutcome) Valid() bool {
 
 // Defines values for StreamEndReason.
 const (
+	StreamEndReasonMoved         StreamEndReason = "moved"
 	StreamEndReasonOverflow      StreamEndReason = "overflow"
 	StreamEndReasonSessionClosed StreamEndReason = "session_closed"
 	StreamEndReasonShutdown      StreamEndReason = "shutdown"
@@ -97,6 +98,8 @@ const (
 // Valid indicates whether the value is a known member of the StreamEndReason enum.
 func (e StreamEndReason) Valid() bool {
 	switch e {
+	case StreamEndReasonMoved:
+		return true
 	case StreamEndReasonOverflow:
 		return true
 	case StreamEndReasonSessionClosed:
@@ -640,11 +643,11 @@ type SpecRow struct {
 	Spec json.RawMessage `json:"spec"`
 }
 
-// StreamEndEvent Data of the terminal events `overflow`, `superseded`, `unsubscribed`, `session_closed`, `shutdown`; the stream closes after it.
+// StreamEndEvent Data of the terminal events `overflow`, `superseded`, `unsubscribed`, `session_closed`, `shutdown`, `moved`; the stream closes after it.
 type StreamEndEvent struct {
 	Reason StreamEndReason `json:"reason"`
 
-	// Revision The broker revision at which the broker ended the stream (`superseded`, `unsubscribed`, `session_closed`); absent on `overflow` and `shutdown`.
+	// Revision The broker revision at which the broker ended the stream (`superseded`, `unsubscribed`, `session_closed`, `moved`); absent on `overflow` and `shutdown`.
 	Revision *Revision `json:"revision,omitempty"`
 }
 
@@ -1246,8 +1249,10 @@ type ClientInterface interface {
 	// per matching registration, in revision order. A stream delivers every
 	// matching change in order or ends with a terminal event (schema
 	// `StreamEndEvent`): `overflow`, `superseded`, `unsubscribed`,
-	// `session_closed` or `shutdown`. `: keepalive` comments are sent every
-	// 15 s. Events are hints: no replay, no acknowledgement.
+	// `session_closed`, `shutdown` or `moved` (the family moved to another
+	// broker in a planned move; its sessions and leases live on there: open
+	// the stream again, and follow `wrong_broker`). `: keepalive` comments
+	// are sent every 15 s. Events are hints: no replay, no acknowledgement.
 	//
 	// With a `Muster-Session` header the registrations belong to that session
 	// (identity: session + original selector string; opening the same pair
@@ -1860,8 +1865,10 @@ func (c *Client) BatchLeases(ctx context.Context, body BatchLeasesJSONRequestBod
 // per matching registration, in revision order. A stream delivers every
 // matching change in order or ends with a terminal event (schema
 // `StreamEndEvent`): `overflow`, `superseded`, `unsubscribed`,
-// `session_closed` or `shutdown`. `: keepalive` comments are sent every
-// 15 s. Events are hints: no replay, no acknowledgement.
+// `session_closed`, `shutdown` or `moved` (the family moved to another
+// broker in a planned move; its sessions and leases live on there: open
+// the stream again, and follow `wrong_broker`). `: keepalive` comments
+// are sent every 15 s. Events are hints: no replay, no acknowledgement.
 //
 // With a `Muster-Session` header the registrations belong to that session
 // (identity: session + original selector string; opening the same pair
@@ -3620,8 +3627,10 @@ type ClientWithResponsesInterface interface {
 	// per matching registration, in revision order. A stream delivers every
 	// matching change in order or ends with a terminal event (schema
 	// `StreamEndEvent`): `overflow`, `superseded`, `unsubscribed`,
-	// `session_closed` or `shutdown`. `: keepalive` comments are sent every
-	// 15 s. Events are hints: no replay, no acknowledgement.
+	// `session_closed`, `shutdown` or `moved` (the family moved to another
+	// broker in a planned move; its sessions and leases live on there: open
+	// the stream again, and follow `wrong_broker`). `: keepalive` comments
+	// are sent every 15 s. Events are hints: no replay, no acknowledgement.
 	//
 	// With a `Muster-Session` header the registrations belong to that session
 	// (identity: session + original selector string; opening the same pair
@@ -5920,8 +5929,10 @@ func (c *ClientWithResponses) BatchLeasesWithResponse(ctx context.Context, body 
 // per matching registration, in revision order. A stream delivers every
 // matching change in order or ends with a terminal event (schema
 // `StreamEndEvent`): `overflow`, `superseded`, `unsubscribed`,
-// `session_closed` or `shutdown`. `: keepalive` comments are sent every
-// 15 s. Events are hints: no replay, no acknowledgement.
+// `session_closed`, `shutdown` or `moved` (the family moved to another
+// broker in a planned move; its sessions and leases live on there: open
+// the stream again, and follow `wrong_broker`). `: keepalive` comments
+// are sent every 15 s. Events are hints: no replay, no acknowledgement.
 //
 // With a `Muster-Session` header the registrations belong to that session
 // (identity: session + original selector string; opening the same pair
