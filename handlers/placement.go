@@ -22,6 +22,12 @@ type Directory interface {
 	// Describe is what GET /v1/placement shows of family: this broker's
 	// name, the family's live claim (nil when none), the live brokers.
 	Describe(family string) PlacementView
+	// Route is where to send a request for family that this broker did
+	// not serve when it arrived, after a fresh look at the claims (bounded
+	// by ctx and by about a second): a planned move to this broker or away
+	// from it may be under way. It may name this broker itself, which now
+	// serves the family. False when no broker serves it.
+	Route(ctx context.Context, family string) (addr string, ok bool)
 }
 
 // PlacementView is one family's placement as a broker last read it.
@@ -56,14 +62,19 @@ type misdirectedProblem struct {
 	Owner string `json:"owner"`
 }
 
-// writeMisdirected answers a request for a family this broker does not
+// writeMisdirected answers a request for a family this broker did not
 // serve: 421 wrong_broker naming the owner, or 503 family_unavailable with
-// Retry-After when no broker serves it now.
-func (s *Server) writeMisdirected(w http.ResponseWriter, family string) {
+// Retry-After when no broker serves it now. The owner is read after a
+// fresh look at the claims (Directory.Route): in a planned move the old
+// owner names the new one once the handover is written, and the new owner
+// names itself once it serves the family, so that a client following the
+// answers reaches the family's sessions in at most two hops and never
+// hears family_unavailable (which ends sessions) in between.
+func (s *Server) writeMisdirected(w http.ResponseWriter, r *http.Request, family string) {
 	var addr string
 	ok := false
 	if s.directory != nil {
-		addr, ok = s.directory.Owner(family)
+		addr, ok = s.directory.Route(r.Context(), family)
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
@@ -101,7 +112,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var e *muster.Error
 	if errors.As(err, &e) && e.Code == muster.CodeWrongBroker {
 		if c := callerFrom(r.Context()); c != nil {
-			s.writeMisdirected(w, string(c.Family))
+			s.writeMisdirected(w, r, string(c.Family))
 			return
 		}
 	}

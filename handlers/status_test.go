@@ -121,7 +121,7 @@ func TestRetryAfterOnEvery429And503(t *testing.T) {
 	// The placement answer writes its own 503.
 	s := &Server{}
 	w := httptest.NewRecorder()
-	s.writeMisdirected(w, "acme")
+	s.writeMisdirected(w, httptest.NewRequest("GET", "/", nil), "acme")
 	if w.Code != 503 || w.Header().Get("Retry-After") != strconv.Itoa(retryAfter[muster.CodeFamilyUnavailable]) {
 		t.Fatalf("family_unavailable: %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
 	}

@@ -156,7 +156,7 @@ func (b *Batch) Do(ctx context.Context) ([]BatchResult, error) {
 	t0 := time.Now()
 	var resp api.BatchResponse
 	raw, err := b.s.c.raw.BatchLeases(ctx, body)
-	if err := b.s.c.call(raw, err, 200, &resp); err != nil {
+	if err := b.s.call(raw, err, 200, &resp); err != nil {
 		if errors.Is(err, ErrSessionNotFound) {
 			for _, i := range sent {
 				if l := b.ops[i].lease; l != nil {

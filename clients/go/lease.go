@@ -68,7 +68,7 @@ func (s *Session) Acquire(ctx context.Context, routeStr string, ttl time.Duratio
 	t0 := time.Now()
 	var out api.Lease
 	resp, err := s.c.raw.AcquireLease(ctx, r.realm, r.area, r.resource, body)
-	if err := s.c.call(resp, err, 200, &out); err != nil {
+	if err := s.call(resp, err, 200, &out); err != nil {
 		s.notFound(err)
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	var out api.Lease
 	resp, err := l.s.c.raw.ExtendLease(ctx, l.r.realm, l.r.area, l.r.resource,
 		api.ExtendRequest{SessionId: l.s.id, FencingToken: l.token, TtlMs: ttl.Milliseconds()})
-	if err := l.s.c.call(resp, err, 200, &out); err != nil {
+	if err := l.s.call(resp, err, 200, &out); err != nil {
 		l.s.notFound(err)
 		if ownershipGone(err) {
 			l.end(fmt.Errorf("%w: %w", ErrLeaseLost, err))
@@ -211,7 +211,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	resp, err := l.s.c.raw.ReleaseLease(ctx, l.r.realm, l.r.area, l.r.resource,
 		api.ReleaseRequest{SessionId: l.s.id, FencingToken: l.token})
-	err = l.s.c.call(resp, err, 204, nil)
+	err = l.s.call(resp, err, 204, nil)
 	l.s.notFound(err)
 	switch {
 	case err == nil:

@@ -52,7 +52,7 @@ func (c *Client) brokerGone(host, epoch string) {
 	c.mu.Lock()
 	var gone []*Session
 	for s := range c.sessions {
-		if s.host == host && (epoch == "" || s.epoch != epoch) {
+		if s.heldBy(host, epoch) {
 			gone = append(gone, s)
 		}
 	}
@@ -61,7 +61,7 @@ func (c *Client) brokerGone(host, epoch string) {
 		if epoch == "" {
 			s.end(fmt.Errorf("%w: its broker %s no longer serves the family (family_unavailable)", ErrSessionLost, host))
 		} else {
-			s.end(fmt.Errorf("%w: its broker %s answered for another lifetime (epoch %s, the session's %s)", ErrSessionLost, host, epoch, s.epoch))
+			s.end(fmt.Errorf("%w: its broker %s answered for another lifetime (epoch %s, the session's %s)", ErrSessionLost, host, epoch, s.Epoch()))
 		}
 	}
 }

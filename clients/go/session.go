@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -28,17 +29,19 @@ type Session struct {
 	id          string
 	ownerID     string
 	incarnation string
-	epoch       string
-	host        string // the broker that answered its creation: it holds it
 	ttl         time.Duration
 
 	stop     context.CancelFunc
 	loopDone chan struct{}
 
-	mu     sync.Mutex
-	leases map[string]*Lease // by route
-	err    error
-	done   chan struct{}
+	mu sync.Mutex
+	// host and epoch: the broker that last answered one of the session's
+	// requests, and its lifetime: it holds the session (its creator, or
+	// the broker a planned move took the family to).
+	host, epoch string
+	leases      map[string]*Lease // by route
+	err         error
+	done        chan struct{}
 }
 
 // NewSession creates a session for ownerID (the application's logical owner,
@@ -75,8 +78,36 @@ func (s *Session) OwnerID() string { return s.ownerID }
 // the inventory items of its leases.
 func (s *Session) HolderIncarnation() string { return s.incarnation }
 
-// Epoch is the broker lifetime the session belongs to.
-func (s *Session) Epoch() string { return s.epoch }
+// Epoch is the lifetime of the broker that holds the session: the one that
+// created it, or the one a planned move took its family to.
+func (s *Session) Epoch() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.epoch
+}
+
+// call is Client.call for a request of the session: an answer of success
+// first records its broker as the session's (a planned move takes a
+// family's sessions to another broker; docs/client-operations.md, "Planned
+// moves"), so that prompt loss judges later answers against that broker.
+func (s *Session) call(resp *http.Response, err error, want int, out any) error {
+	if err == nil && resp.StatusCode == want {
+		if e := resp.Header.Get("Muster-Epoch"); e != "" {
+			s.mu.Lock()
+			s.host, s.epoch = answeredBy(resp), e
+			s.mu.Unlock()
+		}
+	}
+	return s.c.call(resp, err, want, out)
+}
+
+// holds reports whether the session is held by host under another epoch
+// than epoch ("": any epoch): prompt loss (loss.go).
+func (s *Session) heldBy(host, epoch string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.host == host && (epoch == "" || s.epoch != epoch)
+}
 
 // TTL is the session's TTL.
 func (s *Session) TTL() time.Duration { return s.ttl }
@@ -103,7 +134,7 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	s.end(ErrClosed)
 	resp, err := s.c.raw.DeleteSession(ctx, s.id)
-	err = s.c.call(resp, err, 204, nil)
+	err = s.call(resp, err, 204, nil)
 	if errors.Is(err, ErrSessionNotFound) {
 		return nil
 	}
@@ -154,7 +185,7 @@ func (s *Session) keepalive(ctx context.Context, deadline time.Time) {
 		t0 := time.Now()
 		rctx, cancel := context.WithDeadline(ctx, deadline)
 		resp, err := s.c.raw.KeepaliveSession(rctx, s.id)
-		err = s.c.call(resp, err, 200, nil)
+		err = s.call(resp, err, 200, nil)
 		cancel()
 		switch {
 		case err == nil:

@@ -81,6 +81,9 @@ type Claim struct {
 	// claim's expiry was sent; Deadline counts from it.
 	Sent time.Time
 	ttl  time.Duration
+	// Handover is the state a planned move left for this claim (Acquire
+	// only); nil when the family's last owner did not hand it over.
+	Handover *Handover
 }
 
 // Deadline is the local instant at which the holder must have stopped
@@ -100,6 +103,9 @@ type Owner struct {
 	// Released: its last owner gave it up (a planned move), rather than
 	// let it expire.
 	Released bool
+	// HandoverTo: the released claim carries a handover its last owner
+	// meant for this broker (Store.Handover).
+	HandoverTo string
 	// Until is when the claim expires unless renewed: the server's
 	// remaining time added to the local clock read before the query (a
 	// routing hint, not a safety bound).
@@ -160,10 +166,13 @@ func micros(d time.Duration) int64 { return d.Microseconds() }
 
 // Acquire takes family when it is free, released, or expired by more than
 // the margin, with the next epoch. ErrHeld when another broker (or this
-// one, under an epoch it lost) holds it live.
+// one, under an epoch it lost) holds it live. When the claim was released
+// by a planned move (Handover) of the epoch just before the new one, the
+// claim carries that handover's state and its age by the server's clock.
 func (s *Store) Acquire(ctx context.Context, family string) (Claim, error) {
 	sent := s.now()
-	var epoch int64
+	var epoch, ageMicros int64
+	var state []byte
 	err := s.pool.QueryRow(ctx, `
 		INSERT INTO muster_placement AS p (family, owner, addr, epoch, expires_at, released)
 		VALUES ($1, $2, $3, 1, now() + $4 * interval '1 microsecond', false)
@@ -171,8 +180,11 @@ func (s *Store) Acquire(ctx context.Context, family string) (Claim, error) {
 		SET owner = EXCLUDED.owner, addr = EXCLUDED.addr, epoch = p.epoch + 1,
 		    expires_at = EXCLUDED.expires_at, released = false
 		WHERE (p.released OR p.expires_at + $5 * interval '1 microsecond' < now()) AND p.epoch < $6
-		RETURNING epoch`,
-		family, s.cfg.Broker, s.cfg.Addr, micros(s.cfg.TTL), micros(s.cfg.Margin), int64(MaxEpoch)).Scan(&epoch)
+		RETURNING p.epoch,
+		          CASE WHEN p.handover_epoch = p.epoch - 1 THEN p.handover END,
+		          CASE WHEN p.handover_epoch = p.epoch - 1
+		               THEN GREATEST(0, EXTRACT(EPOCH FROM now() - p.handover_at) * 1000000)::bigint ELSE 0 END`,
+		family, s.cfg.Broker, s.cfg.Addr, micros(s.cfg.TTL), micros(s.cfg.Margin), int64(MaxEpoch)).Scan(&epoch, &state, &ageMicros)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var at int64
 		if s.pool.QueryRow(ctx, `SELECT epoch FROM muster_placement WHERE family = $1`, family).Scan(&at) == nil && at >= MaxEpoch {
@@ -183,7 +195,35 @@ func (s *Store) Acquire(ctx context.Context, family string) (Claim, error) {
 	if err != nil {
 		return Claim{}, err
 	}
-	return Claim{Family: family, Epoch: uint64(epoch), Sent: sent, ttl: s.cfg.TTL}, nil
+	c := Claim{Family: family, Epoch: uint64(epoch), Sent: sent, ttl: s.cfg.TTL}
+	if state != nil {
+		c.Handover = &Handover{State: state, Age: time.Duration(ageMicros) * time.Microsecond}
+	}
+	return c, nil
+}
+
+// Handover is a planned move's state as the next owner receives it.
+type Handover struct {
+	State []byte        // what the last owner wrote, opaque here
+	Age   time.Duration // since it was written (taken), by the server's clock
+}
+
+// Handover releases the claim, as Release does, and writes state with it
+// for the next acquisition (by to, the broker the caller expects, "" for
+// any; every acquirer receives it). taken is how long ago the caller took
+// the state: it counts as part of the handover's age. Nothing is written
+// when the claim is no longer the caller's: it reports false then.
+func (s *Store) Handover(ctx context.Context, c Claim, to string, state []byte, taken time.Duration) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE muster_placement
+		SET released = true, expires_at = now(), handover = $4, handover_epoch = epoch, handover_to = $5,
+		    handover_at = now() - $6 * interval '1 microsecond'
+		WHERE family = $1 AND owner = $2 AND epoch = $3 AND NOT released`,
+		c.Family, s.cfg.Broker, int64(c.Epoch), state, to, micros(taken))
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // Renew pushes the claim's expiry to now + TTL (server time) and returns it
@@ -268,7 +308,7 @@ func (s *Store) RenewAll(ctx context.Context, cs []Claim, rebase map[string]bool
 // caller's changes nothing and is not an error.
 func (s *Store) Release(ctx context.Context, c Claim) error {
 	_, err := s.pool.Exec(ctx, `
-		UPDATE muster_placement SET released = true, expires_at = now()
+		UPDATE muster_placement SET released = true, expires_at = now(), handover = NULL, handover_epoch = NULL, handover_to = NULL
 		WHERE family = $1 AND owner = $2 AND epoch = $3`,
 		c.Family, s.cfg.Broker, int64(c.Epoch))
 	return err
@@ -279,7 +319,8 @@ func (s *Store) Owners(ctx context.Context) (map[string]Owner, error) {
 	sent := s.now()
 	rows, err := s.pool.Query(ctx, `
 		SELECT family, owner, addr, epoch, NOT released AND expires_at > now(), released,
-		       GREATEST(0, EXTRACT(EPOCH FROM expires_at - now()) * 1000000)::bigint
+		       GREATEST(0, EXTRACT(EPOCH FROM expires_at - now()) * 1000000)::bigint,
+		       CASE WHEN released AND handover_epoch = epoch THEN coalesce(handover_to, '') ELSE '' END
 		FROM muster_placement`)
 	if err != nil {
 		return nil, err
@@ -288,7 +329,7 @@ func (s *Store) Owners(ctx context.Context) (map[string]Owner, error) {
 	for rows.Next() {
 		var o Owner
 		var epoch, remaining int64
-		if err := rows.Scan(&o.Family, &o.Broker, &o.Addr, &epoch, &o.Live, &o.Released, &remaining); err != nil {
+		if err := rows.Scan(&o.Family, &o.Broker, &o.Addr, &epoch, &o.Live, &o.Released, &remaining, &o.HandoverTo); err != nil {
 			rows.Close()
 			return nil, err
 		}

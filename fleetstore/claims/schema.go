@@ -34,6 +34,16 @@ var migrations = [][]string{
 			addr       text NOT NULL,
 			expires_at timestamptz NOT NULL)`,
 	},
+	{
+		// A planned move's handover (Store.Handover): the family's state,
+		// written with the release of the claim of handover_epoch, for the
+		// next acquisition only.
+		`ALTER TABLE muster_placement
+			ADD COLUMN handover       bytea,
+			ADD COLUMN handover_epoch bigint,
+			ADD COLUMN handover_to    text COLLATE "C",
+			ADD COLUMN handover_at    timestamptz`,
+	},
 }
 
 func migrate(ctx context.Context, c *pgx.Conn) error {

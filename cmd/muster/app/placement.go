@@ -41,9 +41,22 @@ type placer struct {
 	stopOnce sync.Once
 	started  bool
 
+	kick chan struct{} // a request asks for a fresh step (Route)
+
 	mu     sync.Mutex
 	owners map[string]claims.Owner // the last read of the table
 	live   map[string]string       // the live brokers then, with their addresses
+	// serving mirrors held's families for Route; moving has a channel per
+	// family whose handover is being written, closed when it is done;
+	// movedTo names where a family handed over went until a read of the
+	// table shows its new owner (handover.go).
+	serving map[string]bool
+	moving  map[string]chan struct{}
+	movedTo map[string]string
+	// begun and ended count the steps; stepped is closed at the end of
+	// each (and replaced).
+	begun, ended uint64
+	stepped      chan struct{}
 
 	metrics *placementMetrics
 }
@@ -51,7 +64,8 @@ type placer struct {
 func newPlacer(store *claims.Store, broker *core.Broker, set *placementSettings, log *slog.Logger) *placer {
 	return &placer{store: store, broker: broker, set: set, log: log, self: set.claims.Broker,
 		held: map[string]claims.Claim{}, unowned: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{}), owners: map[string]claims.Owner{},
-		metrics: newPlacementMetrics()}
+		kick: make(chan struct{}, 1), serving: map[string]bool{}, moving: map[string]chan struct{}{}, movedTo: map[string]string{},
+		stepped: make(chan struct{}), metrics: newPlacementMetrics()}
 }
 
 // start runs the loop; its first step runs at once. A step runs every
@@ -64,13 +78,31 @@ func (p *placer) start() {
 		defer close(p.done)
 		t := time.NewTimer(0)
 		defer t.Stop()
+		var last time.Time
 		for {
 			select {
 			case <-t.C:
+			case <-p.kick:
+				// Kicked steps come at most every kickGap.
+				select {
+				case <-time.After(time.Until(last.Add(kickGap))):
+				case <-p.stop:
+					return
+				}
 			case <-p.stop:
 				return
 			}
-			t.Reset(time.Until(p.step()))
+			last = time.Now()
+			p.mu.Lock()
+			p.begun++
+			p.mu.Unlock()
+			next := p.step()
+			p.mu.Lock()
+			p.ended = p.begun
+			close(p.stepped)
+			p.stepped = make(chan struct{})
+			p.mu.Unlock()
+			t.Reset(time.Until(next))
 		}
 	}()
 }
@@ -98,9 +130,11 @@ func (p *placer) takeoverAt(owners map[string]claims.Owner, now time.Time) time.
 	return at
 }
 
-// close stops the loop, then gives every held family up (a planned move:
-// the core drops it, then the claim is released) and leaves the broker
-// table, so that other brokers take the families at once.
+// close stops the loop, leaves the broker table, then hands every held
+// family over (a planned move, handover.go) to the broker that should
+// serve it without this one, so that its sessions and leases live on
+// there; with no other broker live, to whichever acquires it next (this
+// broker restarted within the sessions' TTLs, say).
 func (p *placer) close() {
 	p.stopOnce.Do(func() { close(p.stop) })
 	if p.started {
@@ -108,11 +142,16 @@ func (p *placer) close() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for fam, c := range p.held {
-		p.giveUp(ctx, fam, c, "shutdown")
-	}
 	if err := p.store.Leave(ctx); err != nil {
 		p.log.Warn("placement: leaving the broker table failed", "err", err)
+	}
+	p.mu.Lock()
+	others := sortedKeys(p.live)
+	p.mu.Unlock()
+	others = slices.DeleteFunc(others, func(b string) bool { return b == p.self })
+	wants := desiredOwners(p.set.families, others, p.set.pinned)
+	for _, fam := range sortedKeys(p.held) {
+		p.handOver(ctx, fam, p.held[fam], wants[fam], "shutdown")
 	}
 	p.store.Close()
 }
@@ -124,6 +163,9 @@ func (p *placer) Owner(family string) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	o, ok := p.owners[family]
+	if to, moved := p.movedTo[family]; moved && (!ok || !o.Live || o.Broker == p.self) {
+		return to, true // handed over; the table read before that says nothing newer
+	}
 	if !ok || !o.Live || o.Broker == p.self || !time.Now().Before(o.Until) {
 		return "", false
 	}
@@ -192,6 +234,11 @@ func (p *placer) step() (next time.Time) {
 	}
 	p.mu.Lock()
 	p.owners, p.live = owners, addrs
+	for fam := range p.movedTo {
+		if o := owners[fam]; o.Live && o.Broker != p.self {
+			delete(p.movedTo, fam)
+		}
+	}
 	p.mu.Unlock()
 	// No herd: a broker takes free families only once it has heartbeated
 	// for a whole round, so that brokers starting together (a cold start,
@@ -205,8 +252,8 @@ func (p *placer) step() (next time.Time) {
 		c, holding := p.held[fam]
 		switch {
 		case holding && want != p.self && want != "":
-			p.giveUp(ctx, fam, c, "rebalance")
-		case !holding && want == p.self && !owners[fam].Live && settled:
+			p.handOver(ctx, fam, c, want, "rebalance")
+		case !holding && !owners[fam].Live && (want == p.self && settled || owners[fam].Released && owners[fam].HandoverTo == p.self):
 			if p.acquire(ctx, fam, acquireCause(owners[fam])) && owners[fam].Broker != "" {
 				// Expired, but its margin has not passed by the server's
 				// clock (the takeover step ran early by the query's
@@ -306,7 +353,7 @@ func (p *placer) renewAll(ctx context.Context, logFailure bool) error {
 			p.log.Warn("placement: claim lost", "family", c.Family)
 			p.metrics.lost.Inc()
 			_ = p.broker.Unserve(context.Background(), core.Family(c.Family))
-			delete(p.held, c.Family)
+			p.unhold(c.Family)
 			continue
 		}
 		p.held[c.Family] = next
@@ -329,17 +376,35 @@ func (p *placer) acquire(ctx context.Context, fam, cause string) (held bool) {
 		}
 		return errors.Is(err, claims.ErrHeld)
 	}
-	if err := p.broker.Serve(context.Background(), core.Family(fam), core.PlacementEpoch(c.Epoch), c.Deadline()); err != nil {
+	sessions, err := p.serve(fam, c)
+	if err != nil {
 		p.log.Warn("placement: the core refused a new claim", "family", fam, "err", err)
 		_ = p.store.Release(ctx, c)
 		return
 	}
-	p.held[fam] = c
-	p.metrics.held.Store(int64(len(p.held)))
+	p.hold(fam, c)
 	p.metrics.takeovers.Inc()
 	p.metrics.moves.WithLabelValues(cause).Inc()
-	p.log.Info("placement: serving family", "family", fam, "epoch", c.Epoch, "cause", cause)
+	p.log.Info("placement: serving family", "family", fam, "epoch", c.Epoch, "cause", cause, "sessions_handed_over", sessions)
 	return false
+}
+
+// hold records c as held; unhold forgets fam's claim.
+func (p *placer) hold(fam string, c claims.Claim) {
+	p.held[fam] = c
+	p.metrics.held.Store(int64(len(p.held)))
+	p.mu.Lock()
+	p.serving[fam] = true
+	delete(p.movedTo, fam)
+	p.mu.Unlock()
+}
+
+func (p *placer) unhold(fam string) {
+	delete(p.held, fam)
+	p.metrics.held.Store(int64(len(p.held)))
+	p.mu.Lock()
+	delete(p.serving, fam)
+	p.mu.Unlock()
 }
 
 // acquireCause is the cause of a move that takes a family whose claim is o.
@@ -360,8 +425,7 @@ func (p *placer) giveUp(ctx context.Context, fam string, c claims.Claim, cause s
 	if err := p.broker.Unserve(context.Background(), core.Family(fam)); err != nil {
 		return // the actor is gone: the claim expires on its own
 	}
-	delete(p.held, fam)
-	p.metrics.held.Store(int64(len(p.held)))
+	p.unhold(fam)
 	p.metrics.releases.Inc()
 	if cause != "" {
 		p.metrics.moves.WithLabelValues(cause).Inc()

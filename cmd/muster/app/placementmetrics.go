@@ -17,6 +17,8 @@ type placementMetrics struct {
 	fenced      prometheus.Counter
 	lost        prometheus.Counter
 	moves       *prometheus.CounterVec
+	// handoverFailed: planned moves whose sessions were lost after all.
+	handoverFailed prometheus.Counter
 }
 
 // The causes of muster_placement_moves_total: a family acquired after its
@@ -45,6 +47,8 @@ func newPlacementMetrics() *placementMetrics {
 		moves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "muster_placement_moves_total",
 			Help: "Families this broker took or gave up, by cause: initial, handover (released by its last owner), failover (expired), rebalance (another broker is its desired owner), shutdown."},
 			[]string{"cause"}),
+		handoverFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_placement_handover_failures_total",
+			Help: "Planned moves whose family state was lost: the handover could not be written (given up), or could not be loaded (taken)."}),
 	}
 }
 
@@ -55,7 +59,7 @@ func (m *placementMetrics) register(reg prometheus.Registerer) error {
 	for _, c := range moveCauses {
 		m.moves.WithLabelValues(c) // every cause exported from the start, at 0
 	}
-	for _, c := range []prometheus.Collector{held, m.renew, m.renewFailed, m.takeovers, m.releases, m.fenced, m.lost, m.moves} {
+	for _, c := range []prometheus.Collector{held, m.renew, m.renewFailed, m.takeovers, m.releases, m.fenced, m.lost, m.moves, m.handoverFailed} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
