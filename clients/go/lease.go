@@ -171,7 +171,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	t0 := time.Now()
 	var out api.Lease
 	resp, err := l.s.c.raw.ExtendLease(ctx, l.r.realm, l.r.area, l.r.resource,
-		api.ExtendRequest{SessionId: l.s.id, FencingToken: l.token, TtlMs: ttl.Milliseconds()})
+		api.ExtendRequest{SessionId: l.s.id, FencingToken: l.token, TtlMs: ttl.Milliseconds()}, resendable)
 	if err := l.s.call(resp, err, 200, &out); err != nil {
 		l.s.notFound(err)
 		if ownershipGone(err) {

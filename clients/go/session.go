@@ -184,7 +184,7 @@ func (s *Session) keepalive(ctx context.Context, deadline time.Time) {
 		}
 		t0 := time.Now()
 		rctx, cancel := context.WithDeadline(ctx, deadline)
-		resp, err := s.c.raw.KeepaliveSession(rctx, s.id)
+		resp, err := s.c.raw.KeepaliveSession(rctx, s.id, resendable)
 		err = s.call(resp, err, 200, nil)
 		cancel()
 		switch {
@@ -204,6 +204,17 @@ func (s *Session) keepalive(ctx context.Context, deadline time.Time) {
 			timer.Reset(max(0, min(backoff.next(), time.Until(deadline))))
 		}
 	}
+}
+
+// resendable marks a request that may be sent twice (a keepalive, an
+// extend: the second only moves the expiry again, from a later instant,
+// and the client counts from the first): net/http then sends it again on
+// a new connection when a kept-alive one closed under it before any
+// answer (a broker closing its idle connections as it stops), instead of
+// failing with EOF.
+func resendable(_ context.Context, req *http.Request) error {
+	req.Header.Set("Idempotency-Key", "resendable")
+	return nil
 }
 
 // notFound ends the session at once when err is the broker's

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -50,6 +51,7 @@ func secret(family string) string { return "token-of-" + family }
 type broker struct {
 	id    string
 	url   string
+	port  int // the port it was started on (restart keeps it)
 	proxy *cutproxy.Proxy
 	cmd   *exec.Cmd
 	exit  chan error
@@ -110,13 +112,26 @@ func freePort(t *testing.T) int {
 
 // start starts broker id (its own data dir, its own proxy to PostgreSQL).
 func (c *cluster) start(id string) *broker {
+	c.t.Helper()
+	return c.startOn(id, 0)
+}
+
+// restart starts b's broker id again on b's port, as a restarted process
+// of a deployment whose addresses stay.
+func (c *cluster) restart(b *broker) *broker {
+	c.t.Helper()
+	return c.startOn(b.id, b.port)
+}
+
+// startOn starts broker id on port (0: a free one).
+func (c *cluster) startOn(id string, port int) *broker {
 	t := c.t
 	t.Helper()
 	su, err := url.Parse(c.store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &broker{id: id, proxy: cutproxy.Start(t, su.Host), exit: make(chan error, 1), log: &bytes.Buffer{}}
+	b := &broker{id: id, port: port, proxy: cutproxy.Start(t, su.Host), exit: make(chan error, 1), log: &bytes.Buffer{}}
 	viaProxy := *su
 	viaProxy.Host = b.proxy.Addr()
 	q := viaProxy.Query()
@@ -131,6 +146,8 @@ func (c *cluster) start(id string) *broker {
 	var failures []string
 	for attempt := 0; ; attempt++ {
 		if c.launch(b, dir, viaProxy.String()) {
+			u, _ := url.Parse(b.url)
+			b.port, _ = strconv.Atoi(u.Port())
 			break
 		}
 		failures = append(failures, b.log.String())
@@ -156,7 +173,10 @@ func (c *cluster) start(id string) *broker {
 func (c *cluster) launch(b *broker, dir, store string) bool {
 	t := c.t
 	t.Helper()
-	port := freePort(t)
+	port := b.port
+	if port == 0 {
+		port = freePort(t)
+	}
 	b.url = fmt.Sprintf("http://127.0.0.1:%d", port)
 	b.log = &bytes.Buffer{}
 	b.exit = make(chan error, 1)
