@@ -99,7 +99,7 @@ fn ended(reason: Option<String>, revision: Option<i64>, detail: String) -> Error
 /// The terminal event's error, `None` for any other event.
 fn stream_end(ev: &Event) -> Option<Error> {
     match ev.name.as_str() {
-        "overflow" | "superseded" | "unsubscribed" | "session_closed" | "shutdown" => {
+        "overflow" | "superseded" | "unsubscribed" | "session_closed" | "shutdown" | "moved" => {
             let revision = serde_json::from_str::<StreamEndEvent>(&ev.data)
                 .ok()
                 .and_then(|e| e.revision);

@@ -221,7 +221,7 @@ namespace Muster.Client
         {
             switch (ev.Name)
             {
-                case "overflow": case "superseded": case "unsubscribed": case "session_closed": case "shutdown": break;
+                case "overflow": case "superseded": case "unsubscribed": case "session_closed": case "shutdown": case "moved": break;
                 default: return null;
             }
             long rev = 0;

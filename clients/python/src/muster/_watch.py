@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ._session import Session
 
 #: The terminal events of a stream.
-END_REASONS = frozenset({"overflow", "superseded", "unsubscribed", "session_closed", "shutdown"})
+END_REASONS = frozenset({"overflow", "superseded", "unsubscribed", "session_closed", "shutdown", "moved"})
 
 #: Changes a Subscription holds for its reader; past it the stream is not
 #: read, and a broker whose queue fills ends it with overflow.

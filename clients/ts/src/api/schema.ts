@@ -269,8 +269,10 @@ export interface paths {
          *     per matching registration, in revision order. A stream delivers every
          *     matching change in order or ends with a terminal event (schema
          *     `StreamEndEvent`): `overflow`, `superseded`, `unsubscribed`,
-         *     `session_closed` or `shutdown`. `: keepalive` comments are sent every
-         *     15 s. Events are hints: no replay, no acknowledgement.
+         *     `session_closed`, `shutdown` or `moved` (the family moved to another
+         *     broker in a planned move; its sessions and leases live on there: open
+         *     the stream again, and follow `wrong_broker`). `: keepalive` comments
+         *     are sent every 15 s. Events are hints: no replay, no acknowledgement.
          *
          *     With a `Muster-Session` header the registrations belong to that session
          *     (identity: session + original selector string; opening the same pair
@@ -840,11 +842,11 @@ export interface components {
             item?: components["schemas"]["LeaseItem"];
         };
         /** @enum {string} */
-        StreamEndReason: "overflow" | "superseded" | "unsubscribed" | "session_closed" | "shutdown";
-        /** @description Data of the terminal events `overflow`, `superseded`, `unsubscribed`, `session_closed`, `shutdown`; the stream closes after it. */
+        StreamEndReason: "overflow" | "superseded" | "unsubscribed" | "session_closed" | "shutdown" | "moved";
+        /** @description Data of the terminal events `overflow`, `superseded`, `unsubscribed`, `session_closed`, `shutdown`, `moved`; the stream closes after it. */
         StreamEndEvent: {
             reason: components["schemas"]["StreamEndReason"];
-            /** @description The broker revision at which the broker ended the stream (`superseded`, `unsubscribed`, `session_closed`); absent on `overflow` and `shutdown`. */
+            /** @description The broker revision at which the broker ended the stream (`superseded`, `unsubscribed`, `session_closed`, `moved`); absent on `overflow` and `shutdown`. */
             revision?: components["schemas"]["Revision"];
         };
         /** @description The data of any watch stream event. */
@@ -1569,7 +1571,7 @@ export interface operations {
             /**
              * @description An event stream. Event names and data schemas: `snapshot` →
              *     `SnapshotEvent`; `change` → `ChangeEvent`; `overflow`, `superseded`,
-             *     `unsubscribed`, `session_closed`, `shutdown` → `StreamEndEvent`.
+             *     `unsubscribed`, `session_closed`, `shutdown`, `moved` → `StreamEndEvent`.
              */
             200: {
                 headers: {
