@@ -26,6 +26,7 @@ mono build/Pack.exe assembly-info "$CSPROJ" build/AssemblyVersion.cs
 rm -f build/Muster.Client.*.nupkg
 mono build/Pack.exe nupkg "$CSPROJ" build README.md build
 "${MCS[@]}" -target:library -out:build/Muster.Client.Tests.dll -r:build/Muster.Client.dll -r:"$NUNIT" -nowarn:1702 -define:NUNIT2 \
+  -r:System.Xml.Linq.dll -r:System.IO.Compression.dll -r:System.IO.Compression.FileSystem.dll \
   tests/Muster.Client.Tests/*.cs
 
 # .NET Standard 2.0 check (type level): every framework type the SDK references must be

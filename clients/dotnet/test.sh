@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The .NET SDK's whole check sequence, as CI runs it (tests/run.sh calls this):
-# installs Debian's Mono, Newtonsoft.Json and NUnit 2.6 when absent, builds the SDK and
-# its tests with mcs (warnings as errors), then runs every NUnit test: unit tests, the
-# SDK against the real broker, and the conformance scenarios through the shared harness
+# installs Debian's Mono, Newtonsoft.Json and NUnit 2.6 when absent, builds and packs the
+# SDK and builds its tests with mcs (warnings as errors), then runs every NUnit test: unit
+# tests, the package read back, the SDK against the real broker, every C# block of
+# README.md compiled against the DLL out of the .nupkg and run against the real broker,
+# and the conformance scenarios through the shared harness
 # (clients/conformance/run-harness.sh, which needs Go).
 #
 # Tested with Debian bookworm's mono-complete 6.8.0.105, libnewtonsoft-json-cil-dev
