@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the SDK and its tests with Mono's mcs, warnings as errors.
-# Output: build/Muster.Client.dll, build/Muster.Client.Tests.dll (+ Newtonsoft.Json.dll copied).
+# Builds the SDK and its tests with Mono's mcs, warnings as errors, and packs the SDK.
+# Output: build/Muster.Client.dll (+ its XML doc), build/Muster.Client.<Version>.nupkg,
+# build/Muster.Client.Tests.dll (+ Newtonsoft.Json.dll copied). The version and the package
+# metadata come from src/Muster.Client/Muster.Client.csproj, through pack/Pack.cs.
 set -euo pipefail
 cd "$(dirname "$0")"
 NEWTONSOFT=/usr/lib/cli/Newtonsoft.Json-5.0/Newtonsoft.Json.dll
@@ -16,9 +18,15 @@ cp "$NEWTONSOFT" build/
 MONO_LIB=/usr/lib/mono/4.5
 MCS=(mcs -nologo -warn:4 -warnaserror+ -debug -langversion:7.2 -nostdlib -r:"$MONO_LIB/mscorlib.dll" -lib:"$MONO_LIB"
   -lib:"$MONO_LIB/Facades" -r:System.dll -r:System.Core.dll -r:System.Net.Http.dll -r:"$NEWTONSOFT")
+CSPROJ=src/Muster.Client/Muster.Client.csproj
+"${MCS[@]}" -target:exe -r:System.Xml.Linq.dll -r:System.IO.Compression.dll -out:build/Pack.exe pack/Pack.cs
+mono build/Pack.exe assembly-info "$CSPROJ" build/AssemblyVersion.cs
 "${MCS[@]}" -target:library -out:build/Muster.Client.dll -doc:build/Muster.Client.xml \
-  -nowarn:1591 src/Muster.Client/*.cs
+  -nowarn:1591 src/Muster.Client/*.cs build/AssemblyVersion.cs
+rm -f build/Muster.Client.*.nupkg
+mono build/Pack.exe nupkg "$CSPROJ" build README.md build
 "${MCS[@]}" -target:library -out:build/Muster.Client.Tests.dll -r:build/Muster.Client.dll -r:"$NUNIT" -nowarn:1702 -define:NUNIT2 \
+  -r:System.Xml.Linq.dll -r:System.IO.Compression.dll -r:System.IO.Compression.FileSystem.dll \
   tests/Muster.Client.Tests/*.cs
 
 # .NET Standard 2.0 check (type level): every framework type the SDK references must be

@@ -7,7 +7,8 @@ using NUnit.Framework;
 
 namespace Muster.Client.Tests
 {
-    /// <summary>The README's five-minute example, run against the real broker.</summary>
+    /// <summary>The README's five-minute example written out with checks on what it sees (the
+    /// README's own block runs as it stands in ReadmeTests).</summary>
     [TestFixture, Category("Broker")]
     public class ExampleTests
     {
