@@ -417,6 +417,14 @@ type LeaseStatus struct {
 // LeaseTTL Lease TTL in milliseconds (100 ms .. 10 min). A lower bound; expiry may be late by one tick (50 ms).
 type LeaseTTL = int64
 
+// MoveRequest defines model for MoveRequest.
+type MoveRequest struct {
+	// To A live broker's name (its `placement.broker`), or `auto` to remove the pin.
+	//
+	// Example: broker-b
+	To string `json:"to"`
+}
+
 // OwnerId The application's logical owner of a session: 1..512 bytes of valid
 // UTF-8 (invalid UTF-8 is refused, never replaced) without control
 // characters (U+0000..U+001F, U+007F..U+009F) and without the
@@ -445,6 +453,11 @@ type Placement struct {
 
 	// Owner The broker holding the family's live claim; absent while none does (a failover in progress).
 	Owner *PlacementOwner `json:"owner,omitempty"`
+
+	// Pinned The broker the family is pinned to (`movePlacement`, or else `placement.pins`); absent when the automatic choice applies.
+	//
+	// Example: broker-b
+	Pinned *string `json:"pinned,omitempty"`
 
 	// Placed Whether this broker runs in a multi-broker deployment.
 	Placed bool `json:"placed"`
@@ -822,6 +835,9 @@ type ExtendLeaseJSONRequestBody = ExtendRequest
 // ReleaseLeaseJSONRequestBody defines body for ReleaseLease for application/json ContentType.
 type ReleaseLeaseJSONRequestBody = ReleaseRequest
 
+// MovePlacementJSONRequestBody defines body for MovePlacement for application/json ContentType.
+type MovePlacementJSONRequestBody = MoveRequest
+
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = CreateSessionRequest
 
@@ -975,6 +991,9 @@ type ServerInterface interface {
 	// GetPlacement Where the caller's family is served
 	// (GET /v1/placement)
 	GetPlacement(w http.ResponseWriter, r *http.Request)
+	// MovePlacement Move the caller's family to a broker (a planned move)
+	// (POST /v1/placement/move)
+	MovePlacement(w http.ResponseWriter, r *http.Request)
 	// CreateSession Create a session
 	// (POST /v1/sessions)
 	CreateSession(w http.ResponseWriter, r *http.Request)
@@ -1110,6 +1129,12 @@ func (_ Unimplemented) ReleaseLease(w http.ResponseWriter, r *http.Request, real
 // GetPlacement Where the caller's family is served
 // (GET /v1/placement)
 func (_ Unimplemented) GetPlacement(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// MovePlacement Move the caller's family to a broker (a planned move)
+// (POST /v1/placement/move)
+func (_ Unimplemented) MovePlacement(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1805,6 +1830,20 @@ func (siw *ServerInterfaceWrapper) GetPlacement(w http.ResponseWriter, r *http.R
 	handler.ServeHTTP(w, r)
 }
 
+// MovePlacement operation middleware
+func (siw *ServerInterfaceWrapper) MovePlacement(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.MovePlacement(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // CreateSession operation middleware
 func (siw *ServerInterfaceWrapper) CreateSession(w http.ResponseWriter, r *http.Request) {
 
@@ -2082,6 +2121,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/v1/placement", wrapper.GetPlacement)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/v1/placement/move", wrapper.MovePlacement)
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/healthz", wrapper.Healthz)
@@ -3997,6 +4039,110 @@ func (response GetPlacementdefaultApplicationProblemPlusJSONResponse) VisitGetPl
 	return err
 }
 
+type MovePlacementRequestObject struct {
+	Body *MovePlacementJSONRequestBody
+}
+
+type MovePlacementResponseObject interface {
+	VisitMovePlacementResponse(w http.ResponseWriter) error
+}
+
+type MovePlacement202JSONResponse Placement
+
+func (response MovePlacement202JSONResponse) VisitMovePlacementResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MovePlacement400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response MovePlacement400ApplicationProblemPlusJSONResponse) VisitMovePlacementResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MovePlacement401ApplicationProblemPlusJSONResponse struct {
+	UnauthenticatedApplicationProblemPlusJSONResponse
+}
+
+func (response MovePlacement401ApplicationProblemPlusJSONResponse) VisitMovePlacementResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MovePlacement403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response MovePlacement403ApplicationProblemPlusJSONResponse) VisitMovePlacementResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MovePlacement503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response MovePlacement503ApplicationProblemPlusJSONResponse) VisitMovePlacementResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MovePlacementdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response MovePlacementdefaultApplicationProblemPlusJSONResponse) VisitMovePlacementResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateSessionRequestObject struct {
 	Body *CreateSessionJSONRequestBody
 }
@@ -4429,6 +4575,9 @@ type StrictServerInterface interface {
 	// GetPlacement Where the caller's family is served
 	// (GET /v1/placement)
 	GetPlacement(ctx context.Context, request GetPlacementRequestObject) (GetPlacementResponseObject, error)
+	// MovePlacement Move the caller's family to a broker (a planned move)
+	// (POST /v1/placement/move)
+	MovePlacement(ctx context.Context, request MovePlacementRequestObject) (MovePlacementResponseObject, error)
 	// CreateSession Create a session
 	// (POST /v1/sessions)
 	CreateSession(ctx context.Context, request CreateSessionRequestObject) (CreateSessionResponseObject, error)
@@ -5047,6 +5196,37 @@ func (sh *strictHandler) GetPlacement(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// MovePlacement operation middleware
+func (sh *strictHandler) MovePlacement(w http.ResponseWriter, r *http.Request) {
+	var request MovePlacementRequestObject
+
+	var body MovePlacementJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.MovePlacement(ctx, request.(MovePlacementRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "MovePlacement")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(MovePlacementResponseObject); ok {
+		if err := validResponse.VisitMovePlacementResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // CreateSession operation middleware
 func (sh *strictHandler) CreateSession(w http.ResponseWriter, r *http.Request) {
 	var request CreateSessionRequestObject
@@ -5162,217 +5342,224 @@ func (sh *strictHandler) Unsubscribe(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39chs3lij+KijubplMWhRJyZ6Yqqn6KR45440TZy1l86tJe9VgN0j2qAkwDbRoxldV+9c+wD7E3ve4",
-	"jzJPcuucA6DRZFOiJDsfc6eSKov9gQYODs73x4dOqhZLJYU0ujP+0JkLnokS/3wrTLk+nRpRwq9M6LTM",
-	"lyZXsjPunItUyUwzo9iK54ZNxFSVgplyncsZ4zOeS9Z9+/IFez4cDtj/+d/DQX/UP+r12dm1KNfsePQ8",
-	"llxmTODPp4MjxqVeiZKlvCxzoVluIpZM+SIv1peV5Nc8L/ikEAnLZVpUmchOmJmLWF7zohIsE0sB01ES",
-	"rrJUZYJ1M5XqQ7UUJYdJ6/4i6/XZKZvn0kRMKsN4LJelWuRajNmEp1dMTadsWpVmLkq2mgsazE6sFEvB",
-	"je7HshN1SvFTlZci64xNWYmoo9O5WHAA0yKX+aJadMbDqGPWS9EZd3JpxEyUnZubm6iz5CVfCGNBfFoK",
-	"fEu854tlAQ+XQmaihNtRJwdIL7mZd6KO5Au4zeGF277/z6WYdsadfzqst/WQ7urDczFbCGk6MI8XValV",
-	"y8ZezAVLpHhvLlN8ImFqimBYluI6V5VmSz4TEatkOudyJjLWVUv+U4WXljzLRMYmXItnx1VZRIwbtlDa",
-	"sOFgdMzSOS95Cmvv9dlrwa8Fyw1TlWFTVeJHpnmpDX5hzLhkYrE0a5bQTP6YsFyzUkwrLTK2ys2cHQ8G",
-	"LMkBB/Ksnq+0WAXDZMwjAOu+fnV+EeF39FKkrMi1oZ8zvuxFrMivYLfXjEbCO5NSXYmSZXmGGJNrDSuV",
-	"8AFWCp4xrjcm3ncb91MlynW9czRop4Er/P1rIWdm3hkDfCJAHn8BUMUYUcJQ//Hj6cFf+MHPg4Pnlwfv",
-	"Pv/njsctbcpcznBH3wpeLLY39CXOrFSVEUwTArgtY3y5LPKUoAPT1Eueil6fJZ9tw9rDGYdKYJk11vJ0",
-	"IdoRtsRZfQyMfSu0qspUNM9LptIKHjkYjo52zcC+91EmoZTZhvEpmxZCAJSVGbMhUMUvHLA1HCC8NBx9",
-	"wQq1EmXKtWCFgN3VEcvyWW50xJKDhAFJTC6TiP1V5RJO0polh0l9jEZPn7LJ2gB9lIwXxQnjTAptRIbf",
-	"hk3TsMG0Y4cJEzrlS4FomvzL6GXSZ6dybeZApEWhxe0nCsAltNnY64WSuVG7CBRM43YCWSP96OnT23De",
-	"I/yHYTQcfXHTPdy61PswiP5w034ezoXWuZKvsibCDIajo+Onz/7wxXM+STMx3fzdvixNg13m2SPQyM0H",
-	"Z7cU6bc49jYyIXWCD4+ZkvWpVdO90cfhyxfHFl26nF3lMqsf4yxVlTSi7J0AzWuihMcAmMTG9pdiqQ6G",
-	"7VDCf/bc/C+O99r7VmJ3A9/QSyW1QDb6Jc/eEq7Cr1RJA+d1/KETELjDZakmhVh8/lcNYA5QAt7IiFE3",
-	"8L4TdTJheF50xh2g8fYym6hsDVAChoAvsH89f/MtUHbDTaU74+PBIOqY3CC8vuQZe+sHtCvhE1WZ8aTg",
-	"8qpzsy8CfUcLoPU3ceYVzZzlclmZ8fYJjjbJd3BBi0KkRpXhNctLoy1MAMlByWmRp48DdSG4FpdzUWSb",
-	"UMY7AF64CQSQS4UCmT2CDTg/r+Hsp/XJgJzUkwbI8AIEgPXlT5WoBF4BSfjS5AuhKgS5VOZSraRAQE6F",
-	"TOkxGka8X8IZIZielSUJY3sC9NFrOZVrRmAV8GnWTUBKLSUv3MRz2DGgOzTphTBzlV3CHV4AGYKrf/vP",
-	"/+n12SvJOFtUhckPnLgkloVak6iBUviy4CkOBkK4Fc8QDJHb1ojl8lpIo8p1xFbcpHMkUzO+DCS4BV87",
-	"cfx4NGTJqlRydkkfTSzTcwAPpDcz54ZpUV4LK6yhWhExVaLm0apmdGk01IEOUAlKemw1zwvBpPJioRIa",
-	"9++lKid5lgn5qEMx9aMEZ0IqNiu5NCxV16KEBSDPdgSlPgtH9Vl4GQz0iQ7Dt4rpXM4KYWdntYSUFwVo",
-	"cW6uNdXsJn55SQ+B9pWS4lHwIirlTtImIdGSL/VcgW46z2VGgLOifa7ZDL4ewG8Y0Oyv6N6noiPNecPp",
-	"EkuVzi+tRpWMmTa8NFaNnpZqsaVj3ESdb5V5qSqZPQqETq6Bcz3F0TahSA8gqiPHE+9zbeDozLlmoKxm",
-	"DSw8rqH4rTLspR3zU4Fya/4ATZCfmlfqHwi67/i6UDy7UOo1L2ePQ8IljXVplLoscLQ7xAajFHMP1tgX",
-	"nF4rLbAzaXKzZhdKsdf2+U8ERlD63fRwakgzyfxRU1+k+5p1k60l2wN9odQ3XK7t/PWjwIpc9XJaFcUm",
-	"PNHehLeJ6MCcncxgn/dgHQUCAsARpsf8/D4dWtazR3ysJv7uZZEvcpQOHOrWFwBt6dcJS3SqliJhmq81",
-	"8J10ziaAwCCMb9roDryRrm2+9unDwJyHU/5e8srMhTSwKeJxZKTaGCvYMs4mgpeAUepKSGaZlyXYNd0Y",
-	"1htFE1Nl/rPIPikDwxmhGMDt7EKTjyN4V1KtWDfZWKJF+e9rmeGxAPTjbOC7nQ+o9vPKGNDTMrUK5eCn",
-	"Ie8/F+V1ngr2fWPET4XoXmhrSE8RS8KfY1YC7pGANuHplZpOPxYe+1WQPTVF1AqUQZ5lOUyWF9+VQMpM",
-	"DirjlBdaRJ1lcOlDqOPvr8pHHWOKy4W+65XXQKIuLl7DG6gn0CuZmPKqMJ3xYBO0f1YrVig58yb2nNDz",
-	"5auXbyz58ybqu3QmAPZUlQtuyBz97LgTgS5OluqjwQAUVm+5HrRYrkOl/semNcSu/51/S03+KlIDC/0S",
-	"5Pg3yzv3obnyNzLgOn2WcNrUhBl+JTRL6IMJ6+bGWmIBPrp3whLx3giZJbG0j4LSlcvZJZ5uax+xr5+w",
-	"pBQIOD9w8+l+LE/ZQiwmgkzBVyBEeqoAr1jSQS4IVRmdZ4LlRjPadNblsfSzVRUKyYlDhOSJZiXIe73I",
-	"muBIXl7NVSHYBCAXy26LJg9bi04WIDAiQ/tNDa8nmqmVZKXQVWFiWYqlKo1mShZrtgI9qCYpTzTImUYg",
-	"WGrh/YkmkV6zTKR5Jsjj0TwqDUjdhfov6eELfPYm6qjlXW9YvPk6l3jC0GRx1ztv8aEHnMcN3FbLjvvi",
-	"LSiNUwNKLuHE/NixOIqWMkBBtIIhdgWjOPuVHeVhVEot9bbNEO3Lo6fPajzQkUMQIByqzESJngkj7oaN",
-	"O7Y3SCRe0Sujp8+QRtiftXuLlyVfIzd5CP28jbLAUnfuwVtrAIRvNSFEuN8CJSAsS1HWQIocUUX44PFU",
-	"S53cD1Bv8XOIeRsAKcV1jiYr2OGieDPtjH+8A4ndGzfvWmV0EgXcuIwDF6QTDTPpb4HTgSKYy20ARU7U",
-	"5hFUlUnVAgVu1aTObyTTVZoKrVmirtBtZMqKaEpiyWuuYwmTnKsiQ8qF0+YyIO1kbgHamdhvJT2krjIg",
-	"6l0+Qe+Gfb8m4D2cx5TnRVUKPw86PjQTELOSKJYJyUzwQUcMN0mnkNlS5dKwlaqKzNqbejBMLBOSzFAs",
-	"Z6v5uo02kkR3+z6jve8FPHhTS3uhl2JPS+gWYSGSsw/tQ0p8BY/aQSZKFYI/kkLXK8CZjA8PeboQh96r",
-	"fbjhr9tagJNpg6HIzHu7RBJQbVxWG5a/QPPK2bUV0JtY/iduOBIAAffHjGwxCUYZsPPzM5bkGWE3qvR0",
-	"mPpbmw9kYy/wAxmFSV1ZRnLbCzRxD+uAquxHSz7q/oS6LFH6bddbg6JvvFBvEy79DsoULH2b2wZcNkPO",
-	"6+yAjoukhaJbpSoKkV2C7tHKj1+Ughth2dID+fJKinIP3vcGntvUHDaDa8jmdnHxGhjUIi+KXNuAm+6Q",
-	"adbvs+GALXIJwh+7EmLJi/xasEWlDeNlCX8DQc0ly83twv+zwYb0P8Sfdx03t9hbxf+zpUrn28t7y2Wm",
-	"FizPvP3G8rVlqZCRFPlUmHwhmo7Hv1wdTV5/8dPo395/dT3QP0zasLOmq9tANaCLWncH0Gg62povBKNb",
-	"GcCNDjg6C0ovGJ//6WvdZxdzEUst0MuulkKOcRjNeCl8RIjkC5EB4yrFQl2LLGKTCrSUFfBNjQ6MiYgl",
-	"xslETCvGWVrkwNRo79JULA06Z1GV2LRCoOc2NTbOKZZ/vrj4jhHJ7OEE7ZTgacmMyvgap1fkGCOQS5a8",
-	"P0B+qvNJIQ7gQCFjlVlE6rmZi7y0Q+L6SXXn2XWeCpSX0KFDkz5oRledxDJH6GSiyCdwRxRrirQCNg7f",
-	"iqwtayYk3s/s8rXltkJOVZlanWODWDl3YXPXo87WigBDG+5O9FY3vZ3BpdqZsm3GCl0ybbbyxsSaHsGO",
-	"VfStQ7ATNW2a3jkIX0HfoB+uJmRNf2wn2nZ5NDwHnQ36jMZEGmbbShMMb/32Tbs58LYW27bzE9oluEe3",
-	"/YP2gcCPSBAOvt8wgboJuB+hcw9gtOWk67yDE4/C4cNI9qO02F/IWnSbftSc/62kuDH7VhG/ViqMPaO1",
-	"DLri1iYgshMG5y41xZrlMi0F1yDRg1aFJy0C0gHElKel0hoooljxQkdsIbhEh6HW/ia8oYFaIhbrdk51",
-	"S0Bl1PmKL7cVwEWuYVZOHtMtQsq2shbEPLawLKGrBZB6r3AVXBuM0SEOtuQzQV5PAJHVU2w0Kj7qQgNl",
-	"VVhrMcXGbM1Llcs5l/p+k7+/TLiBVw5k9ffvEMz+LHhh5tuwT9UCjm8ritE90ldzycs1ItakygtDXs5u",
-	"UklkXUlt24TbmQ/A1IYvlsBLe5ZfJZ8vVJZPc5HZd0CHNKUQbM4zVkn6JjIapJGIZFvwpKeQVN829Sea",
-	"wSMU2Xx0dPQcZtGcKE4QRAApWr+UievLhRVQthUv4SSmW5VHfOgm6szU5bUo3b7X3HKmhv3Rs/5gT/0K",
-	"9KWWJ4Oht+GxUFlVCGafcd5/K8fZze0m3Uxci6KXYHwvtxBSU5Bv5iK9UpXpRRiaCMKPKN1wCVuWOcgE",
-	"JLzWE70e9J+3LWuTSNIaHThb0VcVmShfyZSXkpvWZb6hGFkSU5UEIera+8MD4RHXVhSIeEgudYQCH9GK",
-	"EuR2KVJDQiE69puLSkf//nM6Kq4n+XA5WXw7TxdP59lXxfVk1rYrNtLrfCnS7cMnbUDh1ltAp3dtJfLb",
-	"Oip6Ugp+pWlb/vaf/8O6eH9MNzOxNPNeAmvZvimrxUSUvaR/5wb5OEGcVdv+fO10mu1FkuyjLzlSGc8v",
-	"Mm7EAR7gFqjVXHeLv9yh6QRfu5XBvnaGl+ZknaZ6r9n6bwIGOfF0h6aIXMZ+Ba38YzZ3nqPAPGgDoZS6",
-	"agTlVMuAy9vPRps6Z+QYmXcbLJRURsk8ZWmh0qtx7ZOhg04hQRzmBkoDvIt0Uy8xOJnn6MW0tlfyZS2L",
-	"Su8Yxlr74LWIfBjo8p/6oCMMSYER6QV42UfnYbQeqUZu0aQgZwF4rAqGTBs+olVw+QnGVGe0Apwmcvxc",
-	"W6Wv4CaMl/BAQnCuxwRglfKCZYJnRS6FDYA7/9PXqLvfIfcM2uSehxyCxzltyCq7Fwoifds21YRb0mqF",
-	"ccJi6zm9HR4fy8C1aT+32uOmpB0e66hJI/widlKJV9ZGuO2cQEOvjYsEWB0gNNm3iGec2Vm4uAVpL7sQ",
-	"rTzbtkc+jv7c4505MtTLvMlRb8OwbRYMaHZ/K1opFjwH1WIXhb8Dc36zSBcY2VqgewcSBjDZBye/47MW",
-	"7uUVkL28YQ279r3Uq1OrL5UM1KOH6U0u3PNObdw9twl2WmMw0E5gnXsZ+tc6bEBBWxWI3/AxvOfRu+W4",
-	"bcEDRAMbSHSHOOfOlrXYuRd3bvXFxettdMU7O6zzgwFbhAb6PjulrB0K3zuxYoG1BKPwwCZr1C9Mnl6x",
-	"7lMYoHd/o30bxNz2tMr9QYDaE80KNctBRsGdJx3N8pUxG/b7T4cjm0mkppT0EsvvL14efMG61ojI6Ged",
-	"UFanSWL0f9ZDhV1VhqVKmlIVsawTQln3+89hTf0+/Dt8GTH49w8v6ffzl+h/9QOg7XuSZ3kpUrL1MQIW",
-	"SoHBqN9/PhqMTmGQ0WB0FuHvZ8/o97PnUSzhj4G9MXiJH/n+88Gz4YsxI1O2npMlnS2FWhYCBFClBTOi",
-	"XOSSF5rSmNHmBYIh3CNLdilWZW7EHgl3sdyK8mGSL+CVxB3EZNMivlLllSgxEStIqno6HN2WVfUfcfx+",
-	"MDiI4/fDaRy//8MU/nw+jeMKlhzHFQCD/nmJ/4xOD+hfuvrsGf189rw1LyvqfOfyPLaJozXktqIi2tGa",
-	"NgTM2SDfu8hYFyMD6iwSm/LRa2rSdPWg1TNE9/QuFfjafZg03zrvG3bBTgn5ESb9mrlYgJZQGsrRhPnv",
-	"HTTiYfQlQaSFWZKte4clygVp0UOtebjbRkV0NOw7MSQb8Bod3O15/DAXGIgQOu/KSlJW6q5UoMAs4BnW",
-	"BnW26/YfbiPLm+Db5sJZVjaFsrkxy/Hh4XDQh/+G4z8cjwa7caT5rsUpfqfU5h0V+P1bZ/7G7cbOCB8X",
-	"KVNnKwGJBixNC54vvIXZJSRJQZ7CLscoGAV0N5dsWapZKTSxk3YobeQRGs14dg2PaZvIz75/+7qJZJ8G",
-	"nIHxswXpYdVPNPMUgDwGD3AYOHErl60GlQtQ8sm2YEtJwJdZJdFvgQKLyO6tr9+KKm7hm3PbgULyI/k7",
-	"HuBnuNNnsGvKD3PPZULTp4IZNrLHn7UgUR2wOByEkQx+3c6o+NGG3ICKm7X9UitIbED9tpvp5Qv2/Pjp",
-	"H5hNGGAUGqZJVODOt0bRbP1PF3l2Z6bzbgazwSjQRdNM0+wej4a9sY1aJPrSxvspX5MCBzd4HsNYiB1s",
-	"Rkex3M457bNzYYM53OKAg4F45n11QT6s3hS3mjRvtJPmYdZOm3GHcWto7x6PyG3kU3rQCzbPzZglHkac",
-	"pXzJ9JyXKGHEkkyGtP6eL42TsG4LfJ5o9lOlDD+hJcUSL+c2VKWSfDoVqRFZr85CSiKWUGY42vZLpUwS",
-	"wCaWDeCwf+dF5cNZGEazbELM8/L9Qvxa9Reb0xKiZ2s6/SbBCl8IU17u4uF41302qv1IeLDaTvJbMcu1",
-	"EeXDCJyL/ds2BBZixou6XMvtZR8illySKByQsmcPL69AcRgtVhq5xvNvEx4mlWGJrIoiYd0dlWKsNtOL",
-	"0NGg2LNj9nX+ZcS0UYDX4j3HQAKu2Sy/JpMmGfKRtFL8EQFb+5IWz45ZJsTSun/J54RaafBAoAFikan3",
-	"lgqGjx1ZELLuRKwV0QYtxu0VUJw+Zpy/zKbrkUOMzkzgA6PdeH8wUwcWtn/VSvbf8tU3Qms+E1uYZ2Mh",
-	"EfDtiIaWxd9LnMv+USvti62jGe4Mgo/Y58O65lPt7qfUFnL6P8DB8tYZmzbPAGGtLaiUOHvvB6xzdHP4",
-	"gZeC38BPKjp0kwCnK4Wv4qJjWcnM+p0SW1ooYWVVoN9YsVVeZCkvM9ZFe8FG3Y7eCeMmloTBz311l+Yn",
-	"sOLQ6IteaxTdncbpgIgcPd+gIkcNMuLG22VX2EFdXD2lVsrXKFQ1rgsneeOTtTolfpoJVbLRoTnpJIzi",
-	"pNs0Qm2EwrpK/sdnCQX4b5io2D0sVBGNIEWOrDLpJ0wCXej3kZ8vS/V+TaKNBFQsci00W3Iz195ipFVx",
-	"LVDkWZyw5F9G4l9GWPGOcXwQS/PAcEqmgmUC2BKINn9SRrt4Xx5LxzaA2Rvx3hAahMXGRl/cwhy6P/7H",
-	"4Wf9HTv6v+K4f9d9+8iOJ3q33PtsB77YkM0thNnj+LEViHlY1s3BxUotsOddJYUHGCacJJ/B5Z9FqeDX",
-	"QpX1ser12Vl99kmYcuGkIDC+ygRl7NssAVXms1wCH8elwBOGKjtYgd5PP2Fd4O4HWkidm/xa9E5YkRtR",
-	"1kKAZlNVFGpFAvEG4eizU8vVvJ12z7P/2R32w8HHOfDakfONUI57hTv9vtySj44PvW+kSoPJtjoMt6P2",
-	"N9yGu+OlGsXUtuqVeQc06w5HXxxMclDf0lKYKKhYNhfvN4XUoya2wc9QSh0cPOcH03cfjkY37XgVuPwe",
-	"g1iPjp50BpxbIybdbPdMQHJuyCRivFiBNFzXgMFHrJPGlIIvtm0BnxoCzUjz/Z3EP3CTzs+DV+80M20B",
-	"d/PTrcBeivRj+LRhnLdqtYdH+w4HdauzedfM4Ys7g/taSvHtqcBduBi/QPEqrQZLVs37qCxB0kD7QhAz",
-	"z2R2B8JjdJh1pxFma5aoa1FOC7Wi8ilLUWqRUamkStrdn9DvZq4XXplXJlMrtGlgEo7N4qOjwvBBF8pN",
-	"Eaab+cMuWPJWzHDLe0uP/yL5vmFovr2JJZjC9XXvDTACUi+MW683gPJnPUzbcox3RnFuwihI4XPj42l2",
-	"08UEkXq2bZl8biLASGDarYFk5yshlg8sAuJLomxyOTR9nNvKDlnJp4aNBqPBwXDk3APJP9PbtmoPmsxW",
-	"uRau4t2VWBo6gJqbXE/zRjS6Bdv9DqGdbivwCQguqXvDtl6q5XLDtn6ny8Cqom25dWjPgaVpZs0pjrA8",
-	"0UzP+dLaTTA2mhQkHAtTwEBNshM6CVHb8j2Npb3ppO5FtMMY6ZZlwDY8ngFsGnBg0MjDtW1DkPXtIIZw",
-	"2jNLEEFXoQqI9kQjUYTVKyn2ICpNQeMm2ie5eL9nN0j6zTu3qgZD32a5OyJQQjbO8uyEDggmVHCWVRSe",
-	"ggn6knkioRtCzxbO/lIhayBcuGRwbXwmq9MHAetd/UEzL1U1A3Uv1wa/SCUm7g5pCxTf2xUI+9yWlEEk",
-	"tM543CF14LfSqszNGgmcC2dLhda3pIxR7iwWzuKwLVjxnPkK9yc2ndXWsUaUtsv3YcJtldLpu3VWm92W",
-	"Zf61wH2hemKnlZm3kWmajy+aaElJquQ0n1WuasUPtZkHLwMHhfd0+I6LaMjENVuojGpa0JI0HlIfUO4d",
-	"U4mt54T7i9uDTm+ccL2UuTFLqqaVy6naXsQ3lA2TA0wpNN/OaKpKRoE/VHBc99krQzHkeGJKymMmDyTT",
-	"AvAylvCGpc1deq0XWSsm5auwvewouZmzi4vXUSyxBJUNnUOgNAKTdYTmqlkukbhj1IJPQIWDUkc5a3Rt",
-	"eYunw1Sq2XGO1ruDcyHNwRmJhSFV1DYSK9SIAGKx9AdvwQFU/VjGktpOuKLRvssE2lII3AeoDCWMyoyR",
-	"f7LckamOfSOaqers1GX30L5JsaIYBVttW4pVZPsZ0JZWMr8GitaP5a0FdEVz5rzQyk/fTZ1CYdDULGL5",
-	"8GiqGlKUJg8rkcx7pZNdNe0S8hS3ealjaUtodbUQBG/r/k5smaxen71oz6PH+ZzWGdnIJgC4YUVBgDyd",
-	"+YkolJxhTxKn4Cjp4mfQURpLIySXhvyuvFxTWKEDpy17pSvYteBUoM3ss8PP/qkUPEuYKmOZ4EEaHx66",
-	"avj/hNF+CeEBkQWYKqVCu/JbQrI33575er7S8JxITiyp7NeCEFz41BYyh6vSnw2WU9qpNfAVeSpsESRL",
-	"PU+XPJ2LgxHmyVVlYemNHh8erlarPsfbfVXODu27+vD1qxdn356f4Tu119WSoU6QCdgZ9If0DPBkvsw7",
-	"485Rf9A/wlxxM0e2cZipFP+YCdOWLlJei4zo8zQvhGaAHtg2xOYDUfbgCZsKk86p+gGGT3qSThnogiQi",
-	"V4DgVUbNICjcPagNPxoMNiozGvHeHM7NomjK+y1F5rdZ3vmKz2aiZN+/coV4A97ZGf/4DtSZxYKXa1ir",
-	"fxhoP59pqlTjSiZ03sHLh3PMpP05gFhzUe7+nesKT+f9CoXbZN4da3a0DvE5v75j0a/zayGF1rcteSFM",
-	"mTeQpLlkd3+/rVwWPJf33Mtv6AsO574r1UKYuag0ekzQY6xRZbSBxbevOXi9nvrO1duz019zQsFWENiH",
-	"UIe51867UbeA4YW91k1+sxTy9LtXDI8zcy7BCJ0JKHfgH+jWkCL0rjVTuG+H0wWW4FbSlJwK9e8CESaK",
-	"/byTiLyF23XmdapKwThSR+Jx2lduob4sGG9Aodc8nQN32qYd9pO/yimj9RhFMMXCsk8HR7vG8xM8DGu8",
-	"3gZ3GD+/61BeDw9JOoQDRVqc0i3AT2zcX8L+6EVNALdUBoW9E5bYeEB4AsU/d9s+fsImysxt/HSfkQbq",
-	"CT1y/W+FyDRLLMOVTKuFCJrsUNgTzJOYIYbAnvgyvs6LC0I6vUQsN9ex3Ii+P7J1c1yom++0w77Jv2Td",
-	"4+ERa6t3HbHhIBoMBvbznGmqlHnqX4fJaZc6bmUQgMOxbd0D6oVLkT1hPgbFFqWzXQ5yTa3SwoLS1ndo",
-	"60P7QDBV1uFjJHI2mhdEvkVbsFgAL8kRzbMAc38JcLPNXIQ2X6psvcdJCCob+/DNH2tDNf4xAg2UwjB/",
-	"dFfsredY02XPssRBYOlNU/MFffrmE55kDMPdQUhnfIkH+Ji+d/sBDhrX4CvDvc58o0YRvrcHrah7QsAb",
-	"wz3e2KySD++Nnt/93mYZeASTLXN817vUCAVpWcA1BFtWpWBZPp2KUshUsIkwKyFkgwAhqcHzGJA5Imlb",
-	"JO4DUJGbwxmVj2llMi/UYol+fk9qrNM+vxZA2aztB/XjsEcTKWy1khtLlOpd+Fit5GIqCUq1QCJqFdnr",
-	"r9wABSTbf9LfJopeCYmrweAohSXhX8Ia7f2D4XeRvJL1CtMEiIDlkhg8FkIdkwIvXBsPRxMTKk5Pr8QS",
-	"1spBXckzV2az0Tiwu6MMTg+rE+MQ7fV0RKOcji8/gOambTDFEpmBt3pgEWZtu/NNS6HnrrVf3fYvlzPM",
-	"zMP2MlMKmjFMqkb3A7fcXOMGUd9DkHaIkKKJY0bFB0QrGcXt+YovO822jzvMt/Ujh9hl7ibamVjslE4M",
-	"32gzoSF1fXijstqc+GHH8LZeV+AssQfchsj7VMXhZqZiWxzDnQCx3Spv3n1Cog4b9Xum6feXGB9Jl4EL",
-	"ssbRE7ZnDUXXE0G2VWzdsd2bNKPBcidxxnoeSmFxDrRs5tJmEWIl525NzHoRUZMJNQTts5CKxvJWMtp2",
-	"qIF8nOPcHnyq73+kNg7U7+I8+RCMlkP1xtLT34OktMfksF/UY4/T69wem+A4tZ2WaIde9g2WzDIunTYh",
-	"bL7KZUbYfEAXpBMRvD3NniPbDxIZOSrM2heFiuV2qH4uyRJQcql5Sm6Vb0kZCuy4lAjOC61i6UsCUgyk",
-	"P4lkOb1doEG7Kih+LjMyN9rmtfh0F+DkRAycFeB49LzRVod1UWuy+S29tuPt3NbW8PKQE/7uEUoTpYSg",
-	"MtSpw3jgSGUVygH/31xVJeXVqGWe4rPkS+nc7K06baat7KU+DT8qZUCfepslpA5H+ocS9RGVKAdYJwXn",
-	"ch9as5szH34AKnNDZKgQbbkSf8LrNUmiAJE+O5UsLyjDCSlV1ztc3qKdIOkFVRIoJH+jD6kzKKFSRfWG",
-	"haG6y1NVZCLrs5eqnAmqB8FjaU1W9D3sVyCyexKgNvkev/EISnE3o/ZtgltY9XFLs29VzpQxtqvVimsb",
-	"0vXbP0yPQm7abIfaXWelzpQqXd+dDWTvtXPWVlP8r7nHg1+C6Lq40N8BySWkv/0N3xjz8TSTZ9SBm7Z/",
-	"T/K4EmK523z+7zbsTVtDka5j52qnr2oqUmHoIYlfscw8dcV6NHNusPSDI+xoLFly7Yu4V6XUVD0RyAJG",
-	"WmG+kqPO2oXggaiFs6lDg22dCRwXVmdDY2wFRDeXDP1EMAmkui7AD732xlfwxey3mdomvoFTvY36xhLR",
-	"FIHgYwqdmwdDXFxlIm5TSAW5+UXGujavNIqlzS9gOv9ZRDZd0/5I1WKSS25wEfJAVSZiCWBNwsT7JZdY",
-	"9zWW4poXFXlOsO41wgomgkWw6VSc+JkFM7J+1Cc6li+++x7rSUZsxLA29gL7Hj87Zt/kX0bWmjkVETsa",
-	"wP1gZIyYsVjdGzu/AbeZ5Buug9ZUVgybgTEMoAttvc9rZd3E1XT923/+Ty+hrDagrIR9znsyxUgEHUva",
-	"B4eMzoVDrQioqmYh+DUsXxu11A2YYEQzqOBY8D+Wp43DcHscKevaZ2u3xhrUFDTGjX0icSbE0tnznh1H",
-	"jLstL5Sc1TeCPL9YAufESBbpM4cBtxb0GS596nCvLgLqg1lt3ahYBi0X7BYkvsOChXVubLVd2nAxtZ5K",
-	"CnwBHZlOG6zAepCuPfXgwO+oGjW8PXJupcmaOfQ48ZbbYxpJYzzYhkPqyL8KRyYPq5hGIfqq0lVuHe9w",
-	"V8UytzrXx3dX4djor0LcqpEc6IehCETs0udirEkPRSvwhKdXYwxMghFdmyhve46lbXcBhBEt1mllNWl0",
-	"lOm5Kk2b/IcwfYwt6DGaYs31m8G2Vi28qy0PPdYeCrqfPBHG2P/C/rcwtH2XPAOPPNG2EeI/lMmPqkw6",
-	"GeZAlQcgNWyLMrdIS9Zascuy+zrX9vClVVliDIpU8sB2PGkEjzZ6ztfVYYAqWacbS5zbK4mCXqEuQoSu",
-	"VFKtpMhsWi/qp2juimUddKexz9JaZKxQ6qpa1inC6LszYlHX4yX/F/qXXGhrcygkSqFRmmxxPAgZ5xjQ",
-	"uN7o+z6OZaqkhYtraGC/m/JKi2bcPLbPU6j7Khk0hIpl01GH/Yz4T5WImM5nEi12MnMihdpwW9Y1ySKS",
-	"Husw17Dt/u4uGOyUFk1lfpZCmlgCRwfilkuRHQhpMB5zUmWg1vloDhse6YRZ3AEMaScOEktaUNPE775P",
-	"AZaBF7TVsk/x6dvkfK9E6ja7fhB9/+t44wLXwdPfieegrkj8/47r4Bf33qG7IaSmPkqBswBpHRWvHXgb",
-	"hPwQW4/u1ndPsQutthWAmj1qWbfuAOpOuZUxI9/3M4pl3ejTUxPPAVA/pyzByLe69e4JbcTS8olYOqEW",
-	"qYV1EcBDJCM0W8M29Ghqn+t1UBgz1z7IvNFEVPu2uzCyrexrpWQYK5ag1XNpxhQ8Mbdyq62vHzX6S3qi",
-	"atNiu1rFEpMgYOouoB6naJlBD5QKKicy59eCKWqIE/Y1BQYXy3qh3nSga47iWkzbz2PvOpcwy7TJiyKW",
-	"sM71mC15aXJe+C6wWC6uXPCC4IyLhNFF5uAcJF/EkrIEtibZaL7KukndZy2JWOJ7pyFyUPc0uN5onwYX",
-	"fPs2+LFVlqrPzng6D2EhNw3CMC+UC05wI6UyLizFgowXWEKElJz6c6Sl4M5QCP+CrwEzBC8DRdJrvhee",
-	"QQXJA76OMkIazde0L2HTIYrkA3GnmKpyITLWPR4MxsFHttpCB93CmxWVKVND46Kx2zmCA5RmWoOxvTds",
-	"R7+gEFLQBymWLrowjKWBSXxtAyqxzopfgSse4Tsdog6PWjicDUpv7h4PjuvMZd93LkEhy9oZcHaF4NfC",
-	"heiQeGJxCAaDhWFEkEv1oL6gqCBiaI+qexIjE2o1+0/qRLbHxEdiI+8fP2Cz3aB/uK1yfkuxJkr5t3VC",
-	"hk8HgwHw7Y0iX8cjauMb9CO/e+DRPgMP7MCuv/leIx+hxBDWROkMhqOj46fP/vDFcz5JMzHd/N3ZWxVt",
-	"dFP/hVXRZi/yHfJKG4OJgr7sv7Qkc08j+kN100fJJ6d0IiJGCGzN2BRNtOBy3S4COL5f9/R0AoxVOzel",
-	"l5WTXlqV0TdLITEH7vz8zGUdM8qQCxW6OpUdRYvKzFWZ/+yNk7HkrgY8knXDQc1hXV4U2POCqLoNRN/M",
-	"Z8Qc+Fgmvh4M61pbbNJI9E5cTdXN8njWNB2ooHwz8zra0DNJYsIirFvpzLHkltY2pBSn9qJl2KdFd3G0",
-	"3PjQWZ8A3esj15MssZ22axnHri5ITE+iugX3H/13exFD3gvHyguvZC4OjpifJZ01duqy6jNRYAYmGS+C",
-	"KF2akD+e2J9SZr4Ib7NWiZtvLJNmdjzsx95lTGB/d9cxQWMpFekg56Y1dOAlkKptY3gn4dqKcQWXgGbw",
-	"1AmyPvsJZ27G44MxeiRUl2KMufbENi2U0A1FSEQFyDbK+fb6LBnXLagTrMBIdQ6pPppPYR0+ZRoPD+wy",
-	"3Jvn0ugxk4paRKyx/CFPr6RaFSKbUW4qSEc/EOBdtqutReVSdS221duubSYomS4Qi/GFWHZzW6Jt7OnF",
-	"50GZNnc+yGR6gsDwYdvkT8vLWCJIwoIEKCIXMBUHNJnZrGyzXeYAMN/ln7vGe/Rarr0c7Ls/uYn22Zel",
-	"Wmms/Wo9OAjKc4o/T7nE9phAKQksOkKZE12AWGLH5eknYX49edY++wxdnbmhPH5L6D77zLZNs6nHZGfC",
-	"o1CrFWOyZuUGFJu0xE3jRbGO7PGYrOmPyPtU4CSXtHNdDuQKVvVEN9YTsSStyoIdfJtgJINrwv3EpoBT",
-	"YVjKQItAEQJFghpJH85UQyysO03bgLcgBQ3nASt2a7TCK4ni1gNB5iaKOaPgOIVKqmZYWRCeuRblCas0",
-	"UrqpKl21ZqqZHHB8Ujyx8RsZ5wAWRT4pebm2hJOCzWPZ3dlmO2IxFd0gqyRtVtxpjWZbNUTVXTatH3cb",
-	"td5hhbgCC4uT1erBRq79yq14a1dYd93WiXNV2LdLdWizpqLTqlzUIbZ0EOppNulHZ38LXFDXtrUibZCO",
-	"HuE+uqbmSH5azmafnQalMWjXvU52j9oY9QI2izhuen/e7ZdLi2f1gHBqs9iYKddjNhoMBkAyNqrUxTLj",
-	"ho/Zh5jqtcWdcdz56fj/X/f7/bgTxb42VtwZHw+juFnCLQZ8jDt5hq/panIwxJccXuHlXTiKTyJyxZj3",
-	"GIeFW+LOWFZFcfPuJpg0MfhY5tmYHY+CqTeap2/NBtWc26YSFtLFNzD4Fl5wncG2QDGyc4874w8P+YIr",
-	"6YgvuZ5AeGe7AiQ+Mzn617nbk6BfGd4bDUbPDobDg6PBxXAwHsD/f8EH6yKR7c8Nn/7FrqzuARZbFRIv",
-	"U5+vuDMe3NzEcsNW3azf8sOfTy9++Kqt+gdh5QnavZK6mFLiRU5XQAltTr5o0p254KfS8qpAwJfGZXbK",
-	"jMa11GDMAkn8b//13yD3NcTwk1qi/dt//XdTjD3ZLRHG8kGV7egbG5IncIK/u0iuhzo6fynDep16/aFR",
-	"oejHd8A0GrWUfnx300jPJm4+F0V2QPqts8NyHZ4DKzu3G+WjzntPttHm0VRzdxb2uTXDxnkaqZa61bSR",
-	"SI1R/iMaE3SPq/uVkYiGXsVYJtvEKIkweEVHzFEHb222ETpq6ny1vgMq6LCu1Gztb21UH2p3/uGc2wSk",
-	"mSCF9P4BHADPfaI7T0vB93nurd2RX8C1ZvtX7oicIBTELf87Dxv+N6xX5i3Zzpx5h8Vo51E6dEbcnb6w",
-	"r8jqXLfcRis4NRqclkJQ9cMGPrti4htmHcy+hetoyO6zH7w5HSPc7SmxHZfxnGrsbG3dXrFMrMNpzBqd",
-	"susQtbC4G/BAZ54vhRaktV5cvAZVFsv12f4w7sPug2OWwBm+XOgxGyR1Xs7gOQtdOie2v8wq16LRo4f0",
-	"rFwyLDlmc/tcUNtwMHAUItouk9BruPnwizgVoDqqwjhICzK4jGptrTXGMvQmUPSra1tuL/rW5Se+U3ko",
-	"7U8Em3OZiSyWRiGxdO+HHp7a/dCSjHAr4Qq9FL854vXQkLZ7uQc2XBXUzBV/D/b2HFgj86/kO6DNayHD",
-	"1GAWnfM2BijlBUZVO2vQ36F8N9hDvnuh5LTIqZzq7ypiziLaR2Q21q+3k9e8kTY0wWVMOtrsKbyT7pr8",
-	"ZsHX1uWCFSdWrmHxH7Hr2ucsoVMHuoyT3BL2ORueBFbGXLNKkhALo5xhwLZUVie7J6WjyfxdEboWX+2j",
-	"aN/e9O4MYfnbJHe0z7+LxM/fLG17FI06s47WICrsMQTKxQd8EgplB+/HkjqjUdwaCdVhmAoupU74xGbT",
-	"4r1hQQlbDJ9BAU5k96VNdhr/IE4PitvYaGq3Fzk6bqsGiMNkkXWm46b/g4r8SlTE7sa+ZGQZdoxvNUT9",
-	"QJ1SSf+lrrCtYf+39R53/rRGT9g9O71TC2g9Jrc4GrieaLQOR76BbbTZmdobs0zYUBoz5nC4yD8Q9p7v",
-	"s1O59t0PrOraJfuATbXc8r6fMiB+hdh8jeo7Z2OGbS6Slro3WFORNstlRVqjAkH0xMeBYlMC0vAdsDH1",
-	"T63kDqOa73Xe+bRl+OxHdpiyfH2Qet9/R+apH9C/3Irqmg5Cdkc9TxfwsZsHvygFZRN65jvFACFyJRHD",
-	"TGryn1ifMzb3GpNLE9BTxtJGZlWGnJgTleWitunuit1AI29Q1P0klrlxll0Ml0XzT6FmmCaLtXWjoAgc",
-	"+v0iFzukgvbNF0FsKcYsTNYs+dPZ67OLM4opQPuPVHXsCuNlmaO9hzJlnKbThuIpwq32JD88CtR3lvPu",
-	"u0C6PxrcR7p/EU7q16rtYkHSciLtLUaw++U59O/JXkBbWR/L4KD7Q711zA8/1Cf11sosZ3AewuDrIFuC",
-	"PDs2OoxSaEm8Yl3yqy6Qi216J3uRN3IC90EjKXwiL8lKqul+M06LlyKWpaA4No60RPv2DkBbKGzQxRo0",
-	"v9h2LGnB9bG8n0AeBHrsVW3lvCYvv4ba+kuWwjijIgAPRcZDT2R3s6JvlJPs7ItPtLM9GWWNT9i4wpHl",
-	"rd33H/kkCPDx5JavPTBuoZJUocPW2/87xiwARiB+cFu69L4IttWNchfte4vkppm9FVIl1vXZZLsiQ3t9",
-	"qlWBQZso21MvetUcqA4adhSsEeGBtouFuibTReNNtGA0E2JqI0YL2QvGfQzOR7+RPNd3+2n9AcAcD+k2",
-	"ql71/lHQaFM3BzAhq1/ZVOoaiLuSPe8IbsG0nvLaYRt1nDlEAmqH247xIkn3CUWfS6F1n53JzOWeEiFw",
-	"ZQ0b4gjmgND5DaUN7uvEuDDZEDEtAdmO3TwLe2D5/lbsjvZWwdiu8GLU0h2uvf0VDNfsYoVFuLdaYIVf",
-	"qXejPfy0ve8Xq9t+BWPZYgzbA1FzCipKjq0iAnWLemzYkGknprlQROqoVn8h0ENv3t383wAAAP//",
+	"7L39chs3lij+Kijubpl0WhRJyZ6Yqqn6KR47440TZ21l86tJe91gN0hi1ASYBiiZ8VXV/rUPsA+x9z3u",
+	"o8yT3DrnAGg02ZQoyXaSuVNJlcX+QAMH5xyc7/Ohk+vFUiuhrOmMP3Tmgheiwj9fC1utT6dWVPCrECav",
+	"5NJKrTrjzhuRa1UYZjW75NKyiZjqSjBbraWaMT7jUrHu6+dP2ZPhcMD+z/8eDvqj/lGvz55diGrNjkdP",
+	"UsVVwQT+fDQ4YlyZS1GxnFeVFIZJm7BsyheyXL9bKX7BZcknpciYVHm5KkRxwuxcpOqClyvBCrEUMB2t",
+	"4CrLdSFYt9C5OdRLUXGYtOkvil6fnbK5VDZhSlvGU7Ws9EIaMWYTnp8zPZ2y6aqyc1Gxy7mgwdzEKrEU",
+	"3Jp+qjpJpxI/r2Qlis7YViuRdEw+FwsOYFpIJRerRWc8TDp2vRSdcUcqK2ai6lxdXSWdJa/4QlgH4tNK",
+	"4FviPV8sS3i4EqoQFdxOOhIgveR23kk6ii/gNocXrvv+P1di2hl3/umw3tZDumsO34jZQijbgXk8XVVG",
+	"t2zs2VywTIn39l2OT2RMTxEMy0pcSL0ybMlnImErlc+5momCdfWS/7zCS0teFKJgE27E4+NVVSaMW7bQ",
+	"xrLhYHTM8jmveA5r7/XZS8EvBJOW6ZVlU13hR6ayMha/MGZcMbFY2jXLaCZ/zJg0rBLTlREFu5R2zo4H",
+	"A5ZJwAFZ1PNVDqtgmIIFBGDdly/enCX4HbMUOSulsfRzxpe9hJXyHHZ7zWgkvDOp9LmoWCELxBhpDKxU",
+	"wQdYJXjBuNmYeN9v3M8rUa3rnaNBOw1c4e9fCjWz884Y4JMA8oQLgCrWigqG+o+fTg/+wg9+GRw8eXfw",
+	"9ot/7gTcMraSaoY7+lrwcrG9oc9xZpVeWcEMIYDfMsaXy1LmBB2YplnyXPT6LHu4DesAZxwqg2XWWMvz",
+	"hWhH2Apn9TEw9rUwelXlokkvhc5X8MjBcHS0awbuvY8yCa3tNoxP2bQUAqCs7ZgNgSt+6YFtgIDw0nD0",
+	"JSv1pahybgQrBeyuSVghZ9KahGUHGQOWmL3LEvZXLRVQ0pplh1lNRqNHj9hkbYE/KsbL8oRxpoSxosBv",
+	"w6YZ2GDascOMCZPzpUA0zf5l9Dzrs1O1tnNg0qI04nqKAnAJYzf2eqGVtHoXg4JpXM8ga6QfPXp0Hc4H",
+	"hP8wTIajL6+6h1uXeh8GyR+u2unhjTBGavWiaCLMYDg6On70+A9fPuGTvBDTzd/tyzI02DtZ3AON/Hxw",
+	"dkuRf4djbyMTcif48JhpVVOtnu6NPh5fvjx26NLl7Fyqon6Ms1yvlBVV7wR4XhMlAgbAJDa2vxJLfTBs",
+	"hxL+s+fmf3m81963Mrsr+IZZamUEHqNf8eI14Sr8yrWyQK/jD52IwR0uKz0pxeKLvxoAc4QS8EZBB3UD",
+	"7ztJpxCWy7Iz7gCPd5fZRBdrgBIcCPgC+9c3r74Dzm65XZnO+HgwSDpWWoTXV7xgr8OAbiV8old2PCm5",
+	"Ou9c7YtA39MCaP1NnHlBM2dSLVd2vE3BySb7ji4YUYrc6iq+5s7SZAsTQHLQalrK/H6gLgU34t1clMUm",
+	"lPEOgBduAgPkSqNA5kiwAecnNZzDtD4ZkLN60gAZXoIAsH7380qsBF4BSfidlQuhVwhype07fakEAnIq",
+	"VE6P0TDi/RJohGD6rKpIGNsToPdey6laMwKrgE+zbgZSaqV46ScuYceA79CkF8LOdfEO7vAS2BBc/dt/",
+	"/k+vz14oxtliVVp54MUlsSz1mkQNlMKXJc9xMBDCnXiGYEj8tiZMqguhrK7WCbvkNp8jm5rxZSTBLfja",
+	"i+PHoyHLLiutZu/oo5k79DzAI+nNzrllRlQXwglrqFYkTFeoebSqGV0aDXWgA1SCsh67nMtSMKWDWKiF",
+	"wf17rquJLAqh7kUU0zBKRBNKs1nFlWW5vhAVLADPbM9Qalo4qmnheTTQJyKG7zQzUs1K4WbntISclyVo",
+	"cX6uNdfsZmF5WQ+B9rVW4l7wIi7lKWmTkRjFl2auQTedS1UQ4JxoLw2bwdcj+A0jnv013ftUfKQ5b6Au",
+	"sdT5/J3TqLIxM5ZX1qnR00ovtnSMq6TznbbP9UoV9wKhl2uArqc42iYU6QFEdTzxxHtpLJDOnBsGymrR",
+	"wMLjGorfacueuzE/FSi35g/QBPmpeaX+gaD7nq9LzYszrV/yanY/JFzSWO+s1u9KHO0GscFqzfyDNfZF",
+	"1OukBfZMWWnX7Exr9tI9/4nACEq/nx5ODXkmmT9q7ot837ButrVkR9BnWn/L1drN39wLrHiqvpuuynIT",
+	"nmhvwtvEdGDOXmZwzwewjiIBAeAI02Nhfp8OLevZIz6uJuHuu1IuJEoHHnXrC4C29OuEZSbXS5Exw9cG",
+	"zp18ziaAwCCMb9roDoKRrm2+7unDyJyHU/5B8ZWdC2VhU8T92MhqY6xoyzibCF4BRulzoZg7vBzDrvnG",
+	"sN4ompiu5C+i+KQHGM4IxQDuZhebfDzDO1f6knWzjSU6lP+hlhnuC8Awzga+u/mAaj9fWQt6WqEvYzn4",
+	"UXz2vxHVhcwF+6Ex4qdC9CC0NaSnhGXxzzGrAPdIQJvw/FxPpx8Lj8MqyJ6aI2pFyiAvCgmT5eX3FbAy",
+	"K0FlnPLSiKSzjC59iHX8/VX5pGNt+W5hbnrlJbCos7OX8AbqCfRKIaZ8VdrOeLAJ2j/rS1ZqNQsmdkno",
+	"+fzF81eO/QUT9U06EwB7qqsFt2SOfnzcSUAXJ0v10WAACmuwXA9aLNexUv9T0xri1v82vKUnfxW5hYV+",
+	"BXL8q+WN+9Bc+SsVnTp9lnHa1IxZfi4My+iDGetK6yyxAB/TO2GZeG+FKrJUuUdB6ZJq9g6p29lH3Osn",
+	"LKsEAi4M3Hy6n6pTthCLiSBT8DkIkYErwCuOdZALQq+skYVg0hpGm866PFVhtnqFQnLmESF7YFgF8l4v",
+	"cSY4kpcv57oUbAKQS1W3RZOHrUUnCzAYUaD9pobXA8P0pWKVMKvSpqoSS11Zw7Qq1+wS9KCapTwwIGda",
+	"gWCphfcHhkR6wwqRy0KQx6NJKg1I3YT6z+nhM3z2Kuno5U1vOLz5RiqkMDRZ3PTOa3zoDvS4gdt62fFf",
+	"vAalcWrAyRVQzE8dh6NoKQMURCsYYlc0irdfuVHuxqX00mzbDNG+PHr0uMYDk3gEAcahq0JU6Jmw4mbY",
+	"eLK9Qibxgl4ZPXqMPML9rN1bvKr4Gk+Tu/DP6zgLLHXnHrx2BkD4VhNChPstUALGshRVDaTEM1WED5Kn",
+	"XprsdoB6jZ9DzNsASCUuJJqsYIfL8tW0M/7pBiT2b1y9bZXRSRTw4zIOpyBRNMykvwVOD4poLtcBFE+i",
+	"No+gXtlcL1Dg1k3u/Eoxs8pzYQzL9Dm6jWy1Ip6SOfYqTapgknNdFsi5cNpcRaydzC3AOzP3rayH3FVF",
+	"TL3LJ+jdcO/XDLyH85hyWa4qEeZB5EMzATErS1KVkcwEH/TMcJN1ClUstVSWXepVWTh7Uw+GSVVGkhmK",
+	"5exyvm7jjSTRXb/PaO97Cg9e1dJe7KXY0xK6xViI5ezD+5ATn8OjbpCJ1qXg9+TQ9QpwJuPDQ54vxGHw",
+	"ah9u+Ou2FuBl2mgoMvNeL5FEXBuX1YblT9G88uzCCehNLP8TtxwZgID7Y0a2mAyjDNibN89YJgvCblTp",
+	"iZj6W5sPbGMv8AMbhUmdu4Pkuhdo4gHWEVfZj5d81P2JdVni9NuutwZH33ih3iZc+g2cKVr69mkbnbIF",
+	"nrzeDuhPkbzUdKvSZSmKd6B7tJ7HTyvBrXDH0h3P5Uslqj3Ovlfw3KbmsBlcQza3s7OXcEAtZFlK4wJu",
+	"ukNmWL/PhgO2kAqEP3YuxJKX8kKwxcpYxqsK/gaGKhWT9nrh//FgQ/of4s+byM0v9lrx/9lS5/Pt5b3m",
+	"qtALJotgv3Hn2rLSeJCUciqsXIim4/Ev50eTl1/+PPq3919fDMyPkzbsrPnqNlAt6KLO3QE8mkjb8IVg",
+	"dKsAuBGBo7OgCoLxmz99Y/rsbC5SZQR62fVSqDEOYxivRIgIUXwhCji4KrHQF6JI2GQFWsolnJsGHRgT",
+	"kSqMk0mY0YyzvJRwqNHe5blYWnTOoiqxaYVAz21uXZxTqv58dvY9I5bZwwm6KcHTilld8DVOr5QYIyAV",
+	"y94f4Hlq5KQUB0BQeLCqIiH13M6FrNyQuH5S3XlxIXOB8hI6dGjSB83oqpNUSYROIUo5gTuiXFOkFRzj",
+	"8K3E2bJmQuH9wi3fuNNWqKmucqdzbDAr7y5s7nrS2VoRYGjD3Yne6qa3M7pUO1O2zVixS6bNVt6YWNMj",
+	"2HGKvnMIdpKmTTM4B+Er6BsMw9WMrOmP7STbLo+G56CzwZ/RmEjDbFtpouGd375pN4ezrcW27f2Ebgn+",
+	"0W3/oHsg8iMShKPvN0ygfgL+R+zcAxhtOek6b4HiUTi8G8u+lxb7maxF1+lHzflfy4obs28V8Wulwjoa",
+	"rWXQS+5sAqI4YUB3uS3XTKq8EtyARA9aFVJaAqwDmCnPK20McERxyUuTsIXgCh2GxoSb8IYBbolYbNpP",
+	"qmsCKpPO13y5rQAupIFZeXnMtAgp28paFPPYcmQJs1oAqw8KV8mNxRgdOsGWfCbI6wkgcnqKi0bFR31o",
+	"oFqVzlpMsTFb89LVcs6Vud3kby8TbuCVB1n9/RsEsz8LXtr5NuxzvQDybUUxukf6qlS8WiNiTVaytOTl",
+	"7GYrhUdXVts24XYRAjCN5YslnKU9d15lXyx0IadSFO4d0CFtJQSb84KtFH0TDxrkkYhkW/Ckp5BVXzf1",
+	"B4bBIxTZfHR09ARm0ZwoThBEACVav1SIi3cLJ6BsK17CS0zXKo/40FXSmel3F6Ly+16fljM97I8e9wd7",
+	"6legL7U8GQ29DY+FLlalYO4Z7/13cpzb3G7WLcSFKHsZxvdyByE9BflmLvJzvbK9BEMTQfgRlR8uY8tK",
+	"gkxAwms90YtB/0nbsjaZJK3Rg7MVfXVZiOqFynmluG1d5iuKkSUxVSsQoi6CPzwSHnFtZYmIh+zSJCjw",
+	"Ea+oQG5XIrckFKJjv7mofPTvv+Sj8mIih8vJ4rt5vng0L74uLyaztl1xkV5vliLfJj7lAgq33gI+vWsr",
+	"8byto6InleDnhrblb//5P6yL98d0sxBLO+9lsJbtm2q1mIiql/Vv3KAQJ4izatufb7xOs71Ikn3MO45c",
+	"JpwXBbfiAAm4BWr1qbt1vtyg6URfu/aAfekNL83Jek31VrMN3wQM8uLpDk0RTxn3FbTyj9nce44i86AL",
+	"hNL6vBGUs1pGp7z7bLKpcyb+IAtug4VW2molc5aXOj8f1z4ZInQKCeIwN1Aa4F3km2aJwclcohfT2V7J",
+	"l7UsV2bHMM7aB68l5MNAl/80BB1hSAqMSC/AyyE6D6P1SDXyiyYFuYjA41QwPLThI0ZHlx9gTHVBK8Bp",
+	"4okvjVP6Sm7jeIkAJATnekwA1jkvWSF4UUolXADcmz99g7r7DXLPoE3uuQsR3M9pQ1bZvVAQ+du2qSbe",
+	"klYrjBcWW+n0enh8LAPXpv3caY+bknZM1kmTR4RF7OQSL5yNcNs5gYZeFxcJsDpAaLLvEM84c7PwcQvK",
+	"XfYhWrLYtkfej//c4p05HqjvZPNEvQ7Dto9gQLPbW9EqseASVItdHP4GzPnNIl1kZGuB7g1IGMFkH5z8",
+	"ns9aTq+ggOzlDWvYtW+lXp06falioB7dTW/y4Z43auP+uU2w0xqjgXYC602QoX8tYgMO2qpA/IbJ8Jak",
+	"dw25bcEDRAMXSHSDOOdpy1ns/Is7t/rs7OU2uuKdHdb5wYAtYgN9n51S1g6F7504scBZglF4YJM16hdW",
+	"5ues+wgG6N3eaN8GsW/1xR1joaxuS0xCDSgIOGj96KLPto7vd8H4PYyNyfjK6oxZ7czhlEgqVVMBolcO",
+	"JrTCkBA0+nIzQeh6tml16zZ6FG3VfaIgvQeGlXomQU5D7Cc91Z2tYzbs9x8NRy6bSk8p8SdVP5w9P/iS",
+	"dZ0hldHPOqmuThVFCBU9NFrolWW5VrbSZarqpFjW/eEL2Nd+H/4dPk8Y/PuH5/T7yXP0QYcB0P4/kYWs",
+	"RE6byghhUBKORv3hi9FgdAqDjAajZwn+fvyYfj9+kqQK/hi4G4Pn+JEfvhg8Hj4dMzLnmzl5E9hS6GUp",
+	"QAjXRjArqoVUvDSUyo12PxCO4R5Z8ytxWUkr9kg6TNVWpBPgF7ySeWaUbXoFLnUFiDNsIs6j4ei6zLL/",
+	"SNP3g8FBmr4fTtP0/R+m8OeTaZquYMlpugJg0D/P8Z/R6QH9S1cfP6afj5+05qYlne89LWwfEM6Y3YqK",
+	"SE1NOwrmrVD8gSh2UtpOYtqaGd0zu8wAgbZJ+69z32EX3JTwTMbEZzsXC9CUKkt5qjD/vQNnAoy+Ioi0",
+	"CAxk799hjfOBavRQay7ytmEVnS37TgzZBry2lEqJHewj7JPPKQLUpheAXLoZML0wZIY8ESkg2salVCbr",
+	"BZtxXXZgZfWCW9Cx51rmjleR/XK/7SaWsz3zH+cCw0hi12u1UpRTvCuRKzLqBHFjgwG7HQsfbuPGmxu/",
+	"LUMVRdUUqefWLseHh8NBH/4bjv9wPBrsxu7muw48/EaZO7iZ8PvXzvyVx6Od+ODjnGq8gMMF6CsvuVxE",
+	"e03pZEqQn7fLMYZJw4khFVtWelYJQ8JAO5Q2skCtYby4gMeMK8PAfnj9sokxnwackem6hVxh1Q8MC0hP",
+	"/p47uHu8sCxVqznsTC6Eswy5QiDwZbZS6HVCcVMUt7a2XIsqfuGbc9uBQuojeavu4CW60eOza8p3kyAL",
+	"YehT0Qwbuf+PW5CoDjcdDuI4lLBubxL+aENuQMXP2n2pFSQuHWLbSfj8KXty/OgPzKV7MArsMyTkcO8Z",
+	"pVjE/qeLG7wxT3330bhxUKCDrZlk2z0eDXtjF3NK/KVNaqFsWwr73DitGUay7DhmTJKq7YzhPnsjXCiO",
+	"XxycYCBYBk9rlM1sNgXFJs8b7eR5mHPVZppj3LlJuscjcvqFhCz0Yc6lHbMswIiznC+ZmfMKZaNUkcGX",
+	"1t8LhY0y1m2BzwPDfl5py09oSanCy9IFGq0Un05FbkXRq3PIsoRllNePWleltc0i2KSqARz277xchWAk",
+	"hrFImxALZ/l+AZqt2qfLSIrRs7UYwibDil+IE5ZuVADhrv9sUnsBkbDaKPm1mEljRXU3BucjN7fNuKWY",
+	"8bIutnN90Y6EZe9IiI9Y2eO7F8egKJoW7V2tkf5duspkZVmmVmWZse6OOj9OD+sl6CbS7PEx+0Z+lTBj",
+	"NeC1eM8xDIQbNpMXZJAmNwyyVooeI2CbUJDk8TErhFg65z15DFGfjh6IdFcsEfbeccH4sSMHQtadiLUm",
+	"3mDEuL1+jdckrfd2umRLcmcSzUQeTNqN9wczfeBg+1ejVf81v/xWGMNnYgvzXCQrAr4d0dAu/HuJUto/",
+	"5qh9sXUsyo0pDAn7YlhX7KqDNSgxiUI27uAee+1NhZs0QFjrymFl3lr/AatUXR1+4JXgV/CTSkZdZXDS",
+	"VSLU4DGpWqnCqXyZKwyVsWpVotdfs0tZFjmvCtYlPa9ZdQXUPJsqwuAnoTZP8xNYL2r0Za81BvJG10LE",
+	"RI6ebHCRowYb8ePtsojs4C6+GlYr52uUGRvXZa+C2czZy7IwzYzqEJnYEHYSx+DSbRqhNp9hVazw42FG",
+	"6RkbxjV2C9taQiMoIfGozPoZU8AX+n08z5eVfr8m0UYBKpbSCMOW3M5NsHUZXV4IFHkWJyz7l5H4lxHW",
+	"K2QcH8TCSjCcVrlghYBjCUSbP2lrfLQ2T5U/NuCwt+K9JTS43jAa7Wr3p/84fNjfsaP/K037N913j+x4",
+	"onfNvYc78MUF3G4hzB7kxy5BzMOifB4uTmqBPe9qJQLAMF0oewiXfxGVhl8LXdVk1euzZzXtkzDlg4FB",
+	"YHxRCKq34HI8dCVnUsE5jkuBJyzV5XACfZh+xrpwuh8YoYy08kL0TlgprahqIcCwqS5LfUkC8Qbj6LNT",
+	"d6oFC/OetP/wBsvn4OMQvPHsfCMQ51bBar8vp/K9o3tvG2fUOGRb3b3bORcbTt/d0W6NUnhb1eZC+ADr",
+	"DkdfHkwkqG95JWwS1Zubi/ebQupRE9vgZyylDg6e8IPp2w9Ho6t2vIoctvdBrHvHvnoDzrXxrn62e6aP",
+	"eSdyljBeXoI0XFfwwUece8lWgi+2bQGfGgLNPIH9Xfw/cpvP30Sv3mhm2gLu5qdbgb0U+ceISIBxXuvL",
+	"PeIRbggvaA0V2DVz+OLO0MyWQop7KnBnPkIzUrwqp8GSVfM2KkuU8tG+EMTMZ6q4AeExts85AgmzDcv0",
+	"haimpb6k4jdLURlRUKGrlXK7P6HfzUw9vDJf2UJfok0DU6hcDiaRCsMHfSA+xQdvZn/7UNdrMcMv7zU9",
+	"/lmytePECncTC2jF6+veGmAEpF6cdVBvAGU/B5i2ZYjvjMHdhFGUgOnHR2r208X0nnq2bXmYfiJwkMC0",
+	"W8MA31wKsbxjCZdQ0GbzlEPTxxtXl6Oo+NSy0WA0OBiOvHsg+2d629VcQpPZpTTC1ys8F0tLBGi4lWYq",
+	"G7kEDmy3I0I33VbgExB8Sv6Gbb3Sy+WGbf1Gl4FTRdsyI9GeA0szzJlTPGN5YJiZ86Wzm2BkOylIOBYm",
+	"8IGa5CZ0EqO2O/cMFmYnSt2LaccR7i3LgG24/wGwacCBQZMA17YNwaNvBzMEai8cQwRdhepXOopGpgir",
+	"10rswVSagsZVsk9q+H7PbrD0q7d+VY0DffvI3eH8jo9xJosTIhD0X3NWrCiwBssrKBaYhGkIPVs4+7kC",
+	"DkG48Kn8xoY8ZK8PAtb76pF2XunVDNQ9aSx+kQqE3ByQGCm+1ysQ7rktKYNYaJ2vukPqwG/lq0raNTI4",
+	"H4yYC2OuSfijzGcse8ZhW7BePQv9CU5cMrKrQo4o7ZYfgrzb6tzTd+ucRLctS/mNwH2hanCnKztvY9M0",
+	"n1Dy0rGSXKupnK18zZEfazMPXsZoi3OhTPyOj2goxAVb6IIqktCSDBJpSAcIjqnMVePC/cXtQac3Trhe",
+	"ytzaJdVCk2raEib3LeUySYApJVa4GU11xShkicrFmz57YSkDACmmoix08kAyIwAvUwVvON7cpdd6ibNi",
+	"UrYR28uOIu2cnZ29TFKFBcRc4CMCpRFWbhI0V82kQuaOUQshfRgIpY5RN+jaChZPj6lUceUNWu8O3ghl",
+	"D56RWBhzReNiyGKNCCCWqkB4Cw6g6qcqVdQ0xJf8Dj1C0JZC4D5AZShjVCSO/JPVjjoD2PWjWWiAnfrc",
+	"LNo3JS4pRsHVSlfiMnHdKGhLV0peAEfrp+ra8seiOXNeGh2m76dOoTBoahapunscWA0pKnIAK1EseKWz",
+	"XRUJM/IUt3mpU+UKoHWNoOjNzLm/M1fkrNdnT9urIOB8Tut8ejwmALhxPUiAPNH8RJRazbCjjFdwtApx",
+	"VV2EjRWKK0t+V16tKSDSg9MVLTMr2LWIKtBm9vDw4T9VghcZ01WqMiSk8eGh72XwTxinmBEeEFuAqVIi",
+	"uy+eJhR79d2zUI1ZWS6J5aSKirYtCMFFSEwic7iuAm0wSUnDzsBXyly4ElaOe54ueT4XByPMclxVpeM3",
+	"Znx4eHl52ed4u6+r2aF71xy+fPH02XdvnuE7tdfVsaFOlMfZGfSH9AycyXwpO+POUX/QP8JMfzvHY+Ow",
+	"0Dn+MRO2LdmnuhAF8eepLIVhgB7Y9MVlc1Hu5wmbCpvPqXYFBn4Glk71AwRJRL58xIuCWnlQskJU2X80",
+	"GGzU1bTivT2c20XZlPdbWgRsH3lvLvlsJir2wwtfRjk6Ozvjn96COrNY8GoNaw0PA+/nM0N1hnzBi85b",
+	"ePlwjnnQv0QQay7K379xXTF13q7Mu0vF3rFmz+sQn+XFDYt+KS+EEsZct+SFsJVsIElzyf7+flu5LLlU",
+	"t9zLb+kLHue+r/RC2LlYGfSYoMfYoMroQqKvX3P0ej31nat3tNNfc0LBVhC4h1CHudXO+1G3gBGEvdZN",
+	"frUU6vT7FwzJmXmXYILOBJQ78A90aygRe9eaCfjXw+kMC6hrZStObRZ2gQjT/H7ZyURew+060DXXlWAc",
+	"uSOdcSbU3aGuOhhvQEHjPJ/D6bTNO9wnfxUqo/VYTTDFssCPBke7xgsTPIwr9F4Hdxhf3kSUF8NDkg6B",
+	"oEiL06YF+JmL+8vYH4OoCeBW2qKwd8IyFw8IT6D452+7x0/YRNu5i/zuM9JAA6PHU/87IQrDMnfgKmb0",
+	"QkQtkijsCeZJhyGGwJ6EIszeiwtCOr1ER640qdrIGzhyVY98qFvok8S+lV+x7vHwiLVVK0/YcJAMBgP3",
+	"ec4M1Tk9Da/D5IxP/HcyCMDh2DVeAvXCJzifsBCD4koKuh4V0lCju7gcuPMduureIRBMV3X4GImcjdYT",
+	"SWiwFy0WwEtyRJMWYO7PAW6uFY8w9itdrPeghKgudQjf/Kk2VOMfI9BAKQzzJ3/F3XqCFXn2LCodBZZe",
+	"NTVf0KevPiElYxjuDkY640sk4GP63vUEHLUdwleGe9F8o8IUvrcHr6g7esAbwz3e2OxxAO+Nntz83mYR",
+	"fwSTK1J907vUxgZ5WXRqCLZcVYIVcjoVlVC5YBNhL4VQDQaErAbpMWJzxNK2WNwH4CJXhzMq/tN6yDzV",
+	"iyX6+QOrcU57eSGAsznbD+rHcYctUthqJTdVKNX78LFaycUkGJRqgUXUKnLQX7kFDki2/6y/zRSDEpKu",
+	"BoOjHJaEfwlntA8Pxt9F9krWK0wTIAYmFR3wWMZ2TAq88E1YPE/MqLUAvZIqWCsHdUUWvkhqo+1jd0cR",
+	"ox7WlsYh2qshiUYxpFA8As1N22BKFR4GweqBJbSN6604rYSZ+8aMddNGqWaYV4nNgaYUNGOZ0o3eFX65",
+	"0uAGUddKkHaIkaKJY0alI0QrG8Xt+ZovO82mnTvMt/Ujh9gj8CrZmRbulU4M32gzoSF3vXubudqc+GHH",
+	"8K7aWuQscQTuQuRDoulwM8+0LY7hRoC4XqNXbz8hU4eN+j3z9NtLjPfky3AKsgbpCddxiKLriSG7GsSe",
+	"bPdmzWiw3MmcsRqL1lhaBS2bUrn8R6zD3a2ZWS8hbjKhdq59FnPRVF3LRtuIGtjHG5zbnan69iS1QVC/",
+	"C3oKIRgtRPXK8dPfg6S0x+Sw29d9yemldGQTkVMbtSQ79LJvseCZ9YnAGWHzuVQFYfMBXVBeRAj2NEdH",
+	"rpsnHuSoMJtQ0itV26H6UpEloOLK8JzcKt+RMhTZcSmFnZdGpyoUdKQYyECJZDm9XqBBuyoofj4zUlrj",
+	"8lpCuguc5MQMvBXgePSk0RSJdVFrcvktvTby9m5rZ3i5C4W/vYfSRCkhqAx16jAeIKlihXLA/zfXq4ry",
+	"avRS5vgs+VI6V3urTptpK3upT8OPyhnQp95mCanDkf6hRH1EJcoD1kvBUu3Da3afzIcfgMtcERsqRVuu",
+	"xJ/wes2SKECkz04VkyVlOFEBkOBweY12gqwX1XegkPyNLrLeoIRKFVWLFpaqZk91WYiiz57raiaokgVP",
+	"lTNZ0few24QobsmA2uR7/MY9OMXNB3Vo8txyVB+3tGrX1Uxb63qSXXLjQrp++8R0L+Smzfao3fVW6kLr",
+	"yndN2kD2XvvJ2mqK/zX3ePA5mK6PC/0dsFxC+uvfCG1N788zeUH902n792SPl0Isd5vP/92FvRlnKDJ1",
+	"7Fzt9NVNRSoOPSTxK1VF4K5YSWfOLZZ+8IwdjSVLbkIJ/lWlDNW+BLaAkVaYr+S5s/EheCBq4Wzq0GBX",
+	"ZwLHhdW50BhXv9LPpUA/EUwCua4P8EOvvQ31lzH7baa3mW/kVG/jvqlCNEUghJhC7+bBEBdfU4m7FFJB",
+	"bn5RsK7LK01S5fILmJG/iMSla7ofuV5MpOIWF6EO9MomLAOsyZh4v+QKq/amSlzwckWeE6xajrCCiWAJ",
+	"c6KKkzCzaEbOj/rApOrp9z9gNdCEjRhWNl9g1+rHx+xb+VXirJlTkbCjAdyPRsaIGYfVvbH3G3CXSb7h",
+	"OmhNZcWwGRjDArrQ1oe8VtbNfEXev/3n//QyymoDzkrY570nU4xEMKmiffDI6F041EiCaqKWgl/A8o3V",
+	"S9OACUY0gwqO7RpSddoghuvjSFnXPVu7NdagpqAxbhwSiQshlt6e9/g4YdxveanVrL4R5fmlCk5OjGRR",
+	"IXMYcGtBn+EqpA736hKuIZjVVbxKVdQww21BFvpjOFhL62ol04aLqfNUUuAL6MhEbbAC50G6CNyDw3lH",
+	"tcTh7ZF3K03WzKPHSbDcHtNIBuPBNhxSR+FVIBkZ16BNYvTVla+7O97hrkqVdDrXx3dX4djor0LcqpEc",
+	"+IelCETssehjrEkPRSvwhOfnYwxMghF9k69ge06Va1YCjBEt1vnKadLoKDNzXdk2+Q9heh9b0H00xfrU",
+	"36y7h2rhhxtr3cFj7aGg+8kTcYz9Z/a/xaHtu+QZeOSBcW0s/6FMflRl0sswB7o6AKlhW5S5Rlpy1opd",
+	"lt2X0jjiy1dVhTEoSqsD16+mETzqxKXN6jDAlZzTjWXe7ZUlUadXHyFCV1ZKXypRuLRe1E/R3JWqOujO",
+	"YJestShYqfX5almnCKPvzopFXU2Z/F/oX/Khrc2hkCnFRmmyxfEoZJxjQON6o2v/OFW5Vg4uvh2F+27O",
+	"V0Y04+ax+aFG3VerqJ1XqpqOOuxGxX9eiYQZOVNosVOFFyn0htuyrkmWkPRYh7nig24Nu3uYsFNaNJX5",
+	"WQplUwUnOjA3qURxIJTFeMzJqgC1LkRzuPBIL8ziDmBIO50gqaIFNU38/vsUYBl5QVst+xSfvs3O90qk",
+	"brPrR9H3v443LnIdPPqdeA7qetL/77gOPrv3Dt0NMTcNUQqcRUjruXjtwNtg5IfYOHa3vntKRSddBaBm",
+	"h2HWrfu3eip3MmYSurYmqarbtAZuEk4A1M8pSzAJjYqDe8JYsXTnRKq8UIvcwrkI4CGSEZqNfRt6NDU/",
+	"DjoojClNCDJvtIA1oWkyjOzqMjspGcZKFWj1XNkxBU/MndzquiMkje6ggam6tNiu0anCJAiYug+oxym6",
+	"w6AHSgWVE5nzC8E0tTOKu9LCAZeqeqHBdGDqE8U3CHefx86DPmGWGSvLMlWwzvWYLXllJS9DD18sF1ct",
+	"eElwxkXC6KLwcI6SL1JFWQJbk2y0zmXdrO6SlyUsC53vEDmo9x1cbzS/gwuh+R782CpL1WfPeD6PYaE2",
+	"DcIwL5QLTnAjlbY+LMWBjJdYQoSUnPpzpKXgzlAI/4KvATMEryJFMmi+Z+GAipIHQgVohDSar2lf4pZR",
+	"FMkH4k451dVCFKx7PBiMo49sNfWOer03a0FTpobBRWOvegQHKM20Bus6p7h+jFEhpKiLVap8dGEcSwOT",
+	"+MYFVGKdlbACXzwi9KlEHR61cKANSm/uHg+O68zl0DUwQyHL2RlwdqXgF8KH6JB44nAIBoOFYUSQT/Wg",
+	"rq6oIGJoj647SuMh1Gr2n9SJbPeJj8Q27D99wFbJUfd3V6P+mmJNlPLv6oQMHw0GAzi3N4p8HY+oCXPU",
+	"Tf7mgUf7DDxwA/vu9HuNfIQSQ1wTpTMYjo6OHz3+w5dP+CQvxHTzd2dvVbTRC/8zq6LNTvI75JW2AyaJ",
+	"uup/bknmlkb0u+qm95JPTokiEkYI7MzYFE204GrdLgL4c7/uyOoFGKd2bkovl156aVVGXy2Fwhy4N2+e",
+	"+axjRhlysUJXp7KjaLGyc13JX4JxMlXcV69Htm45qDmsy8sSO5YQV3eB6Jv5jJgDn6os1INhXWeLzRqJ",
+	"3pmvqbpZHs+ZpiMVlG9mXicbeiZJTFiEdSudOVXc8dqGlOLVXrQMh7ToLo4mbQidDQnQvT6eeoplrk96",
+	"LeO41UWJ6VlSN1D/Y/huL2F49gJZBeGVzMURiYVZEq2xU59VX4gSMzDJeBFF6dKEAnliyXVVhCK8zVol",
+	"fr6pyprZ8bAfe5cxgf3dXccEjaVUpIOcm87QgZdAqnZt/b2E6yrGlRzLyMNTJ3j0uU94czOSD8bokVBd",
+	"iTHm2tOx6aCEbihCIipAtlHOt9dn2bhuIJ5hBUaqc0j10UIK6/ARM0g8sMtwby6VNWOmNDW3WGP5Q56f",
+	"K31ZimJGuakgHf1IgPfZrq4WlU/VddhWb7txmaBkukAsxhdS1ZWuRNs48IsvojJtnj7IZHqCwAhh2+RP",
+	"k1WqECRxQQIUkUuYigeaKlxWtt0ucwCY7/PPfdtEek2aIAeH3l1+on32VaUvDdZ+dR4cBOUbij/PucLm",
+	"psApCSwmQZkTXYBYYsfn6Wdxfj151h4+RFentJTH7xjdw4eu6Z1LPSY7E5JCrVaMyZolLSg2eYWbxsty",
+	"nTjymKzpjyT4VICSK9q5Lgd2Bat6YBrrSViWr6qSHXxHLQ98C/UHLgWcCsNSBloCihAoEtQG/HCmG2Jh",
+	"3SfcBbxFKWg4D1ixX6MTXkkUdx4IMjdRzBkFx2lUUg3DyoLwzIWoTtjKIKeb6spXa6aaydGJT4ontu0j",
+	"4xzAopSTildrxzgp2DxV3Z1N0hOWUtENskrSZqWd1mi2y4aousum9dNuo9ZbrBBXYmFxslrd2ci1X7mV",
+	"YO2K6667OnG+Cvt2qQ5j11R0WleLOsSWCKGeZpN/dPa3wEV1bVsr0kbp6Anuo29Jj+ynhTb77DQqjUG7",
+	"HnSyW9TGqBewWcRx0/vzdr9cWqTVA8KpzWJjtlqP2WgwGADL2KhSl6qCWz5mH1Kq15Z2xmnn5+P/f93v",
+	"99NOkobaWGlnfDxM0mYJtxTwMe3IAl8zq8nBEF/yeIWXd+EoPonIlWLeYxoXbkk7Y7Uqy6u3V9Gk6YBP",
+	"lSzG7HgUTb3R+n5rNqjmXDeVuJAuvoHBt/CC7+u2BYqRm3vaGX+4yxd8SUd8yXczwjvbFSDxmcnRv879",
+	"nkTd5vDeaDB6fDAcHhwNzoaD8QD+/ws+WBeJbH9u+OgvbmV1B7fUqZB4mbq0pZ3x4OoqVRu26mb9lh//",
+	"fHr249dt1T8IK0/Q7pXVxZSyIHL6AkpocwpFk27MBT9V7qyKBHxlfWanKmhcxw3GLJLE//Zf/w1yX0MM",
+	"P6kl2r/91383xdiT3RJhqu5U2Y6+sSF5wknwdxfJdVdH5+cyrNep1x8aFYp+eguHRqOW0k9vrxrp2XSa",
+	"z0VZHJB+6+2w3MR04GTndqN80nkf2DbaPJpq7s7CPtdm2HhPI9VSd5o2Mqkxyn/EY6K+d3WnNRLR0KuY",
+	"qmybGWUJBq+YhHnuEKzNLkJHT72vNvSvBR3Wl5qt/a2N6kPtzj+cc5uANBOkkN4+gAPguU9052kl+D7P",
+	"vXY78hlca6776I7ICUJB3PK/87Dhf8N6ZcGS7c2ZN1iMdpLSoTfi7vSFfU1W57phOlrBqUXitBKCqh82",
+	"8NkXE98w62D2LVxHQ3af/RjM6Rjh7qjE9ctGOjXYl9y5vVKVOYfTmDX6nNchanFxNzgDvXm+EkaQ1np2",
+	"9hJUWSzX5/rD+A/7D45ZBjT8bmHGbJDVeTmDJyx26Zy4/jKX0ohGjx7Ss6RiWHLM5fb5oLbhYOA5RLJd",
+	"JqHXcPPhF3EqwHX0CuMgHcjgMqq1tdaYqtibQNGvvum8uxgaz5+EPvOxtD8RbM5VIYpUWY3M0r8fe3hq",
+	"90NLMsK1jCv2UvzmmNddQ9pu5R7YcFVQK178Pdjbc+CMzL+S74A2r4UNU3tgdM67GKCclxhV7a1Bf4fy",
+	"3WAP+e6pVtNSUjnV31XEnEO0j3jYOL/ezrPmlXKhCT5j0vPmwOG9dNc8bxZ87VwuWHHi0reb/iN2XfuC",
+	"ZUR1oMt4yS1jX7DhSWRllIatFAmxMMozDNhW2ulkt+R0NJm/K0bX4qu9F+/bm989Q1j+Ntkd7fPvIvHz",
+	"N8vb7sWjnjlHaxQVdh8G5eMDPgmHcoP3U0Wd0ShujYTqOEwFl1InfGKbbPHesqiELYbPoAAnitvyJjeN",
+	"fzCnO8VtbDS124sdHbdVA8RhisQ503HT/8FFfiUu4nZjXzayjHvdtxqifqROqaT/UlfY1rD/63qPe39a",
+	"oyfsnj3qqQW0GZNbHA1cDwxah5PQwDbZ7EwdjFk2biiNGXM4XBIeiLvm99mpWofuB0517ZJ9wKVabnnf",
+	"Txkwv1Jsvkb1nYsxwzYXWUvdG6ypSJvlsyKdUYEgehLiQLEpAWn4oUt9qsxcX6odRrXQ67zzacvwuY/s",
+	"MGWF+iD1vv+OzFM/on+5FdUNEUJxQz3PsOzDhb645iT+3pWh3k6l0Zs4yjKrs4RVItdVXbTZYbV5gL4S",
+	"pArjgi/IFe6Rc1YJYcY+eADDMqm5BxajS1V3V5wKLIAEA2kTtk3MPr2FIoICMVbAPPsw6THjK6szVgkY",
+	"ylX1k2ocITybaWHQGsOsdsGjK6sX3Mqc5XMtc8G6umLOoBNVUF9KZTImlK3WvZiIU+XI8WQjNdfVFHSz",
+	"5M5THIx83Jnr4jhWhIA0rNBKsO5SlyXLYkoDZrAlvRD0XR3CBnX7oOrx4eHDh656+W52kioMupYgJMDH",
+	"RNEaGgtzbJL+bYSQ/aj+W31xO5Fh9PkYzlIqCvEj6qBdx42j4CnzjzJyW2wO9nMX8+EeDbvNeLbeDYzP",
+	"c5DdLO9pJSiNOmgdU4yMJB86aQpZLfdmLtgGuxqOKZYDzmWVKheSurIUvTHRhRS1M2tX0Bp6t6JuFiep",
+	"kta7tDBPAO3epZ5hfQAsKp5E1S8x4CHxQZM66lt/FgXVY7DWZM2yPz17+ezsGQVToeFb6Tpoj/Gqkmjo",
+	"Jh7qTTxtFJ4j3OoQmruHv4eWmiFuITJrHA1uY9Z4Gk/q1ypq5UDSwhncLUaw+/yqye/JUEpbWZNlROiB",
+	"qLfI/PBDTanXlqR6BvQQZ51EaWIklThxg2oHkF7JuhRQskDxfTMso5cE7w6I3egdgk/IitxDhu43A1Q5",
+	"HOokiVDMuAzxLZjy4uKlfZBV84ttZEkLrsnydpaIKMJtrzJTb2r28mvY6z5nDaBnVP3krsh4GJjs7qPo",
+	"2yCPuhcfGG90t9pZ3VHe9Gx5a/fDRz4JAnw8he2bAIxruCSVJnKNRv6OMQuAEYkf3NVsvi2CbbXh3cX7",
+	"XjvFJ05bjbkS64Y02l0h8b0+FenBaHU0aiCfwgj+aKA6W8JzsEZoGxptF/qCbLaNN1ELamYC1tbbFrYX",
+	"jXsfnE9+Iwn+b/czd0YA82dIt1Hur/ePSm6bRklUwuCov3Q1JGog7spyvyGqD/MZqwuPbdRq6xAZqBtu",
+	"O7iVJN0HlHajhDF99kwVPumeGIGv59oQRzD5jeg3ljZ4KJDl8wNixHQMZDto/Vnc/C809mM39PWLxvYV",
+	"Z5OWtpjtff9guGb7Puw+sNX7L/5KvRvtcfftDQ9Z3e8wGstVodkeiLryUDcG7JETqVvUXMjlingxzcdg",
+	"UyvJ+guRHnr19ur/BgAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

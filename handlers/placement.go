@@ -28,11 +28,15 @@ type Directory interface {
 	// from it may be under way. It may name this broker itself, which now
 	// serves the family. False when no broker serves it.
 	Route(ctx context.Context, family string) (addr string, ok bool)
+	// Move pins family to the live broker to ("auto": removes the pin), for
+	// every broker of the deployment; the owner hands the family over.
+	Move(ctx context.Context, family, to string) error
 }
 
 // PlacementView is one family's placement as a broker last read it.
 type PlacementView struct {
 	Self    string
+	Pinned  string // "" when the automatic choice applies
 	Owner   *api.PlacementOwner
 	Brokers []api.PlacementBroker
 }
@@ -44,16 +48,49 @@ func (s *Server) GetPlacement(ctx context.Context, _ api.GetPlacementRequestObje
 	if !c.Grants.AllowsSomeLease(core.Read) {
 		return nil, errForbidden
 	}
-	out := api.GetPlacement200JSONResponse{Family: string(c.Family), Placed: s.directory != nil}
+	return api.GetPlacement200JSONResponse(s.placement(c)), nil
+}
+
+// MovePlacement pins the caller's family to a broker (a manual planned
+// move). It needs write on every lease of the family.
+func (s *Server) MovePlacement(ctx context.Context, req api.MovePlacementRequestObject) (api.MovePlacementResponseObject, error) {
+	c := callerFrom(ctx)
+	if !c.Grants.AllowsLease(everyLease, core.Write) {
+		return nil, errForbidden
+	}
+	if s.directory == nil {
+		return nil, muster.Errorf(muster.CodeNotImplemented, "this broker runs alone: there is nothing to move (docs/placement.md)")
+	}
+	if err := s.directory.Move(ctx, string(c.Family), req.Body.To); err != nil {
+		return nil, err
+	}
+	return api.MovePlacement202JSONResponse(s.placement(c)), nil
+}
+
+// everyLease is lease://**, every lease of a family.
+var everyLease = func() core.Selector {
+	sel, err := core.ParseSelector("lease://**")
+	if err != nil {
+		panic(err)
+	}
+	return sel
+}()
+
+// placement is the caller's family's placement as this broker reads it.
+func (s *Server) placement(c *Caller) api.Placement {
+	out := api.Placement{Family: string(c.Family), Placed: s.directory != nil}
 	if s.directory != nil {
 		v := s.directory.Describe(string(c.Family))
 		out.Broker, out.Owner = &v.Self, v.Owner
+		if v.Pinned != "" {
+			out.Pinned = &v.Pinned
+		}
 		if v.Brokers == nil {
 			v.Brokers = []api.PlacementBroker{}
 		}
 		out.Brokers = &v.Brokers
 	}
-	return out, nil
+	return out
 }
 
 // misdirectedProblem is the problem body of wrong_broker: the owner's base URL.

@@ -44,6 +44,12 @@ var migrations = [][]string{
 			ADD COLUMN handover_to    text COLLATE "C",
 			ADD COLUMN handover_at    timestamptz`,
 	},
+	{
+		// Families pinned to a broker at run time (Store.Pin).
+		`CREATE TABLE muster_placement_pins (
+			family text COLLATE "C" PRIMARY KEY,
+			broker text COLLATE "C" NOT NULL)`,
+	},
 }
 
 func migrate(ctx context.Context, c *pgx.Conn) error {

@@ -413,6 +413,14 @@ type LeaseStatus struct {
 // LeaseTTL Lease TTL in milliseconds (100 ms .. 10 min). A lower bound; expiry may be late by one tick (50 ms).
 type LeaseTTL = int64
 
+// MoveRequest defines model for MoveRequest.
+type MoveRequest struct {
+	// To A live broker's name (its `placement.broker`), or `auto` to remove the pin.
+	//
+	// Example: broker-b
+	To string `json:"to"`
+}
+
 // OwnerId The application's logical owner of a session: 1..512 bytes of valid
 // UTF-8 (invalid UTF-8 is refused, never replaced) without control
 // characters (U+0000..U+001F, U+007F..U+009F) and without the
@@ -441,6 +449,11 @@ type Placement struct {
 
 	// Owner The broker holding the family's live claim; absent while none does (a failover in progress).
 	Owner *PlacementOwner `json:"owner,omitempty"`
+
+	// Pinned The broker the family is pinned to (`movePlacement`, or else `placement.pins`); absent when the automatic choice applies.
+	//
+	// Example: broker-b
+	Pinned *string `json:"pinned,omitempty"`
 
 	// Placed Whether this broker runs in a multi-broker deployment.
 	Placed bool `json:"placed"`
@@ -817,6 +830,9 @@ type ExtendLeaseJSONRequestBody = ExtendRequest
 
 // ReleaseLeaseJSONRequestBody defines body for ReleaseLease for application/json ContentType.
 type ReleaseLeaseJSONRequestBody = ReleaseRequest
+
+// MovePlacementJSONRequestBody defines body for MovePlacement for application/json ContentType.
+type MovePlacementJSONRequestBody = MoveRequest
 
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = CreateSessionRequest
@@ -1368,6 +1384,40 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/placement (the `GetPlacement` operationId).
 	GetPlacement(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MovePlacementWithBody Move the caller's family to a broker (a planned move)
+	//
+	// Pins the caller's family to the live broker `to`, recorded in the
+	// claims' database so that every broker agrees: its owner hands it over
+	// (its sessions and leases move with it, docs/placement.md) within one
+	// placement round. `to: auto` removes the pin: the family goes back to
+	// the automatic choice (or to its `placement.pins` entry). Any broker
+	// answers; the answer is the placement as that broker reads it, before
+	// the move is done (poll `getPlacement`). Needs `write` on every lease
+	// of the family (`lease://**#write`). A single broker answers
+	// `not_implemented`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/placement/move (the `MovePlacement` operationId).
+	MovePlacementWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MovePlacement Move the caller's family to a broker (a planned move)
+	//
+	// Pins the caller's family to the live broker `to`, recorded in the
+	// claims' database so that every broker agrees: its owner hands it over
+	// (its sessions and leases move with it, docs/placement.md) within one
+	// placement round. `to: auto` removes the pin: the family goes back to
+	// the automatic choice (or to its `placement.pins` entry). Any broker
+	// answers; the answer is the placement as that broker reads it, before
+	// the move is done (poll `getPlacement`). Needs `write` on every lease
+	// of the family (`lease://**#write`). A single broker answers
+	// `not_implemented`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/placement/move (the `MovePlacement` operationId).
+	MovePlacement(ctx context.Context, body MovePlacementJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateSessionWithBody Create a session
 	//
@@ -2065,6 +2115,60 @@ func (c *Client) ReleaseLease(ctx context.Context, realm Realm, area Area, resou
 // Corresponds with GET /v1/placement (the `GetPlacement` operationId).
 func (c *Client) GetPlacement(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetPlacementRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MovePlacementWithBody Move the caller's family to a broker (a planned move)
+//
+// Pins the caller's family to the live broker `to`, recorded in the
+// claims' database so that every broker agrees: its owner hands it over
+// (its sessions and leases move with it, docs/placement.md) within one
+// placement round. `to: auto` removes the pin: the family goes back to
+// the automatic choice (or to its `placement.pins` entry). Any broker
+// answers; the answer is the placement as that broker reads it, before
+// the move is done (poll `getPlacement`). Needs `write` on every lease
+// of the family (`lease://**#write`). A single broker answers
+// `not_implemented`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/placement/move (the `MovePlacement` operationId).
+func (c *Client) MovePlacementWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMovePlacementRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MovePlacement Move the caller's family to a broker (a planned move)
+//
+// Pins the caller's family to the live broker `to`, recorded in the
+// claims' database so that every broker agrees: its owner hands it over
+// (its sessions and leases move with it, docs/placement.md) within one
+// placement round. `to: auto` removes the pin: the family goes back to
+// the automatic choice (or to its `placement.pins` entry). Any broker
+// answers; the answer is the placement as that broker reads it, before
+// the move is done (poll `getPlacement`). Needs `write` on every lease
+// of the family (`lease://**#write`). A single broker answers
+// `not_implemented`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/placement/move (the `MovePlacement` operationId).
+func (c *Client) MovePlacement(ctx context.Context, body MovePlacementJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMovePlacementRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3132,6 +3236,46 @@ func NewGetPlacementRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewMovePlacementRequest calls the generic MovePlacement builder with application/json body
+func NewMovePlacementRequest(server string, body MovePlacementJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMovePlacementRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewMovePlacementRequestWithBody constructs an http.Request for the MovePlacement method, with any body, and a specified content type
+func NewMovePlacementRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/placement/move")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCreateSessionRequest calls the generic CreateSession builder with application/json body
 func NewCreateSessionRequest(server string, body CreateSessionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3752,6 +3896,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/placement (the `GetPlacement` operationId).
 	GetPlacementWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetPlacementResponse, error)
+
+	// MovePlacementWithBodyWithResponse Move the caller's family to a broker (a planned move)
+	//
+	// Pins the caller's family to the live broker `to`, recorded in the
+	// claims' database so that every broker agrees: its owner hands it over
+	// (its sessions and leases move with it, docs/placement.md) within one
+	// placement round. `to: auto` removes the pin: the family goes back to
+	// the automatic choice (or to its `placement.pins` entry). Any broker
+	// answers; the answer is the placement as that broker reads it, before
+	// the move is done (poll `getPlacement`). Needs `write` on every lease
+	// of the family (`lease://**#write`). A single broker answers
+	// `not_implemented`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/placement/move (the `MovePlacement` operationId).
+	MovePlacementWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MovePlacementResponse, error)
+
+	// MovePlacementWithResponse Move the caller's family to a broker (a planned move)
+	//
+	// Pins the caller's family to the live broker `to`, recorded in the
+	// claims' database so that every broker agrees: its owner hands it over
+	// (its sessions and leases move with it, docs/placement.md) within one
+	// placement round. `to: auto` removes the pin: the family goes back to
+	// the automatic choice (or to its `placement.pins` entry). Any broker
+	// answers; the answer is the placement as that broker reads it, before
+	// the move is done (poll `getPlacement`). Needs `write` on every lease
+	// of the family (`lease://**#write`). A single broker answers
+	// `not_implemented`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/placement/move (the `MovePlacement` operationId).
+	MovePlacementWithResponse(ctx context.Context, body MovePlacementJSONRequestBody, reqEditors ...RequestEditorFn) (*MovePlacementResponse, error)
 
 	// CreateSessionWithBodyWithResponse Create a session
 	//
@@ -5252,6 +5430,89 @@ func (r GetPlacementResponse) ContentType() string {
 	return ""
 }
 
+// MovePlacementResponse503Headers the declared response headers of an HTTP 503 response for MovePlacement
+type MovePlacementResponse503Headers struct {
+	RetryAfter int
+}
+
+type MovePlacementResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Placement
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Error
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *MovePlacementResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r MovePlacementResponse) GetJSON202() *Placement {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r MovePlacementResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r MovePlacementResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r MovePlacementResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r MovePlacementResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r MovePlacementResponse) GetApplicationproblemJSONDefault() *Error {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r MovePlacementResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MovePlacementResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MovePlacementResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MovePlacementResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreateSessionResponse429Headers the declared response headers of an HTTP 429 response for CreateSession
 type CreateSessionResponse429Headers struct {
 	RetryAfter int
@@ -6107,6 +6368,52 @@ func (c *ClientWithResponses) GetPlacementWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseGetPlacementResponse(rsp)
+}
+
+// MovePlacementWithBodyWithResponse Move the caller's family to a broker (a planned move)
+//
+// Pins the caller's family to the live broker `to`, recorded in the
+// claims' database so that every broker agrees: its owner hands it over
+// (its sessions and leases move with it, docs/placement.md) within one
+// placement round. `to: auto` removes the pin: the family goes back to
+// the automatic choice (or to its `placement.pins` entry). Any broker
+// answers; the answer is the placement as that broker reads it, before
+// the move is done (poll `getPlacement`). Needs `write` on every lease
+// of the family (`lease://**#write`). A single broker answers
+// `not_implemented`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/placement/move (the `MovePlacement` operationId).
+func (c *ClientWithResponses) MovePlacementWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MovePlacementResponse, error) {
+	rsp, err := c.MovePlacementWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMovePlacementResponse(rsp)
+}
+
+// MovePlacementWithResponse Move the caller's family to a broker (a planned move)
+//
+// Pins the caller's family to the live broker `to`, recorded in the
+// claims' database so that every broker agrees: its owner hands it over
+// (its sessions and leases move with it, docs/placement.md) within one
+// placement round. `to: auto` removes the pin: the family goes back to
+// the automatic choice (or to its `placement.pins` entry). Any broker
+// answers; the answer is the placement as that broker reads it, before
+// the move is done (poll `getPlacement`). Needs `write` on every lease
+// of the family (`lease://**#write`). A single broker answers
+// `not_implemented`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/placement/move (the `MovePlacement` operationId).
+func (c *ClientWithResponses) MovePlacementWithResponse(ctx context.Context, body MovePlacementJSONRequestBody, reqEditors ...RequestEditorFn) (*MovePlacementResponse, error) {
+	rsp, err := c.MovePlacement(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMovePlacementResponse(rsp)
 }
 
 // CreateSessionWithBodyWithResponse Create a session
@@ -7383,6 +7690,80 @@ func ParseGetPlacementResponse(rsp *http.Response) (*GetPlacementResponse, error
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseMovePlacementResponse parses an HTTP response from a MovePlacementWithResponse call
+func ParseMovePlacementResponse(rsp *http.Response) (*MovePlacementResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MovePlacementResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Placement
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers MovePlacementResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

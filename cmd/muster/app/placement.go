@@ -44,6 +44,7 @@ type placer struct {
 	kick chan struct{} // a request asks for a fresh step (Route)
 
 	mu     sync.Mutex
+	pins   map[string]string       // the pins recorded at run time (Move), as last read
 	owners map[string]claims.Owner // the last read of the table
 	live   map[string]string       // the live brokers then, with their addresses
 	// serving mirrors held's families for Route; moving has a channel per
@@ -149,7 +150,7 @@ func (p *placer) close() {
 	others := sortedKeys(p.live)
 	p.mu.Unlock()
 	others = slices.DeleteFunc(others, func(b string) bool { return b == p.self })
-	wants := desiredOwners(p.set.families, others, p.set.pinned)
+	wants := desiredOwners(p.set.families, others, p.pinned())
 	for _, fam := range sortedKeys(p.held) {
 		p.handOver(ctx, fam, p.held[fam], wants[fam], "shutdown")
 	}
@@ -180,7 +181,7 @@ func (p *placer) Owner(family string) (string, bool) {
 func (p *placer) Describe(family string) handlers.PlacementView {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v := handlers.PlacementView{Self: p.self}
+	v := handlers.PlacementView{Self: p.self, Pinned: p.pinnedLocked()[family]}
 	if o, ok := p.owners[family]; ok && o.Live {
 		left := max(0, time.Until(o.Until))
 		v.Owner = &api.PlacementOwner{Broker: o.Broker, Addr: o.Addr, Epoch: int64(o.Epoch), ExpiresInMs: left.Milliseconds()}
@@ -232,8 +233,13 @@ func (p *placer) step() (next time.Time) {
 		p.log.Warn("placement: reading the claims failed", "err", err)
 		return
 	}
+	pins, err := p.store.Pins(ctx)
+	if err != nil {
+		p.log.Warn("placement: reading the pins failed", "err", err)
+		return
+	}
 	p.mu.Lock()
-	p.owners, p.live = owners, addrs
+	p.owners, p.live, p.pins = owners, addrs, pins
 	for fam := range p.movedTo {
 		if o := owners[fam]; o.Live && o.Broker != p.self {
 			delete(p.movedTo, fam)
@@ -246,7 +252,7 @@ func (p *placer) step() (next time.Time) {
 	// family is acquired once, by its desired owner, instead of by the
 	// first broker up and handed away a round later.
 	settled := !start.Before(p.beating.Add(p.set.renewEvery))
-	wants := desiredOwners(p.set.families, live, p.set.pinned)
+	wants := desiredOwners(p.set.families, live, p.pinned())
 	for _, fam := range p.set.families {
 		want := wants[fam]
 		c, holding := p.held[fam]

@@ -23,7 +23,7 @@ import (
 //	  margin: 1s                          # 0 – 60s
 //	  pinned: {acme: broker-a}            # families placed by hand
 type PlacementConfig struct {
-	Broker     string            `yaml:"broker" validate:"required,max=128,printascii,excludesall= /"`
+	Broker     string            `yaml:"broker" validate:"required,max=128,printascii,excludesall= /,ne=auto"`
 	Advertise  string            `yaml:"advertise" validate:"required,max=1024"`
 	ClaimTTL   time.Duration     `yaml:"claim_ttl" validate:"omitempty,min=2s,max=60s"`
 	RenewEvery time.Duration     `yaml:"renew_every" validate:"omitempty,min=100ms,max=20s"`

@@ -263,7 +263,13 @@ class Placement:
     placed: bool
     broker: str | None = None
     owner: PlacementOwner | None = None
+    pinned: str | None = None
     brokers: list[PlacementBroker] | None = None
+
+
+@dataclass(frozen=True)
+class MoveRequest:
+    to: str
 
 
 @dataclass(frozen=True)

@@ -471,6 +471,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/placement/move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move the caller's family to a broker (a planned move)
+         * @description Pins the caller's family to the live broker `to`, recorded in the
+         *     claims' database so that every broker agrees: its owner hands it over
+         *     (its sessions and leases move with it, docs/placement.md) within one
+         *     placement round. `to: auto` removes the pin: the family goes back to
+         *     the automatic choice (or to its `placement.pins` entry). Any broker
+         *     answers; the answer is the placement as that broker reads it, before
+         *     the move is done (poll `getPlacement`). Needs `write` on every lease
+         *     of the family (`lease://**#write`). A single broker answers
+         *     `not_implemented`.
+         */
+        post: operations["movePlacement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -911,8 +939,20 @@ export interface components {
              */
             broker?: string;
             owner?: components["schemas"]["PlacementOwner"];
+            /**
+             * @description The broker the family is pinned to (`movePlacement`, or else `placement.pins`); absent when the automatic choice applies.
+             * @example broker-b
+             */
+            pinned?: string;
             /** @description The live brokers, as the answering broker last read them, sorted by name. */
             brokers?: components["schemas"]["PlacementBroker"][];
+        };
+        MoveRequest: {
+            /**
+             * @description A live broker's name (its `placement.broker`), or `auto` to remove the pin.
+             * @example broker-b
+             */
+            to: string;
         };
         /** @description The broker holding the family's live claim; absent while none does (a failover in progress). */
         PlacementOwner: {
@@ -1899,6 +1939,35 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
+            default: components["responses"]["Error"];
+        };
+    };
+    movePlacement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MoveRequest"];
+            };
+        };
+        responses: {
+            /** @description The pin is recorded; the move follows. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Placement"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Error"];
         };
     };
