@@ -43,6 +43,9 @@ func TestAuthMatrix(t *testing.T) {
 		{"PlacementNeedsALeaseRead", Request{Method: "GET", Path: "/v1/placement", Token: writeOnly.Secret}, 403, "forbidden"},
 		{"PlacementForAReader", Request{Method: "GET", Path: "/v1/placement", Token: readerTok.Secret}, 200, ""},
 		{"PlacementNeedsAToken", Request{Method: "GET", Path: "/v1/placement"}, 401, "unauthenticated"},
+		{"MoveNeedsWriteOnEveryLease", Request{Method: "POST", Path: "/v1/placement/move", Token: writerTok.Secret, Body: map[string]any{"to": "b"}}, 403, "forbidden"},
+		{"MoveOnOneBroker", Request{Method: "POST", Path: "/v1/placement/move", Token: otherTok.Secret, Body: map[string]any{"to": "b"}}, 501, "not_implemented"},
+		{"MoveNeedsTo", Request{Method: "POST", Path: "/v1/placement/move", Token: otherTok.Secret, Body: map[string]any{}}, 400, "invalid_request"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
