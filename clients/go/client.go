@@ -40,6 +40,9 @@ type Client struct {
 	// lateLoss: conformance tests only (brokenLateLoss): sessions are lost
 	// at their keepalive only, never promptly (loss.go).
 	lateLoss bool
+	// creatorLoss: conformance tests only (brokenCreatorLoss): a session's
+	// broker stays the one that created it (session.go, Session.call).
+	creatorLoss bool
 	// single: conformance tests only (brokenSingleBroker): every base URL
 	// but the first is ignored.
 	single bool

@@ -52,7 +52,7 @@ type obsStep struct {
 	TimeoutMs    *int64   `json:"timeout_ms"`
 	MaxMs        int64    `json:"max_ms"`
 	ExpectError  string   `json:"expect_error"`
-	// worker_acquire, worker_lost, worker_holds
+	// worker_acquire, worker_extend, worker_lost, worker_holds
 	Worker     string `json:"worker"`
 	Route      string `json:"route"`
 	TTLMs      int64  `json:"ttl_ms"`
@@ -256,6 +256,8 @@ func (r *runner) step(ctx context.Context, st obsStep, raw json.RawMessage) erro
 		return r.closeObserver(st)
 	case "worker_acquire":
 		return r.workerAcquire(ctx, st)
+	case "worker_extend":
+		return r.workerExtend(ctx, st)
 	case "worker_lost":
 		return r.workerLost(st)
 	case "worker_holds":
@@ -306,6 +308,7 @@ func (r *runner) client(ctx context.Context, token string, brokers []string) (*C
 	c.neverLost = r.broken&brokenNeverLost != 0
 	c.sendPlusTTL = r.broken&brokenSendPlusTTL != 0
 	c.lateLoss = r.broken&brokenLateLoss != 0
+	c.creatorLoss = r.broken&brokenCreatorLoss != 0
 	return c, nil
 }
 
@@ -341,6 +344,25 @@ func (r *runner) workerAcquire(ctx context.Context, st obsStep) error {
 			return nil
 		}
 		if Advice(err) != RetryBackoff || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// workerExtend runs worker_extend: the lease of route that the worker's
+// last worker_acquire got is extended by ttl_ms, with its fencing token;
+// an error advised "backoff" is retried until timeout_ms.
+func (r *runner) workerExtend(ctx context.Context, st obsStep) error {
+	l, err := r.workerLease(st)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, st.timeout())
+	defer cancel()
+	for {
+		err := l.Extend(ctx, time.Duration(st.TTLMs)*time.Millisecond)
+		if err == nil || Advice(err) != RetryBackoff || ctx.Err() != nil {
 			return err
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -625,6 +647,7 @@ var brokenVariants = map[string]brokenMode{
 	"restart-loses-lease-promptly":          brokenLateLoss,
 	"dead-broker-first":                     brokenSingleBroker,
 	"unavailable-broker-moves-on":           brokenStayOnUnavailable,
+	"planned-move-keeps-session":            brokenCreatorLoss,
 }
 
 // moreBrokenVariants are further broken clients a scenario must catch, each

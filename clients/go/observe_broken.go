@@ -56,6 +56,11 @@ const (
 	// brokenStayOnUnavailable keeps sending to a broker that answers
 	// family_unavailable instead of moving on to the next one.
 	brokenStayOnUnavailable
+	// brokenCreatorLoss builds the worker's client so that prompt loss
+	// judges a session against the broker that created it, never against
+	// the one that last answered it (a planned move): its creator
+	// answering under a new epoch ends it.
+	brokenCreatorLoss
 )
 
 // ignores reports whether the mode drops changes of kind k.

@@ -91,7 +91,7 @@ func (s *Session) Epoch() string {
 // family's sessions to another broker; docs/client-operations.md, "Planned
 // moves"), so that prompt loss judges later answers against that broker.
 func (s *Session) call(resp *http.Response, err error, want int, out any) error {
-	if err == nil && resp.StatusCode == want {
+	if err == nil && resp.StatusCode == want && !s.c.creatorLoss {
 		if e := resp.Header.Get("Muster-Epoch"); e != "" {
 			s.mu.Lock()
 			s.host, s.epoch = answeredBy(resp), e

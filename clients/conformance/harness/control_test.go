@@ -212,7 +212,8 @@ func TestControlAPI(t *testing.T) {
 	})
 
 	t.Run("PlacementOpsNeedPlacement", func(t *testing.T) {
-		for _, body := range []string{`{"op": "kill_broker", "broker": "b2"}`, `{"op": "wait_owner", "token": "a", "broker": "b1", "timeout_ms": 0}`} {
+		for _, body := range []string{`{"op": "kill_broker", "broker": "b2"}`, `{"op": "wait_owner", "token": "a", "broker": "b1", "timeout_ms": 0}`,
+			`{"op": "move", "token": "a", "broker": "b1", "timeout_ms": 0}`} {
 			if out := p.mustCall(t, http.StatusUnprocessableEntity, "POST", "/step", body); !strings.Contains(fmt.Sprint(out["detail"]), "placement") {
 				t.Errorf("%s: %v", body, out)
 			}
@@ -302,5 +303,42 @@ func TestPlacedScenario(t *testing.T) {
 	p.mustCall(t, http.StatusUnprocessableEntity, "POST", "/step", `{"op": "wait_owner", "token": "a", "broker": "b1", "timeout_ms": 0}`)
 	if out := p.list(t, "lease://acme/**"); len(items(out)) != 0 {
 		t.Fatalf("after the reset: %v", out)
+	}
+}
+
+// move pins a family to another broker at run time: its lease moves with
+// it (the same holder at the new owner); restart_broker with broker and
+// graceful stops that broker with SIGTERM (the family handed over to b2,
+// its lease kept) and starts it again on its address, a new epoch, where
+// the pin brings the family back. A move to no broker fails.
+func TestPlacedMove(t *testing.T) {
+	if os.Getenv("MUSTER_TEST_PG") == "off" {
+		t.Skip("MUSTER_TEST_PG=off: PostgreSQL tests skipped on request")
+	}
+	p := mustStartHarness(t)
+	p.mustCall(t, http.StatusNoContent, "POST", "/scenario", placed)
+	p.mustCall(t, http.StatusOK, "POST", "/step", `{"op": "acquire", "actor": "a", "route": "lease://acme/r/doc-0", "ttl_ms": 60000}`)
+	holder := p.mustCall(t, http.StatusOK, "GET", "/holder/a", "")["holder_incarnation"]
+	held := func(when string) string {
+		out := p.list(t, "lease://acme/r/*")
+		if it := items(out); len(it) != 1 || it[0].(map[string]any)["holder_incarnation"] != holder {
+			t.Fatalf("%s: %v, want doc-0 held by a's session", when, out)
+		}
+		return fmt.Sprint(out["epoch"])
+	}
+	epochB2 := held("at b2")
+	p.mustCall(t, http.StatusOK, "POST", "/step", `{"op": "move", "token": "a", "broker": "b3", "timeout_ms": 15000}`)
+	p.mustCall(t, http.StatusOK, "POST", "/step", `{"op": "wait_owner", "token": "a", "broker": "b3", "timeout_ms": 0}`)
+	epochB3 := held("moved to b3")
+	p.mustCall(t, http.StatusOK, "POST", "/step", `{"op": "restart_broker", "broker": "b3", "graceful": true}`)
+	p.mustCall(t, http.StatusOK, "POST", "/step", `{"op": "wait_owner", "token": "a", "broker": "b3", "timeout_ms": 15000}`)
+	if again := held("b3 restarted"); again == epochB3 || again == epochB2 {
+		t.Fatalf("epochs: b2 %s, b3 %s, b3 restarted %s: want a new one", epochB2, epochB3, again)
+	}
+	if out := p.mustCall(t, http.StatusUnprocessableEntity, "POST", "/step", `{"op": "move", "token": "a", "broker": "b4"}`); !strings.Contains(fmt.Sprint(out["detail"]), "b4") {
+		t.Fatalf("move to b4: %v", out)
+	}
+	if out := p.mustCall(t, http.StatusUnprocessableEntity, "POST", "/step", `{"op": "move", "token": "narrow", "broker": "b1", "timeout_ms": 300}`); !strings.Contains(fmt.Sprint(out["detail"]), "403") {
+		t.Fatalf("move with a read-only token: %v", out)
 	}
 }

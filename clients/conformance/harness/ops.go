@@ -122,7 +122,7 @@ func (h *harness) step(ctx context.Context, st step) error {
 		h.proxy.dropping.Store(st.On)
 		return nil
 	case "restart_broker":
-		return h.broker.restart()
+		return h.restartStep(st)
 	case "sleep":
 		return sleep(ctx, ms(st.Ms))
 	case "expect_proxy":
@@ -158,6 +158,8 @@ func (h *harness) step(ctx context.Context, st step) error {
 		return r.expectWatch(ctx, st)
 	case "kill_broker", "wait_owner", "cut_store", "heal_store":
 		return h.placementStep(ctx, st)
+	case "move":
+		return h.moveStep(ctx, st)
 	}
 	return errUnknownOp
 }

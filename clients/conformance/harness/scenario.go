@@ -46,9 +46,10 @@ type step struct {
 	OpensAtLeast *int64 `json:"watch_opens_at_least"`
 	OpensAtMost  *int64 `json:"watch_opens_at_most"`
 	SawEvent     string `json:"saw_event"`
-	Name         string `json:"name"`   // actor_watch, expect_watch_end, expect_watch_open
-	Event        string `json:"event"`  // expect_watch_end
-	Broker       string `json:"broker"` // kill_broker, wait_owner, cut_store, heal_store
+	Name         string `json:"name"`     // actor_watch, expect_watch_end, expect_watch_open
+	Event        string `json:"event"`    // expect_watch_end
+	Broker       string `json:"broker"`   // kill_broker, wait_owner, cut_store, heal_store, move, restart_broker
+	Graceful     bool   `json:"graceful"` // restart_broker: SIGTERM instead of SIGKILL
 	TimeoutMs    *int64 `json:"timeout_ms"`
 
 	// Observer ops (run by the runner; listed so files decode strictly).
@@ -80,11 +81,12 @@ type step struct {
 
 // observerOps are run by the runner, never by the harness: the observer
 // ops, worker_acquire (a session and a lease of the SDK under test),
-// worker_lost (that lease's loss signal) and worker_holds (its absence).
+// worker_extend (that lease extended), worker_lost (its loss signal) and
+// worker_holds (its absence).
 var observerOps = map[string]bool{
 	"observe": true, "wait_ready": true, "expect_not_ready": true, "expect_view": true,
 	"mark_epoch": true, "expect_same_view": true, "expect_stopped": true, "close_observer": true,
-	"worker_acquire": true, "worker_lost": true, "worker_holds": true,
+	"worker_acquire": true, "worker_extend": true, "worker_lost": true, "worker_holds": true,
 }
 
 // harnessOps are the ops POST /step runs (README: "Steps").
@@ -94,7 +96,7 @@ var harnessOps = map[string]bool{
 	"new_session": true, "hold": true, "unhold": true, "wait_held": true, "drop_changes": true,
 	"restart_broker": true, "sleep": true, "expect_proxy": true, "wait_background": true,
 	"actor_watch": true, "expect_watch_end": true, "expect_watch_open": true,
-	"kill_broker": true, "wait_owner": true, "cut_store": true, "heal_store": true,
+	"kill_broker": true, "wait_owner": true, "cut_store": true, "heal_store": true, "move": true,
 }
 
 // timeout is how long a waiting step waits: timeout_ms, default 5 s.
