@@ -127,7 +127,7 @@ export class Batch {
     const c = s.client;
     let resp;
     try {
-      resp = await c.call(c.raw.POST("/v1/leases/batch", { body: { session_id: s.id, ops }, ...signalOf(options.signal) }), 200);
+      resp = await c.call(c.raw.POST("/v1/leases/batch", { body: { session_id: s.id, ops }, ...signalOf(options.signal), ...c.sessionFetch(s) }), 200);
     } catch (e) {
       c.losses.notFound(s, e); // every lease of the session is lost with it
       if (isCode(e, "session_not_found")) {

@@ -11,7 +11,7 @@ import { Fleet } from "./fleet.js";
 import { asyncDispose } from "./internal/dispose.js";
 import { Broken, isBroken } from "./internal/faults.js";
 import { checkCA, loadTLS, type CA, type TLS } from "./internal/tls.js";
-import { Losses } from "./loss.js";
+import { Losses, type Held } from "./loss.js";
 import { getLease, listPage, listItems, listPages, type Item, type LeaseStatus, type ListOptions, type Page } from "./list.js";
 import { Observer, type ObserveOptions } from "./observe.js";
 import { Session, type SessionOptions } from "./session.js";
@@ -196,7 +196,21 @@ export class MusterClient {
    * base URL once plus maxFollows owners; any other failure is returned, and
    * the caller's next attempt goes to the new target.
    */
-  async fetch(input: Request | string, init?: RequestInit): Promise<Response> {
+  fetch(input: Request | string, init?: RequestInit): Promise<Response> {
+    return this.#send(input, init, undefined);
+  }
+
+  /**
+   * @internal the per-request fetch option of one of session's own requests
+   * (keepalive, acquire, extend, release, batch, delete): a success answer
+   * first moves the session to the broker that gave it (Held.answeredBy),
+   * then prompt loss judges that answer (loss.ts).
+   */
+  sessionFetch(session: Held): { fetch: (req: Request) => Promise<Response> } {
+    return { fetch: (req: Request) => this.#send(req, undefined, session) };
+  }
+
+  async #send(input: Request | string, init: RequestInit | undefined, session: Held | undefined): Promise<Response> {
     if (input instanceof Request) this.authorize(input.headers);
     let f = this.#fetch ?? globalThis.fetch;
     let dispatcher: unknown;
@@ -233,7 +247,7 @@ export class MusterClient {
         if (!signal?.aborted && notSent(err) && fails < this.#n + maxFollows) continue;
         throw err;
       }
-      resp = await this.#record(resp, t.host);
+      resp = await this.#record(resp, t.host, session);
       if (resp.status === 503 && (await isProblem(resp, "family_unavailable"))) {
         if (isBroken(this, Broken.StayOnUnavailable)) return resp;
         this.#moveOn(t);
@@ -256,10 +270,11 @@ export class MusterClient {
     }
   }
 
-  async #record(resp: Response, host: string): Promise<Response> {
+  async #record(resp: Response, host: string, session: Held | undefined): Promise<Response> {
     const e = resp.headers.get("Muster-Epoch");
     if (e) this.#epoch = e;
     this.#hosts.set(resp, host);
+    if (e && session !== undefined && resp.ok) session.answeredBy(host, e);
     await this.losses.answered(host, resp);
     return resp;
   }

@@ -109,6 +109,7 @@ export class Lease {
           params: { path: this.#r },
           body: { session_id: this.#s.id, fencing_token: this.fencingToken, ttl_ms: ttlMs },
           ...signalOf(options.signal),
+          ...c.sessionFetch(this.#s),
         }),
         200,
       );
@@ -159,6 +160,7 @@ export class Lease {
           params: { path: this.#r },
           body: { session_id: this.#s.id, fencing_token: this.fencingToken },
           ...signalOf(options.signal),
+          ...c.sessionFetch(this.#s),
         }),
         204,
       );
@@ -214,7 +216,7 @@ export async function acquire(s: Session, route: string, ttlMs: number, o: Acqui
   const c = s.client;
   let out;
   try {
-    out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, ...signalOf(o.signal) }), 200);
+    out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, ...signalOf(o.signal), ...c.sessionFetch(s) }), 200);
   } catch (e) {
     c.losses.notFound(s, e);
     throw e;

@@ -3,9 +3,11 @@
  * not at its next keepalive (docs/client-operations.md, "Prompt loss"):
  *
  * - any answer or stream from the broker that holds the session (the host,
- *   host:port, that answered its creation, after following wrong_broker)
- *   carries another epoch (Muster-Epoch): that broker restarted, or the
- *   family came back to it as a new lifetime, and its sessions are gone;
+ *   host:port, that last answered one of the session's own requests with
+ *   success, after following wrong_broker: its creator, or the broker a
+ *   planned move took the family to) carries another epoch (Muster-Epoch)
+ *   than that success: that broker restarted, or the family came back to it
+ *   as a new lifetime, and its sessions are gone;
  * - that broker answers family_unavailable: it stopped serving the family,
  *   and its sessions with it;
  * - the broker answers session_not_found to a request of the session
@@ -13,17 +15,27 @@
  *
  * A connection error alone proves nothing: the session's local deadline
  * decides then. The rule lives here; MusterClient.fetch reports every answer
- * (answered), the lease operations report their session_not_found
- * (notFound). The Go SDK's clients/go/loss.go is the reference.
+ * (answered), after a success of one of a session's own requests has moved
+ * the session to the broker that gave it (Held.answeredBy: before that same
+ * answer is judged, so a success from the creator under a new epoch, the
+ * family moved back to it, ends nothing); the lease operations report their
+ * session_not_found (notFound). The Go SDK's clients/go/loss.go and
+ * Session.call are the reference.
  */
 import { SessionLostError, isCode, problemError } from "./errors.js";
 
 /** What the rule needs of a session: where it lives, its lifetime, and how to end it. */
 export interface Held {
-  /** The host (host:port) that answered the session's creation: it holds the session. */
+  /** The host (host:port) that last answered one of the session's requests with success: it holds the session. */
   readonly host: string;
-  /** The broker lifetime the session belongs to. */
+  /** The lifetime (Muster-Epoch) of that broker when it answered. */
   readonly epoch: string;
+  /**
+   * Records host, answering one of the session's own requests with success
+   * under epoch, as the broker that holds the session (docs/client-operations.md,
+   * "Planned moves").
+   */
+  answeredBy(host: string, epoch: string): void;
   /** Null while the session lives. */
   readonly err: Error | null;
   /** Ends the session (and its leases) with cause, once; stops its keepalive. */

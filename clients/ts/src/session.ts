@@ -6,6 +6,7 @@ import { ClosedError, LeaseLostError, SessionLostError, isAbort, isCode } from "
 import { Lease, acquire, withLease, type AcquireOptions } from "./lease.js";
 import { openWatch, type Subscription, type WatchOptions } from "./watch.js";
 import { asyncDispose } from "./internal/dispose.js";
+import { Broken, isBroken } from "./internal/faults.js";
 import { signalOf } from "./internal/signal.js";
 
 /** Options of MusterClient.session: the signal bounds the creating request only. */
@@ -19,8 +20,10 @@ export type SessionOptions = RequestOptions;
  * `signal` is aborted when the session ends, with `err` as its reason:
  * ClosedError after close(), a SessionLostError otherwise. A session is lost
  * the moment the client learns that it ended (prompt loss, loss.ts): its
- * broker, the host that answered its creation, answers any request or stream
- * of this client with another epoch, or answers family_unavailable; or the
+ * broker (the host that last answered one of its requests with success: its
+ * creator, or the broker a planned move took its family to) answers any
+ * request or stream of this client with another epoch than that success, or
+ * answers family_unavailable; or the
  * broker answers session_not_found to one of the session's requests. It is
  * also lost when no keepalive got through within the TTL (a connection error
  * alone changes nothing before then). A lost session is never revived:
@@ -33,11 +36,9 @@ export class Session {
   readonly ownerId: string;
   /** The public, opaque id of this session, as shown in inventory items of its leases. */
   readonly holderIncarnation: string;
-  /** The broker lifetime the session belongs to. */
-  readonly epoch: string;
   readonly ttlMs: number;
-  /** @internal the host (host:port) that answered the creation: the broker that holds the session. */
-  readonly host: string;
+  #host: string;
+  #epoch: string;
   readonly #c: MusterClient;
   readonly #ended = new AbortController();
   readonly #stopLoop = new AbortController();
@@ -50,11 +51,11 @@ export class Session {
     host: string,
   ) {
     this.#c = c;
-    this.host = host;
+    this.#host = host;
     this.id = s.session_id;
     this.ownerId = s.owner_id;
     this.holderIncarnation = s.holder_incarnation;
-    this.epoch = s.epoch;
+    this.#epoch = s.epoch;
     this.ttlMs = s.ttl_ms;
   }
 
@@ -68,6 +69,35 @@ export class Session {
     c.opened(s);
     s.#loop = s.#keepalive(t0 + s.ttlMs);
     return s;
+  }
+
+  /**
+   * The lifetime (Muster-Epoch) of the broker that holds the session: the one
+   * that created it, or the one a planned move took its family to.
+   */
+  get epoch(): string {
+    return this.#epoch;
+  }
+
+  /**
+   * @internal the host (host:port) of the broker that holds the session: the
+   * one that last answered one of its requests with success.
+   */
+  get host(): string {
+    return this.#host;
+  }
+
+  /**
+   * @internal records the broker that answered one of the session's own
+   * requests with success, and its epoch: it holds the session now (a
+   * planned move takes a family's sessions to another broker;
+   * docs/client-operations.md, "Planned moves"), and prompt loss judges
+   * later answers against it.
+   */
+  answeredBy(host: string, epoch: string): void {
+    if (isBroken(this.#c, Broken.CreatorLoss)) return;
+    this.#host = host;
+    this.#epoch = epoch;
   }
 
   /** @internal the client this session belongs to. */
@@ -139,7 +169,7 @@ export class Session {
     }
     this.end(new ClosedError());
     try {
-      await this.#c.call(this.#c.raw.DELETE("/v1/sessions/{session_id}", { params: { path: { session_id: this.id } }, ...signalOf(options.signal) }), 204);
+      await this.#c.call(this.#c.raw.DELETE("/v1/sessions/{session_id}", { params: { path: { session_id: this.id } }, ...signalOf(options.signal), ...this.#c.sessionFetch(this) }), 204);
     } catch (e) {
       if (!isCode(e, "session_not_found")) throw e;
     }
@@ -196,7 +226,7 @@ export class Session {
       const t = unref(setTimeout(() => rac.abort(), Math.max(0, deadline - t0)));
       try {
         await this.#c.call(
-          this.#c.raw.POST("/v1/sessions/{session_id}/keepalive", { params: { path: { session_id: this.id } }, signal: rac.signal }),
+          this.#c.raw.POST("/v1/sessions/{session_id}/keepalive", { params: { path: { session_id: this.id } }, signal: rac.signal, ...this.#c.sessionFetch(this) }),
           200,
         );
         deadline = t0 + this.ttlMs;

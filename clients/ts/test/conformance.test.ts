@@ -31,12 +31,14 @@ export const brokenVariants: Record<string, number> = {
   "restart-loses-lease-promptly": Broken.LateLoss,
   "dead-broker-first": Broken.SingleBroker,
   "unavailable-broker-moves-on": Broken.StayOnUnavailable,
+  "planned-move-keeps-session": Broken.CreatorLoss,
 };
 
 /** Where a scenario's broken variant is a broken client, the step at which it must fail. */
 const brokenSteps: Record<string, string> = {
   "grant-after-wait-keeps-lease": "worker_holds",
   "restart-loses-lease-promptly": "worker_lost",
+  "planned-move-keeps-session": "worker_extend",
 };
 
 /** Further broken clients a scenario must catch, each at the named step (the Go runner's moreBrokenVariants). */
@@ -89,6 +91,7 @@ describe("conformance", () => {
     "restart-loses-lease-promptly",
     "dead-broker-first",
     "unavailable-broker-moves-on",
+    "planned-move-keeps-session",
   ]);
   for (const sc of scenarios) {
     if (!all && !quick.has(sc.name)) continue;

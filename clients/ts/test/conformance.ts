@@ -197,7 +197,7 @@ export const nodeObservers: ObserverFactory = (bases, secret, selector, opts, br
   });
 };
 
-/** The eleven ops this runner runs itself; every other op goes to the harness. */
+/** The twelve ops this runner runs itself; every other op goes to the harness. */
 const observerOps = new Set([
   "observe",
   "wait_ready",
@@ -208,6 +208,7 @@ const observerOps = new Set([
   "expect_stopped",
   "close_observer",
   "worker_acquire",
+  "worker_extend",
   "worker_lost",
   "worker_holds",
 ]);
@@ -262,6 +263,27 @@ async function workerAcquire(h: Harness, s: Record<string, unknown>, ws: Workers
       if (l.fencingToken < min || l.fencingToken <= high) throw new Error(`fencing token ${l.fencingToken}, want at least ${min} and above ${high}`);
       ws.highest.set(route, l.fencingToken);
       w.leases.set(route, l);
+      return;
+    } catch (e) {
+      if (advice(e) !== "retry-backoff" || Date.now() >= deadline) throw e;
+      await sleep(100);
+    }
+  }
+}
+
+/**
+ * worker_extend: the lease of route that the worker's last worker_acquire
+ * got is extended by ttl_ms (Lease.extend, its fencing token); an error
+ * advised backoff is retried until timeout_ms.
+ */
+async function workerExtend(s: Record<string, unknown>, ws: Workers): Promise<void> {
+  const route = s["route"] as string;
+  const timeout = typeof s["timeout_ms"] === "number" ? s["timeout_ms"] : 5_000;
+  const l = need(ws.byName.get(s["worker"] as string)?.leases.get(route), `lease of ${route} acquired by worker ${String(s["worker"])}`);
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    try {
+      await l.extend(s["ttl_ms"] as number);
       return;
     } catch (e) {
       if (advice(e) !== "retry-backoff" || Date.now() >= deadline) throw e;
@@ -350,6 +372,7 @@ export async function runScenario(h: Harness, sc: Scenario, broken = 0, factory:
       const op = step["op"] as string;
       try {
         if (op === "worker_acquire") await workerAcquire(h, step, workers, broken);
+        else if (op === "worker_extend") await workerExtend(step, workers);
         else if (op === "worker_lost") await workerLost(step, workers);
         else if (op === "worker_holds") await workerHolds(step, workers);
         else if (observerOps.has(op)) await runObserverOp(h, step, observers, marks, broken, factory);

@@ -182,6 +182,67 @@ describe("prompt loss, against a fake broker", () => {
     await s.close();
   });
 
+  test("a planned move: the session's broker is the one that last answered one of its requests with success", async () => {
+    for (const broken of [false, true]) {
+      const b = fakeBroker();
+      if (broken) breakClient(b.c, Broken.CreatorLoss);
+      const s = await session(b.c, 60_000);
+      const l = await s.acquire("lease://acme/jobs/one", 60_000);
+      // owner answers the session's requests; the other host names it (421).
+      let owner = "other:2";
+      let ownerEpoch = "x1";
+      b.override = (path, host) => {
+        if (host !== owner) {
+          return new Response(JSON.stringify({ code: "wrong_broker", status: 421, owner: `http://${owner}` }), {
+            status: 421,
+            headers: { "Content-Type": "application/problem+json", "Muster-Epoch": host === "fake:1" ? b.epoch : "x1" },
+          });
+        }
+        if (path.endsWith("/extend")) return json(leaseBody("lease://acme/jobs/one"), 200, ownerEpoch);
+        if (path === "/v1/leases") return json({ items: [], snapshot: { epoch: ownerEpoch, revision: 1 } }, 200, ownerEpoch);
+        return null;
+      };
+      await l.extend(60_000); // fake:1 names other:2, which answers: the session moved there
+      assertHeld(s, [l]);
+      assert.equal(s.host, broken ? "fake:1" : "other:2");
+      assert.equal(s.epoch, broken ? "e1" : "x1");
+      b.epoch = "e2"; // fake:1, the creator, restarted: its 421 carries e2
+      owner = "fake:1"; // and the family moved back to it
+      ownerEpoch = "e2";
+      if (broken) {
+        // The old rule: the creator's success under e2 ends the session.
+        await assert.rejects(l.extend(60_000), LeaseLostError);
+        assertLost(s, [l], /fake:1 answered for another lifetime \(epoch e2, the session's e1\)/);
+        continue;
+      }
+      await l.extend(60_000); // other:2 names fake:1, which answers under e2
+      assertHeld(s, [l]);
+      assert.equal(s.host, "fake:1");
+      assert.equal(s.epoch, "e2");
+      ownerEpoch = "e3"; // fake:1 restarts again: any answer of it now ends the session
+      await b.c.listPage("lease://acme/**");
+      assertLost(s, [l], /fake:1 answered for another lifetime \(epoch e3, the session's e2\)/);
+    }
+  });
+
+  test("a success of the session's own request is recorded before that same answer is judged", async () => {
+    // The creator restarted and has the family back (moved away and back
+    // while the session sent nothing): its success under the new epoch is
+    // the session's, not a sign of its loss.
+    const b = fakeBroker();
+    const s = await session(b.c, 60_000);
+    const l = await s.acquire("lease://acme/jobs/one", 60_000);
+    b.epoch = "e2";
+    await l.extend(60_000);
+    assertHeld(s, [l]);
+    assert.equal(s.epoch, "e2");
+    // A failure answered under e3 is not a success of the session: it judges.
+    b.epoch = "e3";
+    b.override = (path) => (path.endsWith("/extend") ? problem("unavailable", 503, "e3") : null);
+    await assert.rejects(l.extend(60_000), (e: unknown) => isCode(e, "unavailable"));
+    assertLost(s, [l], /another lifetime \(epoch e3, the session's e2\)/);
+  });
+
   test("family_unavailable from the session's broker ends the session at once", async () => {
     const b = fakeBroker();
     const s = await session(b.c, 60_000);

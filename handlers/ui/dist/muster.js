@@ -884,7 +884,13 @@ var Broken = {
    * family_unavailable instead of moving on (its sessions are still lost
    * promptly).
    */
-  StayOnUnavailable: 1 << 16
+  StayOnUnavailable: 1 << 16,
+  /**
+   * The runner's clients judge prompt loss against the broker that created a
+   * session, never against the one that last answered it (a planned move):
+   * the creator answering under a new epoch ends the session.
+   */
+  CreatorLoss: 1 << 17
 };
 var modes = /* @__PURE__ */ new WeakMap();
 function brokenModes(client) {
@@ -1862,7 +1868,8 @@ var Lease = class {
         c.raw.POST("/v1/leases/{realm}/{area}/{resource}/extend", {
           params: { path: this.#r },
           body: { session_id: this.#s.id, fencing_token: this.fencingToken, ttl_ms: ttlMs },
-          ...signalOf(options.signal)
+          ...signalOf(options.signal),
+          ...c.sessionFetch(this.#s)
         }),
         200
       );
@@ -1909,7 +1916,8 @@ var Lease = class {
         c.raw.POST("/v1/leases/{realm}/{area}/{resource}/release", {
           params: { path: this.#r },
           body: { session_id: this.#s.id, fencing_token: this.fencingToken },
-          ...signalOf(options.signal)
+          ...signalOf(options.signal),
+          ...c.sessionFetch(this.#s)
         }),
         204
       );
@@ -1957,7 +1965,7 @@ async function acquire(s, route, ttlMs, o) {
   const c = s.client;
   let out;
   try {
-    out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, ...signalOf(o.signal) }), 200);
+    out = await c.call(c.raw.POST("/v1/leases/{realm}/{area}/{resource}/acquire", { params: { path: r }, body, ...signalOf(o.signal), ...c.sessionFetch(s) }), 200);
   } catch (e) {
     c.losses.notFound(s, e);
     throw e;
@@ -2093,7 +2101,7 @@ var Batch = class {
     const c = s.client;
     let resp;
     try {
-      resp = await c.call(c.raw.POST("/v1/leases/batch", { body: { session_id: s.id, ops }, ...signalOf(options.signal) }), 200);
+      resp = await c.call(c.raw.POST("/v1/leases/batch", { body: { session_id: s.id, ops }, ...signalOf(options.signal), ...c.sessionFetch(s) }), 200);
     } catch (e) {
       c.losses.notFound(s, e);
       if (isCode(e, "session_not_found")) {
@@ -2183,11 +2191,9 @@ var Session = class _Session {
   ownerId;
   /** The public, opaque id of this session, as shown in inventory items of its leases. */
   holderIncarnation;
-  /** The broker lifetime the session belongs to. */
-  epoch;
   ttlMs;
-  /** @internal the host (host:port) that answered the creation: the broker that holds the session. */
-  host;
+  #host;
+  #epoch;
   #c;
   #ended = new AbortController();
   #stopLoop = new AbortController();
@@ -2195,11 +2201,11 @@ var Session = class _Session {
   #leases = /* @__PURE__ */ new Map();
   constructor(c, s, host) {
     this.#c = c;
-    this.host = host;
+    this.#host = host;
     this.id = s.session_id;
     this.ownerId = s.owner_id;
     this.holderIncarnation = s.holder_incarnation;
-    this.epoch = s.epoch;
+    this.#epoch = s.epoch;
     this.ttlMs = s.ttl_ms;
   }
   /** @internal use MusterClient.session. */
@@ -2212,6 +2218,32 @@ var Session = class _Session {
     c.opened(s);
     s.#loop = s.#keepalive(t0 + s.ttlMs);
     return s;
+  }
+  /**
+   * The lifetime (Muster-Epoch) of the broker that holds the session: the one
+   * that created it, or the one a planned move took its family to.
+   */
+  get epoch() {
+    return this.#epoch;
+  }
+  /**
+   * @internal the host (host:port) of the broker that holds the session: the
+   * one that last answered one of its requests with success.
+   */
+  get host() {
+    return this.#host;
+  }
+  /**
+   * @internal records the broker that answered one of the session's own
+   * requests with success, and its epoch: it holds the session now (a
+   * planned move takes a family's sessions to another broker;
+   * docs/client-operations.md, "Planned moves"), and prompt loss judges
+   * later answers against it.
+   */
+  answeredBy(host, epoch) {
+    if (isBroken(this.#c, Broken.CreatorLoss)) return;
+    this.#host = host;
+    this.#epoch = epoch;
   }
   /** @internal the client this session belongs to. */
   get client() {
@@ -2275,7 +2307,7 @@ var Session = class _Session {
     }
     this.end(new ClosedError());
     try {
-      await this.#c.call(this.#c.raw.DELETE("/v1/sessions/{session_id}", { params: { path: { session_id: this.id } }, ...signalOf(options.signal) }), 204);
+      await this.#c.call(this.#c.raw.DELETE("/v1/sessions/{session_id}", { params: { path: { session_id: this.id } }, ...signalOf(options.signal), ...this.#c.sessionFetch(this) }), 204);
     } catch (e) {
       if (!isCode(e, "session_not_found")) throw e;
     }
@@ -2329,7 +2361,7 @@ var Session = class _Session {
       const t = unref(setTimeout(() => rac.abort(), Math.max(0, deadline - t0)));
       try {
         await this.#c.call(
-          this.#c.raw.POST("/v1/sessions/{session_id}/keepalive", { params: { path: { session_id: this.id } }, signal: rac.signal }),
+          this.#c.raw.POST("/v1/sessions/{session_id}/keepalive", { params: { path: { session_id: this.id } }, signal: rac.signal, ...this.#c.sessionFetch(this) }),
           200
         );
         deadline = t0 + this.ttlMs;
@@ -2481,7 +2513,19 @@ var MusterClient = class {
    * base URL once plus maxFollows owners; any other failure is returned, and
    * the caller's next attempt goes to the new target.
    */
-  async fetch(input, init) {
+  fetch(input, init) {
+    return this.#send(input, init, void 0);
+  }
+  /**
+   * @internal the per-request fetch option of one of session's own requests
+   * (keepalive, acquire, extend, release, batch, delete): a success answer
+   * first moves the session to the broker that gave it (Held.answeredBy),
+   * then prompt loss judges that answer (loss.ts).
+   */
+  sessionFetch(session) {
+    return { fetch: (req) => this.#send(req, void 0, session) };
+  }
+  async #send(input, init, session) {
     if (input instanceof Request) this.authorize(input.headers);
     let f = this.#fetch ?? globalThis.fetch;
     let dispatcher;
@@ -2514,7 +2558,7 @@ var MusterClient = class {
         if (!signal?.aborted && notSent(err) && fails < this.#n + maxFollows) continue;
         throw err;
       }
-      resp = await this.#record(resp, t.host);
+      resp = await this.#record(resp, t.host, session);
       if (resp.status === 503 && await isProblem(resp, "family_unavailable")) {
         if (isBroken(this, Broken.StayOnUnavailable)) return resp;
         this.#moveOn(t);
@@ -2536,10 +2580,11 @@ var MusterClient = class {
       return resp;
     }
   }
-  async #record(resp, host) {
+  async #record(resp, host, session) {
     const e = resp.headers.get("Muster-Epoch");
     if (e) this.#epoch = e;
     this.#hosts.set(resp, host);
+    if (e && session !== void 0 && resp.ok) session.answeredBy(host, e);
     await this.losses.answered(host, resp);
     return resp;
   }

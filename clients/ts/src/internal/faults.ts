@@ -56,6 +56,12 @@ export const Broken = {
    * promptly).
    */
   StayOnUnavailable: 1 << 16,
+  /**
+   * The runner's clients judge prompt loss against the broker that created a
+   * session, never against the one that last answered it (a planned move):
+   * the creator answering under a new epoch ends the session.
+   */
+  CreatorLoss: 1 << 17,
 } as const;
 
 const modes = new WeakMap<object, number>();
