@@ -34,6 +34,7 @@ OBSERVER_OPS = {
     "expect_stopped",
     "close_observer",
     "worker_acquire",
+    "worker_extend",
     "worker_lost",
     "worker_holds",
 }
@@ -213,6 +214,7 @@ class Runner:
         c._never_lost = ob.BROKEN_NEVER_LOST in self.broken
         c._send_plus_ttl = ob.BROKEN_SEND_PLUS_TTL in self.broken
         c._late_loss = ob.BROKEN_LATE_LOSS in self.broken
+        c._creator_loss = ob.BROKEN_CREATOR_LOSS in self.broken
         return c
 
     async def op_worker_acquire(self, st: dict[str, Any]) -> None:
@@ -255,6 +257,21 @@ class Runner:
         if lease is None:
             raise StepFailed(f"worker {st['worker']!r} acquired no lease of {st['route']}")
         return lease
+
+    async def op_worker_extend(self, st: dict[str, Any]) -> None:
+        """The lease of route that the worker's last worker_acquire got is
+        extended by ttl_ms (Lease.extend, its fencing token); an error advised
+        backoff is retried until timeout_ms."""
+        lease = self.worker_lease(st)
+        deadline = time.monotonic() + timeout_of(st)
+        while True:
+            try:
+                await lease.extend(st["ttl_ms"] / 1000)
+                return
+            except muster.MusterException as e:  # a broker's error, a transport failure, the lease's loss
+                if muster.advice(e) is not muster.Retry.BACKOFF or time.monotonic() >= deadline:
+                    raise StepFailed(f"extend {st['route']}: {e!r}") from None
+                await asyncio.sleep(0.1)
 
     async def op_worker_lost(self, st: dict[str, Any]) -> None:
         """The lease of route that the worker's last worker_acquire got reports

@@ -45,12 +45,14 @@ BROKEN_VARIANTS: dict[str, frozenset[str]] = {
     "restart-loses-lease-promptly": frozenset({ob.BROKEN_LATE_LOSS}),
     "dead-broker-first": frozenset({ob.BROKEN_SINGLE_BROKER}),
     "unavailable-broker-moves-on": frozenset({ob.BROKEN_STAY_ON_UNAVAILABLE}),
+    "planned-move-keeps-session": frozenset({ob.BROKEN_CREATOR_LOSS}),
 }
 
 #: The step at which a scenario must catch its broken variant, where it matters.
 CAUGHT_AT: dict[str, str] = {
     "grant-after-wait-keeps-lease": "worker_holds",
     "restart-loses-lease-promptly": "worker_lost",
+    "planned-move-keeps-session": "worker_extend",
 }
 
 

@@ -1,6 +1,7 @@
 """Prompt loss (docs/client-operations.md, "Prompt loss"): a session, and
 every lease it holds, is lost at once, not at its next keepalive, when the
-broker that holds it (the host that answered its creation) answers with
+broker that holds it (the host that last answered one of its requests with
+success: its creator, or where a planned move took it) answers with
 another Muster-Epoch, answers family_unavailable, or answers
 session_not_found to one of the session's requests. A connection error alone
 changes nothing. Against fake brokers (an httpx.MockTransport that answers per
@@ -153,6 +154,75 @@ async def test_a_watch_stream_of_another_epoch_loses_it_too() -> None:
         assert_lost(s, [a], "another lifetime")
         await sub.aclose()
         await s.close()
+
+
+def misdirected(owner: str, epoch: str) -> httpx.Response:
+    return httpx.Response(
+        421,
+        json={"type": "about:blank", "status": 421, "code": "wrong_broker", "owner": f"http://{owner}"},
+        headers={"Content-Type": "application/problem+json", "Muster-Epoch": epoch},
+    )
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["rule", "creator-loss"])
+async def test_a_planned_move_makes_the_answering_broker_the_sessions(broken: bool) -> None:
+    """The session's broker is the one that last answered one of its own
+    requests with success, with that answer's epoch (docs/client-operations.md,
+    "Planned moves"): created at b:1 (e1), moved to o:2 (x1); b:1 restarts
+    (e2) and gets the family back: its success under e2 keeps the session; a
+    later answer of b:1 under e3 ends it. With the old rule (broken: judged
+    against the creator) the success under e2 ends it."""
+    b = Brokers()
+    owner, epochs = "o:2", {"b:1": "e1", "o:2": "x1"}
+
+    def answer(req: httpx.Request) -> httpx.Response | None:
+        host = req.url.netloc.decode()
+        if req.url.path == "/v1/sessions" or req.url.path.endswith("/acquire"):
+            return None  # created and granted at b:1, under e1
+        if host != owner:
+            return misdirected(owner, epochs[host])
+        if req.url.path.endswith("/extend"):
+            return ok({**wire_lease(R, b.token), "outcome": None}, epoch=epochs[host])
+        return ok({"route": R2, "held": False, "waiters": 0}, epoch=epochs[host])
+
+    b.answer = answer
+    async with b.client() as c:
+        c._creator_loss = broken
+        owner = "b:1"
+        s, a, _ = await session_with_leases(c)
+        owner = "o:2"
+        await a.extend(600)  # b:1 names o:2, which answers: the session moved there
+        assert s.error is None
+        assert (s._host, s.epoch) == (("b:1", "e1") if broken else ("o:2", "x1"))
+        owner, epochs["b:1"] = "b:1", "e2"  # b:1 restarted and has the family back
+        if broken:
+            with pytest.raises(muster.LeaseLostError):
+                await a.extend(600)
+            assert_lost(s, [a], "b:1 answered for another lifetime (epoch e2, the session's e1)")
+            return
+        await a.extend(600)  # o:2 names b:1, which answers under e2
+        assert s.error is None and a.error is None
+        assert (s._host, s.epoch) == ("b:1", "e2")
+        epochs["b:1"] = "e3"
+        await c.get(R2)
+        assert_lost(s, [a], "b:1 answered for another lifetime (epoch e3, the session's e2)")
+
+
+async def test_a_success_of_the_session_is_recorded_before_it_is_judged() -> None:
+    """The creator answers one of the session's requests with success under a
+    new epoch (the family moved away and back while the session sent
+    nothing): the session lives on. A failure under yet another epoch is no
+    success of the session: it ends it."""
+    b = Brokers()
+    async with b.client() as c:
+        s, a, _ = await session_with_leases(c)
+        b.answer = lambda req: ok({**wire_lease(R, b.token), "outcome": None}, epoch="e2")
+        await a.extend(600)
+        assert s.error is None and s.epoch == "e2"
+        b.answer = lambda req: problem(503, "unavailable", epoch="e3")
+        with pytest.raises(muster.UnavailableError):
+            await a.extend(600)
+        assert_lost(s, [a], "another lifetime (epoch e3, the session's e2)")
 
 
 async def test_the_same_epoch_and_other_brokers_change_nothing() -> None:

@@ -142,7 +142,12 @@ class Batch:
         t0 = asyncio.get_running_loop().time()
         try:
             resp = await s.client._decode_call(
-                m.BatchResponse, "POST", "/v1/leases/batch", 200, body=m.BatchRequest(session_id=s.id, ops=ops)
+                m.BatchResponse,
+                "POST",
+                "/v1/leases/batch",
+                200,
+                body=m.BatchRequest(session_id=s.id, ops=ops),
+                session=s,
             )
         except SessionNotFoundError as e:
             not_found(s, e)

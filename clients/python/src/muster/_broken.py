@@ -45,3 +45,7 @@ BROKEN_SINGLE_BROKER = "single_broker"
 #: The runner's clients keep sending to a broker that answers
 #: family_unavailable instead of moving on (its sessions are still lost at once).
 BROKEN_STAY_ON_UNAVAILABLE = "stay_on_unavailable"
+#: The runner's clients judge prompt loss against the broker that created a
+#: session, never against the one that last answered it (a planned move): the
+#: creator answering under a new epoch ends the session.
+BROKEN_CREATOR_LOSS = "creator_loss"

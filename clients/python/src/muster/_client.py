@@ -31,7 +31,7 @@ from ._http import (
     read_body,
     ssl_failure,
 )
-from ._loss import answered_by, broker_gone
+from ._loss import answered_by, broker_gone, held_by
 from ._tls import StrPath, ssl_context
 from ._types import Item, LeaseStatus, Page
 
@@ -161,6 +161,7 @@ class Client:
         self._never_lost = False  # conformance tests only: a lease's loss is never reported
         self._send_plus_ttl = False  # conformance tests only: a grant's local deadline is send + TTL
         self._late_loss = False  # conformance tests only: sessions are lost at their keepalive only (_loss)
+        self._creator_loss = False  # conformance tests only: a session's broker stays its creator (_loss)
         # Live sessions, for prompt loss (_loss); weak: a session nobody
         # holds (its keepalive stopped) is not kept alive by its client.
         self._sessions: WeakSet[Session] = WeakSet()
@@ -276,6 +277,7 @@ class Client:
         params: Any = None,
         headers: dict[str, str],
         timeouts: httpx.Timeout | None = None,
+        session: Session | None = None,
     ) -> httpx.Response:
         """Sends one request (streaming: the caller reads and closes the
         answer) to the broker the rule of "Several brokers" picks
@@ -283,7 +285,9 @@ class Client:
         ``without_follow``, moving on from a broker that is unreachable or
         answers ``family_unavailable``, and sending again at once when that
         broker certainly did not act on the request. A transport failure is
-        raised as TransportError."""
+        raised as TransportError. ``session``: the request is one of that
+        session's own; a success records its broker (_loss.held_by) before
+        prompt loss judges the answer."""
         if timeouts is None:
             timeouts = self._timeouts()
         follows = fails = 0
@@ -305,6 +309,8 @@ class Client:
                 if not_sent(e) and fails < len(self._brokers()) + MAX_FOLLOWS:
                     continue
                 raise TransportError(e) from e
+            if session is not None and resp.is_success:
+                held_by(session, answered_by(resp), resp.headers.get("Muster-Epoch", ""))
             self._saw_epoch(resp)
             if resp.status_code == HTTPStatus.SERVICE_UNAVAILABLE and is_problem_type(resp):
                 resp, body = await buffered(resp, req)
@@ -339,11 +345,13 @@ class Client:
         body: object = None,
         params: Any = None,
         wait: float = 0.0,
+        session: Session | None = None,
     ) -> Any:
         """Runs one request/response operation: a status other than ``want``
         raises a MusterError; the JSON body of the answer is returned.
-        ``wait`` is how long the broker may hold the request (a long poll)."""
-        return (await self._call_at(method, path, want, body=body, params=params, wait=wait))[0]
+        ``wait`` is how long the broker may hold the request (a long poll);
+        ``session`` the session whose own request it is (_send)."""
+        return (await self._call_at(method, path, want, body=body, params=params, wait=wait, session=session))[0]
 
     async def _call_at(
         self,
@@ -354,6 +362,7 @@ class Client:
         body: object = None,
         params: Any = None,
         wait: float = 0.0,
+        session: Session | None = None,
     ) -> tuple[Any, str]:
         """_call, also returning the host (host:port) that answered."""
         content = None
@@ -362,7 +371,13 @@ class Client:
             content = json.dumps(m.encode(body) if not isinstance(body, dict) else body).encode()
             headers["Content-Type"] = "application/json"
         resp = await self._send(
-            method, path, content=content, params=params, headers=headers, timeouts=self._timeouts(wait=wait)
+            method,
+            path,
+            content=content,
+            params=params,
+            headers=headers,
+            timeouts=self._timeouts(wait=wait),
+            session=session,
         )
         try:
             raw = await read_body(resp)

@@ -3,9 +3,11 @@ client learns that it ended, not at its next keepalive
 (docs/client-operations.md, "Prompt loss"):
 
 - any answer or stream from the broker that holds the session (the host that
-  answered its creation, after following wrong_broker) carries another epoch
-  (Muster-Epoch): that broker restarted, or the family came back to it as a
-  new lifetime, and its sessions are gone;
+  last answered one of the session's own requests with success, after
+  following wrong_broker: its creator, or the broker a planned move took the
+  family to) carries another epoch (Muster-Epoch) than that success: that
+  broker restarted, or the family came back to it as a new lifetime, and its
+  sessions are gone;
 - that broker answers family_unavailable: it stopped serving the family, and
   its sessions with it;
 - the broker answers session_not_found to a request of the session (acquire,
@@ -14,6 +16,11 @@ client learns that it ended, not at its next keepalive
 A connection error alone proves nothing: the session's local deadline decides
 then. The session ends with a SessionLostError saying why, its leases with a
 LeaseLostError caused by it, and its keepalive stops.
+
+A success of one of the session's own requests (keepalive, acquire, extend,
+release, batch, delete) records its broker and epoch (held_by) before that
+same answer is judged: a success from the creator under a new epoch, the
+family moved away and back, ends nothing (the Go SDK's Session.call).
 """
 
 from __future__ import annotations
@@ -46,6 +53,14 @@ def track(c: Client, s: Session) -> None:
 def untrack(c: Client, s: Session) -> None:
     """Forgets a session that ended."""
     c._sessions.discard(s)
+
+
+def held_by(s: Session, host: str, epoch: str) -> None:
+    """Records host, answering one of s's own requests with success under
+    epoch, as the broker that holds s now (docs/client-operations.md,
+    "Planned moves")."""
+    if host and epoch and not s._c._creator_loss:
+        s._host, s.epoch = host, epoch
 
 
 def broker_gone(c: Client, host: str, epoch: str) -> None:

@@ -51,11 +51,14 @@ class Session:
 
     def __init__(self, c: Client, wire: m.Session, host: str = "") -> None:
         self._c = c
-        self._host = host  # the broker (host:port) that answered its creation: it holds it
+        # The broker (host:port) that last answered one of its requests with
+        # success, and that broker's epoch: it holds the session (its
+        # creator, or the broker a planned move took its family to; _loss).
+        self._host = host
         self.id = wire.session_id  #: a secret: whoever has it can release this session's leases
         self.owner_id = wire.owner_id
         self.holder_incarnation = wire.holder_incarnation  #: as shown in inventory items
-        self.epoch = wire.epoch
+        self.epoch = wire.epoch  #: the lifetime of the broker that holds the session (see _host)
         self.ttl = wire.ttl_ms / 1000
         self.done = asyncio.Event()
         self._error: MusterException | None = None
@@ -121,7 +124,7 @@ class Session:
             return
         self._end(ClosedError())
         with contextlib.suppress(SessionNotFoundError):
-            await self._c._call("DELETE", f"/v1/sessions/{self.id}", 204)
+            await self._c._call("DELETE", f"/v1/sessions/{self.id}", 204, session=self)
 
     def _end(self, cause: MusterException) -> None:
         """Records why the session ended, once, stops its keepalive and loses
@@ -158,7 +161,7 @@ class Session:
             t0 = loop.time()
             try:
                 async with asyncio.timeout_at(deadline):
-                    await self._c._call("POST", f"/v1/sessions/{self.id}/keepalive", 200)
+                    await self._c._call("POST", f"/v1/sessions/{self.id}/keepalive", 200, session=self)
             except SessionNotFoundError as e:
                 self._end(SessionLostError("the broker ended it", e))
                 return
@@ -189,7 +192,7 @@ class Session:
         t0 = loop.time()
         try:
             out = await self._c._decode_call(
-                m.Lease, "POST", f"/v1/leases/{r.path}/acquire", 200, body=body, wait=max(wait, 0.0)
+                m.Lease, "POST", f"/v1/leases/{r.path}/acquire", 200, body=body, wait=max(wait, 0.0), session=self
             )
         except SessionNotFoundError as e:
             _loss.not_found(self, e)
@@ -378,7 +381,9 @@ class Lease:
         t0 = loop.time()
         body = m.ExtendRequest(session_id=self._s.id, fencing_token=self.fencing_token, ttl_ms=ms(ttl))
         try:
-            out = await self._s._c._decode_call(m.Lease, "POST", f"/v1/leases/{self._r.path}/extend", 200, body=body)
+            out = await self._s._c._decode_call(
+                m.Lease, "POST", f"/v1/leases/{self._r.path}/extend", 200, body=body, session=self._s
+            )
         except MusterError as e:
             _loss.not_found(self._s, e)
             if _ownership_gone(e):
@@ -411,7 +416,7 @@ class Lease:
             return
         body = m.ReleaseRequest(session_id=self._s.id, fencing_token=self.fencing_token)
         try:
-            await self._s._c._call("POST", f"/v1/leases/{self._r.path}/release", 204, body=body)
+            await self._s._c._call("POST", f"/v1/leases/{self._r.path}/release", 204, body=body, session=self._s)
         except MusterError as e:
             _loss.not_found(self._s, e)
             if _ownership_gone(e):

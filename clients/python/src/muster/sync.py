@@ -150,7 +150,6 @@ class Session:
         self.id = s.id
         self.owner_id = s.owner_id
         self.holder_incarnation = s.holder_incarnation
-        self.epoch = s.epoch
         self.ttl = s.ttl
         self.done = threading.Event()
         s._on_end.append(self.done.set)
@@ -160,6 +159,12 @@ class Session:
     @property
     def error(self) -> MusterException | None:
         return self._s.error
+
+    @property
+    def epoch(self) -> str:
+        """The lifetime of the broker that holds the session: its creator, or
+        the broker a planned move took its family to."""
+        return self._s.epoch
 
     def __repr__(self) -> str:
         return repr(self._s)
