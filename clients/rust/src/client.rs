@@ -62,6 +62,8 @@ pub(crate) struct Inner {
     /// Conformance tests only: sessions are lost at their keepalive only,
     /// never promptly (loss.rs).
     pub(crate) late_loss: bool,
+    /// Conformance tests only: a session's broker stays its creator (loss.rs).
+    pub(crate) creator_loss: bool,
     /// The live sessions, for prompt loss (loss.rs).
     pub(crate) sessions: Mutex<Vec<Weak<SessionInner>>>,
 }
@@ -99,6 +101,7 @@ pub struct ClientBuilder {
     never_lost: bool,
     send_plus_ttl: bool,
     late_loss: bool,
+    creator_loss: bool,
     /// The `rustls` feature's CA file and client certificate (tls.rs).
     #[cfg(feature = "rustls")]
     pub(crate) tls: crate::tls::Tls,
@@ -117,7 +120,7 @@ impl ClientBuilder {
 
     /// Builds a deliberately broken client (`no_follow`, `sticky_owner`,
     /// `stay_on_unavailable`, `single_broker`, `never_lost`,
-    /// `send_plus_ttl`, `late_loss`), for the conformance tests only (the
+    /// `send_plus_ttl`, `late_loss`, `creator_loss`), for the conformance tests only (the
     /// `test-util` feature).
     #[cfg(any(test, feature = "test-util"))]
     #[must_use = "builder methods return the changed value; use it"]
@@ -129,6 +132,7 @@ impl ClientBuilder {
         self.never_lost = f.never_lost;
         self.send_plus_ttl = f.send_plus_ttl;
         self.late_loss = f.late_loss;
+        self.creator_loss = f.creator_loss;
         self
     }
 
@@ -188,6 +192,7 @@ impl ClientBuilder {
                 never_lost: self.never_lost,
                 send_plus_ttl: self.send_plus_ttl,
                 late_loss: self.late_loss,
+                creator_loss: self.creator_loss,
                 sessions: Mutex::new(Vec::new()),
             }),
         })
@@ -239,6 +244,7 @@ impl Client {
             never_lost: false,
             send_plus_ttl: false,
             late_loss: false,
+            creator_loss: false,
             #[cfg(feature = "rustls")]
             tls: Default::default(),
         }
@@ -343,6 +349,17 @@ impl Client {
     /// (prompt loss: loss.rs). The caller's own cancellation drops the
     /// future: it moves nothing.
     pub(crate) async fn execute(&self, rb: RequestBuilder) -> Result<Answer> {
+        self.execute_as(rb, None).await
+    }
+
+    /// [`Client::execute`] for one of `session`'s own requests: an answer of
+    /// success first records its broker as the session's (loss.rs,
+    /// `SessionInner::answered_by`), then prompt loss judges it.
+    pub(crate) async fn execute_as(
+        &self,
+        rb: RequestBuilder,
+        session: Option<&SessionInner>,
+    ) -> Result<Answer> {
         let req = rb.build()?;
         let n = self.inner.bases.len();
         let (mut follows, mut fails) = (0, 0);
@@ -363,6 +380,9 @@ impl Client {
                     return Err(e.into());
                 }
             };
+            if let Some(s) = session.filter(|_| resp.status().is_success()) {
+                s.answered_by(&resp);
+            }
             self.saw_epoch(&resp);
             let status = resp.status().as_u16();
             if status != 503 && status != 421 {
@@ -414,7 +434,18 @@ impl Client {
         rb: RequestBuilder,
         want: u16,
     ) -> Result<(bytes::Bytes, String)> {
-        let a = self.execute(rb).await?;
+        self.send_from_as(rb, want, None).await
+    }
+
+    /// [`Client::send_from`] for one of `session`'s own requests
+    /// ([`Client::execute_as`]).
+    pub(crate) async fn send_from_as(
+        &self,
+        rb: RequestBuilder,
+        want: u16,
+        session: Option<&SessionInner>,
+    ) -> Result<(bytes::Bytes, String)> {
+        let a = self.execute_as(rb, session).await?;
         let (host, status, ct) = (a.host.clone(), a.status, a.content_type.clone());
         let body = a.body().await?;
         if status != want {

@@ -61,6 +61,11 @@ pub struct Faults {
     /// `session_not_found` to another request of the session end nothing at
     /// once.
     pub late_loss: bool,
+    /// A client built with these faults judges prompt loss against the
+    /// broker that created a session, never against the one that last
+    /// answered it (a planned move): the creator answering under a new epoch
+    /// ends the session.
+    pub creator_loss: bool,
 }
 
 impl Faults {

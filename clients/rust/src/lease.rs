@@ -108,7 +108,7 @@ impl Session {
         let rb = c
             .request(Method::POST, r.url(c, Some("acquire")))
             .json(&body);
-        let out: LeaseGrant = match c.call(rb, 200).await {
+        let out: LeaseGrant = match c.call_as(rb, 200, s).await {
             Ok(out) => out,
             Err(e) => {
                 s.not_found(&e);
@@ -308,7 +308,7 @@ impl Lease {
         let rb = c
             .request(Method::POST, self.inner.route.url(c, Some("extend")))
             .json(&body);
-        let out: LeaseGrant = match c.call(rb, 200).await {
+        let out: LeaseGrant = match c.call_as(rb, 200, s).await {
             Ok(out) => out,
             Err(e) if ownership_gone(&e) => {
                 s.not_found(&e);
@@ -356,7 +356,7 @@ impl Lease {
         let rb = c
             .request(Method::POST, self.inner.route.url(c, Some("release")))
             .json(&body);
-        match c.send(rb, 204).await {
+        match c.send_as(rb, 204, s).await {
             Ok(_) => {
                 self.end(Error::Released);
                 Ok(())

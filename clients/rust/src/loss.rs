@@ -2,9 +2,11 @@
 //! ended, not at its next keepalive (docs/client-operations.md, "Prompt
 //! loss"):
 //! - any answer or stream from the broker that holds the session (the host
-//!   that answered its creation, after following `wrong_broker`) carries
-//!   another epoch (`Muster-Epoch`): that broker restarted, or the family
-//!   came back to it as a new lifetime, and its sessions are gone;
+//!   that last answered one of the session's own requests with success,
+//!   after following `wrong_broker`: its creator, or the broker a planned
+//!   move took the family to) carries another epoch (`Muster-Epoch`) than
+//!   that success: that broker restarted, or the family came back to it as
+//!   a new lifetime, and its sessions are gone;
 //! - that broker answers `family_unavailable`: it stopped serving the
 //!   family, and its sessions with it;
 //! - the broker answers `session_not_found` to a request of the session
@@ -14,11 +16,18 @@
 //! decides then. Ending a session ends its leases, each with
 //! [`Error::LeaseLost`] around the session's [`Error::SessionLost`], and
 //! stops its keepalive.
+//!
+//! The session's own requests (keepalive, acquire, extend, release, batch,
+//! delete) go through [`Client::send_as`] and [`Client::call_as`]: a success
+//! records its broker and epoch before that same answer is judged, so a
+//! success from the creator under a new epoch (the family moved away and
+//! back) ends nothing (the Go SDK's `Session.call`).
 
 use crate::client::Client;
-use crate::error::{problem_error, Error, Problem};
+use crate::error::{problem_error, Error, Problem, Result};
 use crate::session::SessionInner;
-use reqwest::Url;
+use reqwest::{RequestBuilder, Url};
+use serde::de::DeserializeOwned;
 use std::sync::{Arc, Weak};
 
 /// The host (`host:port`) of `url`: for an answer's URL, the broker that
@@ -64,9 +73,10 @@ impl Client {
             reg.iter()
                 .filter_map(Weak::upgrade)
                 .filter(|s| {
-                    s.host == host
+                    let held = s.held.lock().unwrap();
+                    held.host == host
                         && match epoch {
-                            Some(e) => s.epoch != e,
+                            Some(e) => held.epoch != e,
                             None => true,
                         }
                 })
@@ -76,7 +86,7 @@ impl Client {
             let cause = match epoch {
                 Some(e) => Error::SessionNotFound(Problem::local(format!(
                     "its broker {host} answered for another lifetime (epoch {e}, the session's {})",
-                    s.epoch
+                    s.held.lock().unwrap().epoch
                 ))),
                 None => {
                     let mut p = problem.cloned().unwrap_or_default();
@@ -106,9 +116,60 @@ impl Client {
         }
         e
     }
+
+    /// [`Client::send`] for one of `s`'s own requests: a success records
+    /// its broker as the session's before prompt loss judges the answer.
+    pub(crate) async fn send_as(
+        &self,
+        rb: RequestBuilder,
+        want: u16,
+        s: &SessionInner,
+    ) -> Result<bytes::Bytes> {
+        Ok(self.send_from_as(rb, want, Some(s)).await?.0)
+    }
+
+    /// [`Client::call`] for one of `s`'s own requests ([`Client::send_as`]).
+    pub(crate) async fn call_as<T: DeserializeOwned>(
+        &self,
+        rb: RequestBuilder,
+        want: u16,
+        s: &SessionInner,
+    ) -> Result<T> {
+        let body = self.send_as(rb, want, s).await?;
+        serde_json::from_slice(&body)
+            .map_err(|e| Error::Protocol(format!("decoding a {want} answer: {e}")))
+    }
+}
+
+/// The broker that holds a session: the host (`host:port`) that last
+/// answered one of its requests with success, and that answer's epoch (its
+/// creator, or the broker a planned move took its family to).
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub(crate) host: String,
+    pub(crate) epoch: String,
 }
 
 impl SessionInner {
+    /// Records the broker that answered one of the session's own requests
+    /// with success, and its epoch: it holds the session now
+    /// (docs/client-operations.md, "Planned moves").
+    pub(crate) fn answered_by(&self, resp: &reqwest::Response) {
+        let epoch = resp
+            .headers()
+            .get("Muster-Epoch")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let host = answered_by(resp.url());
+        if epoch.is_empty() || host.is_empty() || self.client.inner.creator_loss {
+            return;
+        }
+        *self.held.lock().unwrap() = Held {
+            host,
+            epoch: epoch.to_string(),
+        };
+    }
+
     /// Ends the session at once when `e` is the broker's `session_not_found`
     /// to one of its requests.
     pub(crate) fn not_found(&self, e: &Error) {

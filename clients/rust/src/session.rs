@@ -5,6 +5,7 @@ use crate::backoff::Backoff;
 use crate::client::Client;
 use crate::error::{Error, Problem, Result};
 use crate::lease::Lease;
+use crate::loss::Held;
 use crate::signal::Signal;
 use crate::watch::Subscription;
 use crate::wire::{CreateSessionRequest, Keepalive, SessionInfo};
@@ -28,8 +29,9 @@ use tokio_util::sync::CancellationToken;
 /// **Prompt loss** (docs/client-operations.md): the session is lost, with
 /// every lease it holds, the moment the client learns that it ended, while
 /// the answer that reveals it is handled, not at the next keepalive. Its
-/// broker is the host (`host:port`) that answered its creation, after
-/// following `wrong_broker`. It is lost when
+/// broker is the host (`host:port`) that last answered one of its requests
+/// with success, after following `wrong_broker`: the one that created it, or
+/// the one a planned move took its family to. It is lost when
 /// - any answer or watch stream of the same [`Client`] from that broker
 ///   carries another epoch (`Muster-Epoch`: the broker restarted): the cause
 ///   is [`Error::SessionNotFound`], its detail naming both epochs;
@@ -62,10 +64,9 @@ pub(crate) struct SessionInner {
     pub id: String,
     owner_id: String,
     incarnation: String,
-    pub(crate) epoch: String,
-    /// The broker that answered the session's creation (`host:port`): it
-    /// holds the session (prompt loss: loss.rs).
-    pub(crate) host: String,
+    /// The broker that holds the session and its epoch: the one that last
+    /// answered one of its requests with success (prompt loss: loss.rs).
+    pub(crate) held: Mutex<Held>,
     ttl: Duration,
     state: Mutex<State>,
     done: CancellationToken,
@@ -97,8 +98,10 @@ impl Client {
             id: out.session_id,
             owner_id: out.owner_id,
             incarnation: out.holder_incarnation,
-            epoch: out.epoch,
-            host,
+            held: Mutex::new(Held {
+                host,
+                epoch: out.epoch,
+            }),
             ttl,
             state: Mutex::new(State::default()),
             done: CancellationToken::new(),
@@ -131,9 +134,11 @@ impl Session {
         &self.inner.incarnation
     }
 
-    /// The broker lifetime the session belongs to.
-    pub fn epoch(&self) -> &str {
-        &self.inner.epoch
+    /// The lifetime (`Muster-Epoch`) of the broker that holds the session:
+    /// the one that created it, or the one a planned move took its family
+    /// to.
+    pub fn epoch(&self) -> String {
+        self.inner.held.lock().unwrap().epoch.clone()
     }
 
     /// The session's TTL.
@@ -176,7 +181,7 @@ impl Session {
         self.inner.end(Error::Closed);
         let c = &self.inner.client;
         let rb = c.request(Method::DELETE, c.url(&["v1", "sessions", &self.inner.id]));
-        match c.send(rb, 204).await {
+        match c.send_as(rb, 204, &self.inner).await {
             Ok(_) | Err(Error::SessionNotFound(_)) => Ok(()),
             Err(e) => Err(e),
         }
@@ -271,7 +276,7 @@ async fn keepalive(s: Arc<SessionInner>, stop: CancellationToken, mut deadline: 
         let r = tokio::select! {
             _ = stop.cancelled() => return,
             _ = s.done.cancelled() => return,
-            r = tokio::time::timeout_at(deadline, c.call::<Keepalive>(rb, 200)) => r,
+            r = tokio::time::timeout_at(deadline, c.call_as::<Keepalive>(rb, 200, &s)) => r,
         };
         match r {
             Ok(Ok(_)) => {

@@ -1,8 +1,8 @@
 //! The Rust runner of the language-neutral observer scenarios in
 //! `clients/conformance/` (format in its README), through the shared harness
 //! (the real broker binary behind a test proxy). The runner implements the
-//! observer ops and the worker ops (`worker_acquire`, `worker_lost`,
-//! `worker_holds`) and forwards every other op verbatim to the harness.
+//! observer ops and the worker ops (`worker_acquire`, `worker_extend`,
+//! `worker_lost`, `worker_holds`) and forwards every other op verbatim to the harness.
 
 mod common;
 
@@ -27,6 +27,7 @@ const OBSERVER_OPS: &[&str] = &[
     "expect_stopped",
     "close_observer",
     "worker_acquire",
+    "worker_extend",
     "worker_lost",
     "worker_holds",
 ];
@@ -178,6 +179,7 @@ impl Runner {
         match op {
             "observe" => self.observe(st).await,
             "worker_acquire" => self.worker_acquire(st).await,
+            "worker_extend" => self.worker_extend(st).await,
             "worker_lost" => self.worker_lost(st).await,
             "worker_holds" => self.worker_holds(st).await,
             "wait_ready" => {
@@ -331,6 +333,29 @@ impl Runner {
         self.highest.insert(route.to_string(), tok);
         w.leases.insert(route.to_string(), lease);
         Ok(())
+    }
+
+    /// worker_extend: the lease of route that the worker's last
+    /// worker_acquire got is extended by ttl_ms (`Lease::extend`, its fencing
+    /// token); an error advised backoff is retried until timeout_ms.
+    async fn worker_extend(&self, st: &Value) -> Result<(), String> {
+        let (name, route) = (str_of(st, "worker"), str_of(st, "route"));
+        let lease = self
+            .workers
+            .get(name)
+            .and_then(|w| w.leases.get(route))
+            .ok_or_else(|| format!("worker {name:?} acquired no lease of {route}"))?;
+        let ttl = Duration::from_millis(st["ttl_ms"].as_u64().unwrap_or(0));
+        let deadline = Instant::now() + timeout_of(st);
+        loop {
+            match lease.extend(ttl).await {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is_retryable() && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(format!("extend {route}: {e}")),
+            }
+        }
     }
 
     /// worker_lost: the lease of route that the worker's last worker_acquire
@@ -714,6 +739,10 @@ fn broken_variant(scenario: &str) -> Option<Faults> {
             stay_on_unavailable: true,
             ..f
         },
+        "planned-move-keeps-session" => Faults {
+            creator_loss: true,
+            ..f
+        },
         _ => return None,
     })
 }
@@ -722,11 +751,13 @@ fn broken_variant(scenario: &str) -> Option<Faults> {
 /// failure elsewhere would prove nothing: `grant-after-wait-keeps-lease`
 /// checks that the lease is still held after its grant,
 /// `restart-loses-lease-promptly` that it is lost within 1 s of the new
-/// epoch.
+/// epoch, `planned-move-keeps-session` that the lease extends at its
+/// creator's new lifetime.
 fn caught_at(scenario: &str) -> Option<&'static str> {
     match scenario {
         "grant-after-wait-keeps-lease" => Some("worker_holds"),
         "restart-loses-lease-promptly" => Some("worker_lost"),
+        "planned-move-keeps-session" => Some("worker_extend"),
         _ => None,
     }
 }

@@ -387,3 +387,83 @@ async fn a_connection_error_changes_nothing() {
     get(&c, "/v1/leases").await.unwrap();
     held(&s, &leases);
 }
+
+/// A planned move: the session's broker is the one that last answered one
+/// of its own requests with success, with that answer's epoch. Created at
+/// a (a1), moved to b (b1: a names b); a restarts (a2) and gets the family
+/// back (b names a): a's success under a2 keeps the session, a later answer
+/// of a under a3 ends it. The conformance tests' broken client
+/// (`creator_loss`, the old rule) loses it at a's success under a2.
+#[tokio::test]
+async fn a_planned_move_makes_the_answering_broker_the_sessions() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    for broken in [false, true] {
+        let at_b = Arc::new(AtomicBool::new(false));
+        let (a_url, b_url) = (
+            Arc::new(Mutex::new(String::new())),
+            Arc::new(Mutex::new(String::new())),
+        );
+        let (to_b, to) = (at_b.clone(), b_url.clone());
+        let a = Fake::start("a1", 60_000, move |line| {
+            (line.contains("/extend ") && to_b.load(Ordering::SeqCst))
+                .then(|| misdirect(&to.lock().unwrap()))
+        })
+        .await;
+        let (to_b, to) = (at_b.clone(), a_url.clone());
+        let b = Fake::start("b1", 60_000, move |line| {
+            (line.contains("/extend ") && !to_b.load(Ordering::SeqCst))
+                .then(|| misdirect(&to.lock().unwrap()))
+        })
+        .await;
+        *a_url.lock().unwrap() = a.url.clone();
+        *b_url.lock().unwrap() = b.url.clone();
+        let faults = crate::faults::Faults {
+            creator_loss: broken,
+            ..crate::faults::Faults::default()
+        };
+        let c = Client::builder(&a.url).faults(faults).build().unwrap();
+        let (s, leases) = session_with(&c, &[X]).await;
+        at_b.store(true, Ordering::SeqCst);
+        leases[0].extend(Duration::from_secs(60)).await.unwrap(); // a names b, which answers
+        held(&s, &leases);
+        assert_eq!(s.epoch(), if broken { "a1" } else { "b1" });
+        a.restart("a2");
+        at_b.store(false, Ordering::SeqCst);
+        let got = leases[0].extend(Duration::from_secs(60)).await; // b names a, which answers
+        if broken {
+            assert!(matches!(got, Err(Error::LeaseLost(_))), "{got:?}");
+            lost_now(&s, &leases, "another lifetime (epoch a2, the session's a1)");
+            continue;
+        }
+        got.unwrap();
+        held(&s, &leases);
+        assert_eq!(s.epoch(), "a2");
+        a.restart("a3");
+        get(&c, "/v1/leases").await.unwrap();
+        lost_now(&s, &leases, "another lifetime (epoch a3, the session's a2)");
+    }
+}
+
+/// A success of one of the session's requests is recorded before that
+/// same answer is judged: the creator answering under a new epoch (the
+/// family moved away and back while the session sent nothing) keeps it; a
+/// failure under yet another epoch is no success of the session: it ends
+/// it.
+#[tokio::test]
+async fn a_success_of_the_session_is_recorded_before_it_is_judged() {
+    let b = Fake::start("e1", 60_000, |line| {
+        line.contains("/jobs/fail/extend ")
+            .then(|| problem(503, "unavailable"))
+    })
+    .await;
+    let c = Client::new(&b.url).unwrap();
+    let (s, leases) = session_with(&c, &[X, "lease://acme/jobs/fail"]).await;
+    b.restart("e2");
+    leases[0].extend(Duration::from_secs(60)).await.unwrap();
+    held(&s, &leases);
+    assert_eq!(s.epoch(), "e2");
+    b.restart("e3");
+    let e = leases[1].extend(Duration::from_secs(60)).await.unwrap_err();
+    assert!(matches!(e, Error::Unavailable(_)), "{e:?}");
+    lost_now(&s, &leases, "another lifetime (epoch e3, the session's e2)");
+}
