@@ -128,7 +128,7 @@ namespace Muster.Client
             BatchResponse resp;
             try
             {
-                resp = await s.Client.CallAsync<BatchResponse>(HttpMethod.Post, "/v1/leases/batch", body, 200, ct).ConfigureAwait(false);
+                resp = await s.Client.CallAsync<BatchResponse>(HttpMethod.Post, "/v1/leases/batch", body, 200, ct, session: s).ConfigureAwait(false);
             }
             catch (MusterException e) when (e.Code == ErrorCode.SessionNotFound)
             {

@@ -91,7 +91,7 @@ namespace Muster.Client
             try
             {
                 o = await s.Client.CallAsync<LeaseBody>(HttpMethod.Post, r.Path("/extend"),
-                    new ExtendRequest { SessionId = s.Id, FencingToken = FencingToken, TtlMs = MusterClient.Ms(ttl) }, 200, ct).ConfigureAwait(false);
+                    new ExtendRequest { SessionId = s.Id, FencingToken = FencingToken, TtlMs = MusterClient.Ms(ttl) }, 200, ct, session: s).ConfigureAwait(false);
             }
             catch (MusterException e) when (OwnershipGone(e))
             {
@@ -138,7 +138,7 @@ namespace Muster.Client
             try
             {
                 await s.Client.CallAsync<object>(HttpMethod.Post, r.Path("/release"),
-                    new ReleaseRequest { SessionId = s.Id, FencingToken = FencingToken }, 204, ct).ConfigureAwait(false);
+                    new ReleaseRequest { SessionId = s.Id, FencingToken = FencingToken }, 204, ct, session: s).ConfigureAwait(false);
                 End(new LeaseReleasedException());
             }
             catch (MusterException e) when (OwnershipGone(e))

@@ -165,6 +165,13 @@ namespace Muster.Client
             return req;
         }
 
+        /// <summary>The answer's Muster-Epoch, "" when it has none.</summary>
+        internal static string EpochOf(HttpResponseMessage resp)
+        {
+            System.Collections.Generic.IEnumerable<string> v;
+            return resp.Headers.TryGetValues("Muster-Epoch", out v) ? v.FirstOrDefault() ?? "" : "";
+        }
+
         internal void SawEpoch(HttpResponseMessage resp)
         {
             System.Collections.Generic.IEnumerable<string> v;
@@ -179,15 +186,18 @@ namespace Muster.Client
 
         /// <summary>Runs one request/response operation: a status other than want becomes
         /// a MusterException; the JSON body is decoded into T (null for want 204).
-        /// answeredBy, when given, receives the host that answered (AnsweredBy).</summary>
+        /// answeredBy, when given, receives the host that answered (AnsweredBy). session, when
+        /// given, is the session whose own request this is: an answer of success first records
+        /// its broker as the session's (Session.AnsweredBy), then prompt loss judges it.</summary>
         internal async Task<T> CallAsync<T>(HttpMethod method, string pathAndQuery, object body, int want, CancellationToken ct,
-            System.Runtime.CompilerServices.StrongBox<string> answeredBy = null)
+            System.Runtime.CompilerServices.StrongBox<string> answeredBy = null, Session session = null)
             where T : class
         {
             using (var req = Request(method, pathAndQuery, body))
             using (var resp = await SendAsync(req, HttpCompletionOption.ResponseHeadersRead, ct).ConfigureAwait(false))
             {
                 if (answeredBy != null) answeredBy.Value = AnsweredBy(resp);
+                if (session != null && resp.IsSuccessStatusCode) session.AnsweredBy(AnsweredBy(resp), EpochOf(resp));
                 SawEpoch(resp);
                 var text = await ReadBodyAsync(resp, ct).ConfigureAwait(false);
                 if ((int)resp.StatusCode != want) throw Problem(resp, text);

@@ -122,5 +122,9 @@ namespace Muster.Client
         /// <summary>The runner's clients keep sending to a broker that answers family_unavailable
         /// (MusterClient.StayOnUnavailable); its sessions are still lost at once.</summary>
         StayOnUnavailable = 65536,
+        /// <summary>The runner's clients judge prompt loss against the broker that created a
+        /// session (MusterClient.CreatorLoss), never against the one that last answered it (a
+        /// planned move): the creator answering under a new epoch ends the session.</summary>
+        CreatorLoss = 131072,
     }
 }

@@ -17,8 +17,9 @@ namespace Muster.Client
     ///
     /// The session is lost when its keepalive gets session_not_found, when no keepalive
     /// got through by its local deadline, and at once (in the call that shows it, not at
-    /// the next keepalive) when the broker that holds it, the one that answered its
-    /// creation, answers any request or watch stream of the same MusterClient with
+    /// the next keepalive) when the broker that holds it (the one that last answered one of
+    /// its requests with success: its creator, or the broker a planned move took its
+    /// family to) answers any request or watch stream of the same MusterClient with
     /// another Muster-Epoch (it restarted), answers family_unavailable (it stopped
     /// serving the family), or answers session_not_found to one of the session's own
     /// requests (acquire, extend, release, batch). A connection error alone changes
@@ -33,6 +34,9 @@ namespace Muster.Client
         private readonly Dictionary<string, Lease> leases = new Dictionary<string, Lease>();
         private readonly object mu = new object();
         private Exception error;
+        // The broker (host:port) that last answered one of the session's requests with
+        // success, and its epoch: it holds the session (Loss.cs).
+        private string host, epoch;
         // Completed when the keepalive loop stopped sending, before it ends a lost session:
         // CloseAsync of a live session waits for this, never for the loop, so a callback on
         // Ended or Lost (run on the loop's thread) may dispose the session without a
@@ -44,8 +48,8 @@ namespace Muster.Client
         internal Session(MusterClient c, SessionBody b, string host)
         {
             this.c = c;
-            Host = host;
-            Id = b.SessionId; OwnerId = b.OwnerId; HolderIncarnation = b.HolderIncarnation; Epoch = b.Epoch;
+            this.host = host;
+            Id = b.SessionId; OwnerId = b.OwnerId; HolderIncarnation = b.HolderIncarnation; epoch = b.Epoch;
             Ttl = TimeSpan.FromMilliseconds(b.TtlMs);
         }
 
@@ -54,8 +58,9 @@ namespace Muster.Client
         public string OwnerId { get; private set; }
         /// <summary>The public, opaque id of this session, as shown in inventory items.</summary>
         public string HolderIncarnation { get; private set; }
-        /// <summary>The broker lifetime the session belongs to.</summary>
-        public string Epoch { get; private set; }
+        /// <summary>The lifetime (Muster-Epoch) of the broker that holds the session: the one
+        /// that created it, or the one a planned move took its family to.</summary>
+        public string Epoch { get { lock (mu) return epoch; } }
         public TimeSpan Ttl { get; private set; }
         /// <summary>Cancelled when the session has ended.</summary>
         public CancellationToken Ended { get { return ended.Token; } }
@@ -64,9 +69,9 @@ namespace Muster.Client
 
         internal MusterClient Client { get { return c; } }
 
-        /// <summary>The broker (host:port) that answered the session's creation: it holds
-        /// the session.</summary>
-        internal string Host { get; private set; }
+        /// <summary>The broker (host:port) that holds the session: the one that last answered
+        /// one of its requests with success.</summary>
+        internal string Host { get { lock (mu) return host; } }
 
         /// <summary>Starts the keepalive loop of a session whose creating request was sent
         /// at t0 (MonoClock).</summary>
@@ -84,7 +89,7 @@ namespace Muster.Client
             if (!wasLive) return;
             try
             {
-                await c.CallAsync<object>(HttpMethod.Delete, "/v1/sessions/" + MusterClient.Seg(Id), null, 204, ct).ConfigureAwait(false);
+                await c.CallAsync<object>(HttpMethod.Delete, "/v1/sessions/" + MusterClient.Seg(Id), null, 204, ct, session: this).ConfigureAwait(false);
             }
             catch (MusterException e) when (e.Code == ErrorCode.SessionNotFound)
             {
@@ -112,7 +117,7 @@ namespace Muster.Client
             LeaseBody o;
             try
             {
-                o = await c.CallAsync<LeaseBody>(HttpMethod.Post, r.Path("/acquire"), body, 200, ct).ConfigureAwait(false);
+                o = await c.CallAsync<LeaseBody>(HttpMethod.Post, r.Path("/acquire"), body, 200, ct, session: this).ConfigureAwait(false);
             }
             catch (MusterException e) when (e.Code == ErrorCode.SessionNotFound)
             {
@@ -272,7 +277,7 @@ namespace Muster.Client
                     {
                         var left = deadline - MonoClock.Now;
                         rcts.CancelAfter(left > TimeSpan.Zero ? left : TimeSpan.FromMilliseconds(1));
-                        await c.CallAsync<object>(HttpMethod.Post, "/v1/sessions/" + MusterClient.Seg(Id) + "/keepalive", null, 200, rcts.Token).ConfigureAwait(false);
+                        await c.CallAsync<object>(HttpMethod.Post, "/v1/sessions/" + MusterClient.Seg(Id) + "/keepalive", null, 200, rcts.Token, session: this).ConfigureAwait(false);
                     }
                     deadline = t0 + Ttl;
                     lastErr = null;

@@ -12,8 +12,8 @@ namespace Muster.Client.Tests
 {
     /// <summary>
     /// Runs one scenario file of clients/conformance: the eight observer ops with this
-    /// SDK's observer, worker_acquire with its sessions and worker_lost and worker_holds
-    /// with the lease's loss signal, every other op forwarded
+    /// SDK's observer, worker_acquire with its sessions, worker_extend with the lease, and
+    /// worker_lost and worker_holds with the lease's loss signal, every other op forwarded
     /// verbatim to the harness's POST /step.
     /// </summary>
     internal sealed class ConformanceRunner
@@ -21,8 +21,8 @@ namespace Muster.Client.Tests
         private static readonly HashSet<string> ObserverOps = new HashSet<string>
         {
             "observe", "wait_ready", "expect_not_ready", "expect_view", "mark_epoch",
-            "expect_same_view", "expect_stopped", "close_observer", "worker_acquire", "worker_lost",
-            "worker_holds",
+            "expect_same_view", "expect_stopped", "close_observer", "worker_acquire", "worker_extend",
+            "worker_lost", "worker_holds",
         };
 
         /// <summary>A worker of the scenario: one client for the whole scenario (it keeps
@@ -173,6 +173,7 @@ namespace Muster.Client.Tests
                 LateLoss = (faults & ObserverFaults.LateLoss) != 0,
                 SingleBroker = (faults & ObserverFaults.SingleBroker) != 0,
                 StayOnUnavailable = (faults & ObserverFaults.StayOnUnavailable) != 0,
+                CreatorLoss = (faults & ObserverFaults.CreatorLoss) != 0,
             };
         }
 
@@ -245,6 +246,31 @@ namespace Muster.Client.Tests
             return lease;
         }
 
+        /// <summary>worker_extend: the lease of route that the worker's last worker_acquire
+        /// got is extended by ttl_ms (ExtendAsync, its fencing token); an error advised
+        /// Backoff is retried until timeout_ms.</summary>
+        private async Task<string> WorkerExtendAsync(JObject st)
+        {
+            var route = (string)st["route"];
+            string problem;
+            var lease = WorkerLease(st, out problem);
+            if (lease == null) return problem;
+            var sw = Stopwatch.StartNew();
+            while (true)
+            {
+                try
+                {
+                    await lease.ExtendAsync(TimeSpan.FromMilliseconds((long)st["ttl_ms"])).ConfigureAwait(false);
+                    return null;
+                }
+                catch (Exception e)
+                {
+                    if (ErrorCodes.Advice(e) != RetryAdvice.Backoff || sw.Elapsed >= Timeout(st)) return "extend " + route + ": " + e.Message;
+                }
+                await Task.Delay(100).ConfigureAwait(false);
+            }
+        }
+
         /// <summary>worker_lost: the lease of route that the worker's last worker_acquire
         /// got reports its loss (Lost cancelled, Error a LeaseLostException) within
         /// timeout_ms.</summary>
@@ -295,6 +321,8 @@ namespace Muster.Client.Tests
             {
                 case "worker_acquire":
                     return await WorkerAcquireAsync(st).ConfigureAwait(false);
+                case "worker_extend":
+                    return await WorkerExtendAsync(st).ConfigureAwait(false);
                 case "worker_lost":
                     return await WorkerLostAsync(st).ConfigureAwait(false);
                 case "worker_holds":

@@ -92,6 +92,7 @@ namespace Muster.Client.Tests
             { "restart-loses-lease-promptly", ObserverFaults.LateLoss },
             { "dead-broker-first", ObserverFaults.SingleBroker },
             { "unavailable-broker-moves-on", ObserverFaults.StayOnUnavailable },
+            { "planned-move-keeps-session", ObserverFaults.CreatorLoss },
         };
 
         /// <summary>
@@ -156,6 +157,7 @@ namespace Muster.Client.Tests
         [TestCase("20_grant_after_wait_keeps_lease.json", "SendPlusTtl", "worker_holds")]
         [TestCase("21_restart_loses_lease_promptly.json", "LateLoss", "worker_lost")]
         [TestCase("23_unavailable_broker_moves_on.json", "SingleBroker", "worker_acquire")]
+        [TestCase("24_planned_move_keeps_session.json", "CreatorLoss", "worker_extend")]
         public void MoreBrokenClientsAreCaught(string file, string fault, string step)
         {
             var faults = (ObserverFaults)Enum.Parse(typeof(ObserverFaults), fault) | ObserverFaults.NoReconcile;

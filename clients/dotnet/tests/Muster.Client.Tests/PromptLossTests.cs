@@ -13,7 +13,8 @@ namespace Muster.Client.Tests
     /// <summary>
     /// Prompt loss (docs/client-operations.md, "Prompt loss") against fake brokers: a
     /// session, and every lease it holds, is lost at once, in the same call that
-    /// reveals it, when the broker that answered its creation answers with another
+    /// reveals it, when the broker that holds it (the one that last answered one of its
+    /// requests with success) answers with another
     /// Muster-Epoch (any answer or stream), answers family_unavailable, or answers
     /// session_not_found to one of the session's requests. Nothing else does: not the
     /// same answers from another broker, not a connection error.
@@ -357,6 +358,75 @@ namespace Muster.Client.Tests
                     Assert.AreSame(disposed.Task, await Task.WhenAny(disposed.Task, Task.Delay(5000)), "not lost, or Dispose hangs in the callback");
                 }
                 AssertLostNow(s, "e2", la);
+            }
+        }
+
+        /// <summary>A planned move: the session's broker is the one that last answered one of
+        /// its own requests with success, with that answer's epoch. Created at a:1 (e1), moved
+        /// to b:2 (x1: a:1 names it); a:1 restarts (e2) and gets the family back (b:2 names
+        /// it): its success under e2 keeps the session, a later answer of a:1 under e3 ends
+        /// it. The conformance tests' broken client (CreatorLoss, the old rule) loses it at
+        /// a:1's success under e2.</summary>
+        [TestCase(false)]
+        [TestCase(true)]
+        public async Task APlannedMoveMakesTheAnsweringBrokerTheSessions(bool broken)
+        {
+            var b = new Brokers();
+            var owner = "a:1";
+            var epochs = new Dictionary<string, string> { { "a:1", "e1" }, { "b:2", "x1" } };
+            b.Answer = (host, req) =>
+            {
+                var path = req.RequestUri.AbsolutePath;
+                if (path == "/v1/sessions" || path.EndsWith("/acquire", StringComparison.Ordinal)) return null;
+                if (host != owner) return Answered(Misdirect("http://" + owner), epochs[host]);
+                if (path.EndsWith("/extend", StringComparison.Ordinal)) return Json(200, LeaseJson(A, 11), epochs[host]);
+                return IsList(req) ? ListPage(epochs[host]) : null;
+            };
+            using (var c = Client(b))
+            {
+                c.CreatorLoss = broken;
+                var s = await c.CreateSessionAsync("w", TimeSpan.FromSeconds(30));
+                var la = await s.AcquireAsync(A, TimeSpan.FromMinutes(5));
+                owner = "b:2";
+                await la.ExtendAsync(TimeSpan.FromMinutes(5)); // a:1 names b:2, which answers
+                AssertHeld(s, la);
+                Assert.AreEqual(broken ? "e1" : "x1", s.Epoch);
+                epochs["a:1"] = "e2";
+                owner = "a:1";
+                if (broken)
+                {
+                    Assert.Throws<LeaseLostException>(() => la.ExtendAsync(TimeSpan.FromMinutes(5)).GetAwaiter().GetResult());
+                    AssertLostNow(s, "a:1 answered for another lifetime (epoch e2, the session's e1)", la);
+                    return;
+                }
+                await la.ExtendAsync(TimeSpan.FromMinutes(5)); // b:2 names a:1, which answers under e2
+                AssertHeld(s, la);
+                Assert.AreEqual("e2", s.Epoch);
+                epochs["a:1"] = "e3";
+                await c.ListPageAsync("lease://acme/**");
+                AssertLostNow(s, "a:1 answered for another lifetime (epoch e3, the session's e2)", la);
+            }
+        }
+
+        /// <summary>A success of one of the session's requests is recorded before that same
+        /// answer is judged: the creator answering under a new epoch (the family moved away and
+        /// back while the session sent nothing) keeps it; a failure under yet another epoch is
+        /// no success of the session: it ends it.</summary>
+        [Test]
+        public async Task ASuccessOfTheSessionIsRecordedBeforeItIsJudged()
+        {
+            var b = new Brokers();
+            using (var c = Client(b))
+            {
+                var s = await c.CreateSessionAsync("w", TimeSpan.FromSeconds(30));
+                var la = await s.AcquireAsync(A, TimeSpan.FromMinutes(5));
+                b.Answer = (host, req) => req.RequestUri.AbsolutePath.EndsWith("/extend", StringComparison.Ordinal) ? Json(200, LeaseJson(A, 11), "e2") : null;
+                await la.ExtendAsync(TimeSpan.FromMinutes(5));
+                AssertHeld(s, la);
+                Assert.AreEqual("e2", s.Epoch);
+                b.Answer = (host, req) => req.RequestUri.AbsolutePath.EndsWith("/extend", StringComparison.Ordinal) ? Problem(503, "unavailable", "e3") : null;
+                Assert.Throws<MusterException>(() => la.ExtendAsync(TimeSpan.FromMinutes(5)).GetAwaiter().GetResult());
+                AssertLostNow(s, "another lifetime (epoch e3, the session's e2)", la);
             }
         }
 
