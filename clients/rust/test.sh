@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The Rust SDK's whole check sequence, as `make test` runs it: formatting,
+# The Rust SDK's whole check sequence, as `make test` runs it: the crate's
+# shape (shape.sh: file sizes, no module cycle), formatting,
 # clippy with warnings denied, rustdoc with warnings denied, every test (unit,
 # property, contract examples, the README's blocks as doc tests, the SDK
 # against the real broker, and the conformance scenarios through the shared
@@ -18,6 +19,7 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
   rustup component add rustfmt clippy
 fi
 
+./shape.sh
 cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --quiet
