@@ -30,11 +30,12 @@ fail() {
   exit 1
 }
 
-# The fenced blocks of README.md whose info string starts with $1 (up to a
-# comma), each ended by a line "@@END@@".
-blocks() {
+# The first fenced block of README.md whose info string starts with $1 (up
+# to a comma). One awk, which stops reading there: no pipe whose writer a
+# reader's early exit could kill (SIGPIPE under pipefail).
+first_block() {
   awk -v lang="$1" '
-    inside && /^```$/ { inside = 0; print "@@END@@"; next }
+    inside && /^```$/ { exit }
     inside { print; next }
     /^```/ { info = substr($0, 4); sub(/,.*/, "", info); if (info == lang) inside = 1 }
   ' "$here/README.md"
@@ -62,7 +63,7 @@ proj="$tmp/muster-readme-user"
 (cd "$tmp" && cargo new --quiet --vcs none --bin muster-readme-user)
 mkdir "$proj/vendor"
 tar -xzf "$crate" -C "$proj/vendor"
-deps="$(blocks toml | awk '/^@@END@@$/ { exit } { print }')"
+deps="$(first_block toml)"
 [[ "$deps" == "[dependencies]"* ]] || fail "README.md's first toml block is not a [dependencies] block"
 grep -q "path = \"vendor/muster-client-$version\"" <<<"$deps" ||
   fail "README.md's dependency block does not name vendor/muster-client-$version"
@@ -71,7 +72,7 @@ grep -q "path = \"vendor/muster-client-$version\"" <<<"$deps" ||
   printf '%s\n' "$deps"
 } >"$proj/Cargo.toml.new"
 mv "$proj/Cargo.toml.new" "$proj/Cargo.toml"
-blocks rust | awk '/^@@END@@$/ { exit } { print }' >"$proj/src/main.rs"
+first_block rust >"$proj/src/main.rs"
 grep -q 'fn main()' "$proj/src/main.rs" || fail "README.md's first Rust block has no main"
 cp "$here/Cargo.lock" "$proj/Cargo.lock"
 
