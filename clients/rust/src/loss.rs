@@ -15,40 +15,64 @@
 //! [`Error::LeaseLost`] around the session's [`Error::SessionLost`], and
 //! stops its keepalive.
 
-use crate::client::Client;
-use crate::error::{problem_error, Error, Problem};
-use crate::session::SessionInner;
-use reqwest::Url;
-use std::sync::{Arc, Weak};
+use crate::error::{Error, Problem};
+use std::sync::{Arc, Mutex, Weak};
 
-/// The host (`host:port`) of `url`: for an answer's URL, the broker that
-/// answered it (the owner a `wrong_broker` answer was followed to, or the
-/// base URL's). The port is always there (the scheme's default when the URL
-/// has none), so one broker has one name.
-pub(crate) fn answered_by(url: &Url) -> String {
-    match (url.host_str(), url.port_or_known_default()) {
-        (Some(h), Some(p)) => format!("{h}:{p}"),
-        (Some(h), None) => h.to_string(),
-        _ => String::new(),
+/// A live session, as prompt loss sees it (session.rs implements it).
+pub(crate) trait Losable: Send + Sync {
+    /// The broker that holds it (`host:port`).
+    fn host(&self) -> &str;
+    /// The broker lifetime it belongs to.
+    fn epoch(&self) -> &str;
+    /// Ends it at once with `cause` (an [`Error::SessionLost`]), and its
+    /// leases with it.
+    fn lose(&self, cause: Error);
+}
+
+/// The live sessions of one client, each registered at its creation until
+/// it ends.
+pub(crate) struct Sessions {
+    live: Mutex<Vec<Weak<dyn Losable>>>,
+    /// Conformance tests only: sessions are lost at their keepalive only,
+    /// never promptly.
+    pub(crate) late: bool,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.live.lock().unwrap().len();
+        f.debug_struct("Sessions")
+            .field("live", &n)
+            .field("late", &self.late)
+            .finish()
     }
 }
 
-impl Client {
-    /// Registers `s` for prompt loss, until [`Client::untrack_session`].
-    pub(crate) fn track_session(&self, s: &Arc<SessionInner>) {
-        let mut reg = self.inner.sessions.lock().unwrap();
-        reg.retain(|w| w.strong_count() > 0);
-        reg.push(Arc::downgrade(s));
+impl Sessions {
+    /// No session yet; `late` for the conformance tests' broken client.
+    pub(crate) fn new(late: bool) -> Sessions {
+        Sessions {
+            live: Mutex::new(Vec::new()),
+            late,
+        }
+    }
+
+    /// Registers `s` for prompt loss, until [`Sessions::untrack`].
+    pub(crate) fn track<S: Losable + 'static>(&self, s: &Arc<S>) {
+        let w: Weak<S> = Arc::downgrade(s);
+        let w: Weak<dyn Losable> = w;
+        let mut live = self.live.lock().unwrap();
+        live.retain(|w| w.strong_count() > 0);
+        live.push(w);
     }
 
     /// Forgets `s` (it ended).
-    pub(crate) fn untrack_session(&self, s: &SessionInner) {
-        let me: *const SessionInner = s;
-        self.inner
-            .sessions
+    pub(crate) fn untrack<S: Losable>(&self, s: &S) {
+        let me: *const S = s;
+        self.live
             .lock()
             .unwrap()
-            .retain(|w| w.strong_count() > 0 && !std::ptr::eq(Weak::as_ptr(w), me));
+            .retain(|w| w.strong_count() > 0 && !std::ptr::addr_eq(Weak::as_ptr(w), me));
     }
 
     /// Ends, at once, every session `host` holds that the answer proves
@@ -56,17 +80,17 @@ impl Client {
     /// a new lifetime), or all of them when `epoch` is `None` (it answered
     /// `family_unavailable`, with `problem`). No lock is held while they end.
     pub(crate) fn broker_gone(&self, host: &str, epoch: Option<&str>, problem: Option<&Problem>) {
-        if host.is_empty() || self.inner.late_loss {
+        if host.is_empty() || self.late {
             return;
         }
-        let gone: Vec<Arc<SessionInner>> = {
-            let reg = self.inner.sessions.lock().unwrap();
-            reg.iter()
+        let gone: Vec<Arc<dyn Losable>> = {
+            let live = self.live.lock().unwrap();
+            live.iter()
                 .filter_map(Weak::upgrade)
                 .filter(|s| {
-                    s.host == host
+                    s.host() == host
                         && match epoch {
-                            Some(e) => s.epoch != e,
+                            Some(e) => s.epoch() != e,
                             None => true,
                         }
                 })
@@ -76,7 +100,7 @@ impl Client {
             let cause = match epoch {
                 Some(e) => Error::SessionNotFound(Problem::local(format!(
                     "its broker {host} answered for another lifetime (epoch {e}, the session's {})",
-                    s.epoch
+                    s.epoch()
                 ))),
                 None => {
                     let mut p = problem.cloned().unwrap_or_default();
@@ -87,33 +111,7 @@ impl Client {
                     Error::FamilyUnavailable(p)
                 }
             };
-            s.end(Error::SessionLost(Box::new(cause)));
-        }
-    }
-
-    /// The error of a problem answer from `host`; a `family_unavailable`
-    /// ends the sessions that broker holds.
-    pub(crate) fn problem(
-        &self,
-        host: &str,
-        status: u16,
-        content_type: &str,
-        body: &[u8],
-    ) -> Error {
-        let e = problem_error(status, content_type, body);
-        if let Error::FamilyUnavailable(p) = &e {
-            self.broker_gone(host, None, Some(p));
-        }
-        e
-    }
-}
-
-impl SessionInner {
-    /// Ends the session at once when `e` is the broker's `session_not_found`
-    /// to one of its requests.
-    pub(crate) fn not_found(&self, e: &Error) {
-        if matches!(e, Error::SessionNotFound(_)) && !self.client.inner.late_loss {
-            self.end(Error::SessionLost(Box::new(e.clone())));
+            s.lose(Error::SessionLost(Box::new(cause)));
         }
     }
 }

@@ -4,11 +4,12 @@
 use crate::backoff::Backoff;
 use crate::client::Client;
 use crate::error::{Error, Problem, Result};
-use crate::lease::Lease;
+use crate::loss::Losable;
 use crate::signal::Signal;
 use crate::watch::Subscription;
 use crate::wire::{CreateSessionRequest, Keepalive, SessionInfo};
 use reqwest::Method;
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -74,7 +75,16 @@ pub(crate) struct SessionInner {
 #[derive(Debug, Default)]
 struct State {
     err: Option<Error>,
-    leases: HashMap<String, Lease>,
+    /// The leases held, by route.
+    leases: HashMap<String, Arc<dyn Held>>,
+}
+
+/// A lease as its session sees it (lease.rs implements it): ended with the
+/// session, and found again by its route when the broker answers
+/// `already_held`.
+pub(crate) trait Held: Any + Send + Sync + std::fmt::Debug {
+    /// Records why the lease is not held, once.
+    fn end(&self, cause: Error);
 }
 
 impl Client {
@@ -103,7 +113,7 @@ impl Client {
             state: Mutex::new(State::default()),
             done: CancellationToken::new(),
         });
-        self.track_session(&inner);
+        self.inner.sessions.track(&inner);
         let stop = CancellationToken::new();
         let task = tokio::spawn(keepalive(inner.clone(), stop.clone(), t0 + ttl));
         Ok(Session {
@@ -159,7 +169,7 @@ impl Session {
     }
 
     /// Ends the session at the broker (its leases are released there, each
-    /// with a `session_closed` change) and locally (every [`Lease`] is lost
+    /// with a `session_closed` change) and locally (every lease is lost
     /// with [`Error::Closed`] inside). Closing a session that already ended
     /// only stops its keepalive. The keepalive task has stopped when this
     /// returns.
@@ -216,32 +226,60 @@ impl SessionInner {
             st.err = Some(cause.clone());
             std::mem::take(&mut st.leases)
         };
-        self.client.untrack_session(self);
+        self.client.inner.sessions.untrack(self);
         self.done.cancel(); // the keepalive task ends
         for l in leases.into_values() {
             l.end(Error::LeaseLost(Box::new(cause.clone())));
         }
     }
 
-    /// Registers `l`; false when the session has ended.
-    pub fn track(&self, l: &Lease) -> bool {
+    /// Registers `l`, held on `route`; false when the session has ended.
+    pub fn track(&self, route: &str, l: Arc<dyn Held>) -> bool {
         let mut st = self.state.lock().unwrap();
         if st.err.is_some() {
             return false;
         }
-        st.leases.insert(l.route().to_string(), l.clone());
+        st.leases.insert(route.to_string(), l);
         true
     }
 
-    pub fn untrack(&self, l: &Lease) {
+    /// Forgets `l` (it ended), unless another lease holds `route` since.
+    pub fn untrack(&self, route: &str, l: &dyn Held) {
         let mut st = self.state.lock().unwrap();
-        if st.leases.get(l.route()).is_some_and(|h| h.same(l)) {
-            st.leases.remove(l.route());
+        if st
+            .leases
+            .get(route)
+            .is_some_and(|h| std::ptr::addr_eq(Arc::as_ptr(h), l))
+        {
+            st.leases.remove(route);
         }
     }
 
-    pub fn handle(&self, route: &str) -> Option<Lease> {
+    /// The lease held on `route`.
+    pub fn handle(&self, route: &str) -> Option<Arc<dyn Held>> {
         self.state.lock().unwrap().leases.get(route).cloned()
+    }
+
+    /// Ends the session at once when `e` is the broker's `session_not_found`
+    /// to one of its requests (prompt loss: loss.rs).
+    pub(crate) fn not_found(&self, e: &Error) {
+        if matches!(e, Error::SessionNotFound(_)) && !self.client.inner.sessions.late {
+            self.end(Error::SessionLost(Box::new(e.clone())));
+        }
+    }
+}
+
+impl Losable for SessionInner {
+    fn host(&self) -> &str {
+        &self.host
+    }
+
+    fn epoch(&self) -> &str {
+        &self.epoch
+    }
+
+    fn lose(&self, cause: Error) {
+        self.end(cause);
     }
 }
 
