@@ -17,9 +17,11 @@ type musterBatch struct {
 
 // openMusterBatch opens the batch row; it is skipped when the broker under
 // test has no batch endpoint (a branch without it).
-func openMusterBatch(tb testing.TB) batchLeaser {
+func openMusterBatch(tb testing.TB) batchLeaser { return openMusterBatchAt(tb, musterURL(tb)) }
+
+func openMusterBatchAt(tb testing.TB, url string) batchLeaser {
 	tb.Helper()
-	m := &musterBatch{h: openHTTP(tb, musterURL(tb))}
+	m := &musterBatch{h: openHTTP(tb, url)}
 	body := fmt.Appendf(nil, `{"session_id":%q,"ops":[]}`, m.h.sessions[0])
 	if st, err := m.h.post("/v1/leases/batch", body, http.StatusBadRequest, nil); st == http.StatusNotFound || st == http.StatusMethodNotAllowed {
 		tb.Skipf("the broker has no batch endpoint (POST /v1/leases/batch answers %d: %v)", st, err)
