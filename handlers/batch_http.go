@@ -13,36 +13,50 @@ import (
 )
 
 // batchHTTP serves POST /v1/leases/batch: the contract middleware has
-// authenticated the caller and bounded and buffered the body; the body is
-// validated against the contract while it is decoded (decodeBatch), and the
-// answer is encoded by hand (appendBatchResponse): the same JSON the strict
+// authenticated the caller and bounded and buffered the body, and decoded
+// it when it took the fast path (batch_fast.go); otherwise the body is
+// validated against the contract while it is decoded (decodeBatch). The
+// answer is encoded by hand (appendBatchAnswer): the same JSON the strict
 // handler would write, without reflection.
 func (s *Server) batchHTTP(w http.ResponseWriter, r *http.Request) {
+	if req := hotBody[batchBody](r.Context()); req != nil {
+		s.serveBatch(w, r, req)
+		return
+	}
 	if !isJSON(r.Header.Get("Content-Type")) {
 		writeProblem(w, muster.CodeInvalidRequest, "the request body must be application/json")
 		return
 	}
 	buf := batchBufs.Get().(*[]byte)
-	defer batchBufs.Put(buf)
 	data, err := appendAll((*buf)[:0], r.Body)
 	if err != nil {
+		batchBufs.Put(buf)
 		writeProblem(w, muster.CodeInvalidRequest, "the request body could not be read")
 		return
 	}
-	req, err := decodeBatch(data, s.batchRules)
+	req, err := decodeBatch(data, s.batchRules) // its strings are copies: data goes back
+	*buf = data[:0]
+	batchBufs.Put(buf)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	s.serveBatch(w, r, &req)
+}
+
+// serveBatch applies a decoded batch and writes the answer.
+func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, req *batchBody) {
 	_, res, rev, err := s.applyBatch(r.Context(), req.Session, req.Ops)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	data = appendBatchAnswer(data[:0], req.Ops, res, rev)
-	*buf = data
+	buf := batchBufs.Get().(*[]byte)
+	defer batchBufs.Put(buf)
+	data := appendBatchAnswer((*buf)[:0], req.Ops, res, rev)
+	*buf = data[:0]
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonContentType
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(data)
