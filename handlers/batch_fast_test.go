@@ -174,7 +174,7 @@ func TestBatchFastPathServesAsGeneral(t *testing.T) {
 	step(batch("release", 64, wrong, false)) // fenced
 	step(batch("release", 64, held, false))
 	step(batch("release", 64, held, false)) // not held: a success
-	step(batch("acquire", 3, nil, false))    // refused: ttl_ms missing
+	step(batch("acquire", 3, nil, false))   // refused: ttl_ms missing
 	step(`{"session_id":"%s","ops":[{"op":"acquire","route":"lease://load/w/*","ttl_ms":1000}]}`)
 	step(`{"session_id":"%s","ops":[{"op":"acquire","route":"lease://load/w/r\u0031","ttl_ms":1000}]}`)
 	step(`{"session_id":"0123456789abcdef0123456789abcdef","ops":[{"op":"acquire","route":"lease://load/w/r1","ttl_ms":1000}]}`)
