@@ -33,11 +33,12 @@ func serverPID(name string, pid int) {
 	pidsMu.Unlock()
 }
 
-// A cpuMark is a server's CPU time at the start of a row.
+// A cpuMark is a server's CPU time at the start of a row, and the
+// driver's (this process: the clients of every system).
 type cpuMark struct {
-	pid int
-	at  time.Duration
-	ok  bool
+	pid          int
+	at, driverAt time.Duration
+	ok, driverOK bool
 }
 
 // markCPU reads the CPU time of server ("muster", "ceiling", "etcd",
@@ -57,12 +58,15 @@ func markCPU(tb testing.TB, server string) cpuMark {
 		tb.Fatalf("no process of server %q was started", server)
 	}
 	at, ok := cpuOf(pid)
-	return cpuMark{pid: pid, at: at, ok: ok}
+	driverAt, driverOK := cpuOf(os.Getpid())
+	return cpuMark{pid: pid, at: at, ok: ok, driverAt: driverAt, driverOK: driverOK}
 }
 
 // report adds server-cpu-µs/op: the server's CPU time since the mark
-// divided by ops, and server-cpu-ms: that time. It reports nothing where
-// /proc is missing (not Linux).
+// divided by ops, and server-cpu-ms: that time; and driver-cpu-µs/op, the
+// same for the driver (the clients' encoding, decoding and checking, which
+// share the machine with the server). It reports nothing where /proc is
+// missing (not Linux).
 func (m cpuMark) report(b *testing.B, ops int) {
 	now, ok := cpuOf(m.pid)
 	if !m.ok || !ok || ops <= 0 {
@@ -71,6 +75,9 @@ func (m cpuMark) report(b *testing.B, ops int) {
 	used := now - m.at
 	b.ReportMetric(float64(used.Nanoseconds())/1e3/float64(ops), "server-cpu-µs/op")
 	b.ReportMetric(float64(used.Milliseconds()), "server-cpu-ms")
+	if driver, ok := cpuOf(os.Getpid()); ok && m.driverOK {
+		b.ReportMetric(float64((driver-m.driverAt).Nanoseconds())/1e3/float64(ops), "driver-cpu-µs/op")
+	}
 }
 
 // userHZ is the unit of utime and stime in /proc/<pid>/stat.

@@ -87,6 +87,11 @@ func writeRounds(w io.Writer, g group) {
 			lines = append(lines, line{name: s + ": server CPU µs per lease op", a: s, unit: cpuUnit, format: "%.2f"})
 		}
 	}
+	for _, s := range g.order {
+		if !strings.HasSuffix(s, "-half") {
+			lines = append(lines, line{name: s + ": driver CPU µs per lease op", a: s, unit: "driver-cpu-µs/op", format: "%.2f"})
+		}
+	}
 	lines = append(lines, line{name: "muster-batch64 CPU ÷ redis-pipe64 CPU per op", a: "muster-batch64", b: "redis-pipe64", unit: cpuUnit, format: "%.2f"})
 	fmt.Fprintf(w, "Round by round (same-round ratios)\n\n| | ")
 	for r := 1; r <= g.rounds; r++ {
