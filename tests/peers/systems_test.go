@@ -95,6 +95,7 @@ func start(tb testing.TB, name string, args []string, env ...string) (*exec.Cmd,
 	procsMu.Lock()
 	procs = append(procs, cmd)
 	procsMu.Unlock()
+	serverPID(name, cmd.Process.Pid)
 	return cmd, logPath
 }
 
@@ -200,17 +201,23 @@ func newEtcdClient(endpoint string) (*clientv3.Client, error) {
 // musterURL is the base URL of the real muster binary, built from this
 // checkout, serving with tokenConfig.
 func musterURL(tb testing.TB) string {
-	return once(tb, "muster", func(tb testing.TB) string {
-		bin := buildMuster(tb)
-		dir := filepath.Join(scratch, "muster")
+	return serveMuster(tb, "muster", func(tb testing.TB) string { return buildMuster(tb) })
+}
+
+// serveMuster starts (once per name) the muster binary that bin returns,
+// serving with tokenConfig on its own data dir, and returns its base URL.
+func serveMuster(tb testing.TB, name string, bin func(testing.TB) string) string {
+	return once(tb, name, func(tb testing.TB) string {
+		path := bin(tb)
+		dir := filepath.Join(scratch, name)
 		os.MkdirAll(dir, 0o700)
 		cfg := filepath.Join(dir, "muster.yaml")
 		if err := os.WriteFile(cfg, []byte(tokenConfig), 0o600); err != nil {
 			tb.Fatal(err)
 		}
-		_, logPath := start(tb, "muster", []string{bin, "serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--config", cfg})
+		_, logPath := start(tb, name, []string{path, "serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--config", cfg})
 		var url string
-		waitFor(tb, "muster", logPath, func() error {
+		waitFor(tb, name, logPath, func() error {
 			a, err := logged(logPath, "muster serving", "addr")
 			url = "http://" + a
 			return err
