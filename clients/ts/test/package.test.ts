@@ -9,12 +9,13 @@
 // kind first), and the checks: `import` and `require` at run time, the
 // internal modules unreachable, the browser bundle's types.
 import assert from "node:assert/strict";
-import { spawnSync, type SpawnSyncReturns } from "node:child_process";
+import { execFile, spawnSync, type SpawnSyncReturns } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { startBroker, tokens, type Broker } from "./broker.js";
 import { readmeBlocks, type Block, type Project } from "./readme.js";
 
@@ -99,12 +100,13 @@ function ok(r: SpawnSyncReturns<string>, what: string): string {
 }
 
 /** A fresh project of kind p with the tarball installed, its tsconfig from tsc --init as the README says. */
-function project(root: string, p: Project, tarball: string): string {
+async function project(root: string, p: Project, tarball: string): Promise<string> {
   const dir = join(root, p);
   mkdirSync(dir);
   const devDependencies = { typescript: version("typescript"), "@types/node": version("@types/node") };
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: `consumer-${p}`, private: true, type: p === "esm" ? "module" : "commonjs", devDependencies }));
-  ok(run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", tarball], dir), `${p}: npm install ${tarball}`);
+  // Both projects install at once: npm waits mostly on the disk and the cache.
+  await promisify(execFile)("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", tarball], { cwd: dir, timeout: 300_000 });
   ok(run(process.execPath, [join(dir, "node_modules", "typescript", "bin", "tsc"), "--init"], dir), `${p}: tsc --init`);
   // README.md, "Install": "types": ["node"], and "target": "es2022" on Node 20 and 22.
   let cfg = readFileSync(join(dir, "tsconfig.json"), "utf8");
@@ -130,8 +132,9 @@ describe("the packed package in fresh ESM and CommonJS projects", () => {
     root = mkdtempSync(join(tmpdir(), "muster-ts-consumer-"));
     const packed = JSON.parse(ok(run("npm", ["pack", "--json", "--pack-destination", root], pkg), "npm pack")) as { filename: string }[];
     tarball = join(root, packed[0]!.filename);
-    for (const p of ["esm", "commonjs"] as const) {
-      dirs[p] = project(root, p, tarball);
+    const made = await Promise.all((["esm", "commonjs"] as const).map((p) => project(root, p, tarball)));
+    for (const [i, p] of (["esm", "commonjs"] as const).entries()) {
+      dirs[p] = made[i]!;
       for (const [f, text] of Object.entries(checks[p])) writeFileSync(join(dirs[p], f), text);
     }
     blocks.forEach((bl, i) => {
