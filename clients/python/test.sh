@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python SDK's whole check sequence, on a clean machine: a fresh virtual
-# environment with the pinned tools (constraints.txt); the artifacts (an sdist, and a wheel
+# environment with the pinned tools (constraints.txt); the package's shape
+# (tools/check_shape.py: no import cycle, no oversized file); the artifacts (an sdist, and a wheel
 # built from it) checked and installed, the test tools beside it; a second
 # fresh environment outside the checkout holding the wheel alone, as a user
 # installs it, where the README's examples are type-checked and run; then
@@ -17,6 +18,8 @@ fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/muster-python-XXXXXX")"
 trap 'rm -rf "$work"' EXIT
+# The package's shape: no import cycle between its modules, no file over 500 lines.
+"$PY" tools/check_shape.py
 
 "$PY" -m venv "$work/venv"
 VPY="$work/venv/bin/python"

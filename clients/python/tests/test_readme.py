@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+import muster
+
 from .conftest import REPO, Broker
 from .readme_blocks import Block, blocks
 
@@ -81,6 +83,7 @@ def program(b: Block) -> str:
 
 
 def test_the_sdk_is_the_installed_one(workdir: Path) -> None:
+    """The README runs with the wheel of the user's install, and the suite with the wheel of its own."""
     out = subprocess.run(
         [SDK_PYTHON, "-c", "import muster; print(muster.__file__)"],
         cwd=workdir,
@@ -93,6 +96,8 @@ def test_the_sdk_is_the_installed_one(workdir: Path) -> None:
     assert "site-packages" in path.parts, path
     if "MUSTER_SDK_PYTHON" in os.environ:
         assert not path.is_relative_to(REPO), path
+        # The rest of the suite tests the wheel too (installed in test.sh's venv), not src/.
+        assert "site-packages" in Path(muster.__file__).parts, muster.__file__
 
 
 def test_every_block_type_checks(readme: list[Block], workdir: Path) -> None:
