@@ -50,7 +50,7 @@ export interface Marker {
 export type WatchOptions = RequestOptions;
 
 /** The terminal events of the contract. */
-const endReasons: ReadonlySet<string> = new Set<StreamEndReason>(["overflow", "superseded", "unsubscribed", "session_closed", "shutdown"]);
+const endReasons: ReadonlySet<string> = new Set<StreamEndReason>(["overflow", "superseded", "unsubscribed", "session_closed", "shutdown", "moved"]);
 
 /** Decodes a terminal event, null for any other event. */
 function streamEnd(ev: SSEEvent): StreamEndError | null {

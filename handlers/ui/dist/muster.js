@@ -669,7 +669,7 @@ var SSEParser = class {
 };
 
 // src/watch.ts
-var endReasons = /* @__PURE__ */ new Set(["overflow", "superseded", "unsubscribed", "session_closed", "shutdown"]);
+var endReasons = /* @__PURE__ */ new Set(["overflow", "superseded", "unsubscribed", "session_closed", "shutdown", "moved"]);
 function streamEnd(ev) {
   if (!endReasons.has(ev.name)) return null;
   let revision = 0;
