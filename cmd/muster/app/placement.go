@@ -45,6 +45,7 @@ type placer struct {
 
 	mu     sync.Mutex
 	pins   map[string]string       // the pins recorded at run time (Move), as last read
+	read   time.Time               // when the claims were last read
 	owners map[string]claims.Owner // the last read of the table
 	live   map[string]string       // the live brokers then, with their addresses
 	// serving mirrors held's families for Route; moving has a channel per
@@ -242,7 +243,7 @@ func (p *placer) step() (next time.Time) {
 		return
 	}
 	p.mu.Lock()
-	p.owners, p.live, p.pins = owners, addrs, pins
+	p.owners, p.live, p.pins, p.read = owners, addrs, pins, time.Now()
 	for fam := range p.movedTo {
 		if o := owners[fam]; o.Live && o.Broker != p.self {
 			delete(p.movedTo, fam)
