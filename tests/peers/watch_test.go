@@ -38,27 +38,50 @@ type fanout struct {
 
 // BenchmarkWatch1000 makes one change reach 1,000 watchers, op after op:
 // Muster SSE streams on a selector (one connection each) against etcd
-// watches on a prefix (one client, so one connection, each; and, as etcd
-// clients usually do, all on one client). Each op is one change (taken and
-// given back); it reports the p50/p99 of the latency of every delivery,
-// from just before the change's request to the watcher's read of it. The
-// watchers of one system are set up once and serve its rounds.
+// watches on a prefix: one client, so one connection, each; all on 50
+// clients (20 watches multiplexed on each connection); and, as etcd clients
+// usually do, all on one client. Each op is one change (taken and given
+// back); it reports the p50/p99 of the latency of every delivery, from just
+// before the change's request to the watcher's read of it. The watchers of
+// a system are opened once, when its first row runs (a -bench pattern that
+// leaves a system out never opens it), and serve all its rounds; the rounds
+// are interleaved, so the systems of one round share its background load.
 func BenchmarkWatch1000(b *testing.B) {
 	n := watchers()
-	for _, sys := range []struct {
-		name string
-		open func(testing.TB, int) *fanout
-	}{
+	systems := []watchSystem{
 		{"muster-sse", openMusterWatch},
 		{"etcd-watch", func(tb testing.TB, n int) *fanout { return openEtcdWatch(tb, n, n) }},
+		{"etcd-watch-50conn", func(tb testing.TB, n int) *fanout { return openEtcdWatch(tb, n, min(n, 50)) }},
 		{"etcd-watch-1conn", func(tb testing.TB, n int) *fanout { return openEtcdWatch(tb, n, 1) }},
-	} {
-		f := sys.open(b, n)
-		for r := 1; r <= rounds(); r++ {
-			b.Run(fmt.Sprintf("round%d/%s", r, sys.name), func(b *testing.B) { deliver(b, f) })
-		}
-		f.close()
 	}
+	if bin := baseBin(); bin != "" {
+		base := watchSystem{"muster-base-sse", func(tb testing.TB, n int) *fanout { return openMusterWatchAt(tb, n, musterBaseURL(tb, bin)) }}
+		systems = slices.Insert(systems, 1, base)
+	}
+	opened := make([]*fanout, len(systems))
+	defer func() {
+		for _, f := range opened {
+			if f != nil {
+				f.close()
+			}
+		}
+	}()
+	for r := 1; r <= rounds(); r++ {
+		for i, sys := range systems {
+			b.Run(fmt.Sprintf("round%d/%s", r, sys.name), func(b *testing.B) {
+				if opened[i] == nil {
+					opened[i] = sys.open(b, n)
+				}
+				deliver(b, opened[i])
+			})
+		}
+	}
+}
+
+// A watchSystem is a row of the watch benchmark: open starts n watchers.
+type watchSystem struct {
+	name string
+	open func(testing.TB, int) *fanout
 }
 
 func deliver(b *testing.B, f *fanout) {
@@ -86,9 +109,11 @@ func deliver(b *testing.B, f *fanout) {
 // openMusterWatch opens n SSE streams on lease://peers/watch/** of the real
 // broker, each on its own raw connection, and the pair workload's Muster
 // leaser, which changes lease://peers/watch/x.
-func openMusterWatch(tb testing.TB, n int) *fanout {
+func openMusterWatch(tb testing.TB, n int) *fanout { return openMusterWatchAt(tb, n, musterURL(tb)) }
+
+// openMusterWatchAt is openMusterWatch on the broker at base.
+func openMusterWatchAt(tb testing.TB, n int, base string) *fanout {
 	tb.Helper()
-	base := musterURL(tb)
 	addr := strings.TrimPrefix(base, "http://")
 	f := &fanout{}
 	var conns []net.Conn
