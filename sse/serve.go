@@ -1,10 +1,12 @@
 package sse
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -106,32 +108,51 @@ func Serve(w http.ResponseWriter, r *http.Request, s *Stream, opt Options) error
 		return err
 	}
 
+	// The writer sleeps on the stream's wake channel alone: the client
+	// going away and the heartbeat timer wake it through the same channel,
+	// so that a change costs one channel receive rather than a select over
+	// three, and the heartbeat timer is not reset for every batch.
 	ctx := r.Context()
-	hb := time.NewTimer(wr.opt.Heartbeat)
+	var gone, beat atomic.Bool
+	stop := context.AfterFunc(ctx, func() { gone.Store(true); s.signal() })
+	defer stop()
+	hb := time.AfterFunc(wr.opt.Heartbeat, func() { beat.Store(true); s.signal() })
 	defer hb.Stop()
 	for {
-		select {
-		case <-ctx.Done():
+		<-s.wake
+		if gone.Load() {
 			return ctx.Err()
-		case <-s.wake:
-			ending, err := wr.writeBatch(s, false)
-			if err != nil || ending {
-				return err
-			}
-		case <-hb.C:
-			// Idle for a whole interval: give back the queue buffers too.
-			wr.spare = nil
-			s.trim()
-			bp := getBuf()
-			*bp = appendComment((*bp)[:0], "keepalive")
-			err := wr.write(*bp, true)
-			putBuf(bp)
-			if err != nil {
+		}
+		ending, err := wr.writeBatch(s, false)
+		if err != nil || ending {
+			return err
+		}
+		if beat.Load() {
+			beat.Store(false)
+			if err := wr.heartbeat(s, hb); err != nil {
 				return err
 			}
 		}
-		hb.Reset(wr.opt.Heartbeat)
 	}
+}
+
+// heartbeat runs when the heartbeat timer has fired: if nothing was
+// written for a whole interval it writes a keepalive comment and gives
+// back the queue buffers; either way it sets the timer to fire when the
+// stream will next have been idle for an interval.
+func (wr *writer) heartbeat(s *Stream, hb *time.Timer) error {
+	if idle := time.Since(wr.last); idle < wr.opt.Heartbeat {
+		hb.Reset(wr.opt.Heartbeat - idle)
+		return nil
+	}
+	wr.spare = nil
+	s.trim()
+	bp := getBuf()
+	*bp = appendComment((*bp)[:0], "keepalive")
+	err := wr.write(*bp, true)
+	putBuf(bp)
+	hb.Reset(wr.opt.Heartbeat)
+	return err
 }
 
 // writer is the state of one Serve call.
@@ -139,7 +160,8 @@ type writer struct {
 	w     http.ResponseWriter
 	rc    *http.ResponseController
 	opt   Options
-	spare []Event // an empty queue buffer to hand back to the stream
+	spare []Event   // an empty queue buffer to hand back to the stream
+	last  time.Time // when the last write started
 }
 
 // keepCap bounds the queue buffer a busy stream keeps between batches.
@@ -200,7 +222,8 @@ const chunkSize = 32 << 10
 // being written.
 func (wr *writer) write(p []byte, flush bool) error {
 	for first := true; first || len(p) > 0; first = false {
-		if err := wr.rc.SetWriteDeadline(time.Now().Add(wr.opt.WriteTimeout)); err != nil {
+		wr.last = time.Now()
+		if err := wr.rc.SetWriteDeadline(wr.last.Add(wr.opt.WriteTimeout)); err != nil {
 			return err
 		}
 		n := min(len(p), chunkSize)

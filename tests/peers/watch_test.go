@@ -34,6 +34,7 @@ type fanout struct {
 	change func() error
 	got    []chan time.Time
 	close  func()
+	pid    int // the server's process, whose CPU time is reported
 }
 
 // BenchmarkWatch1000 makes one change reach 1,000 watchers, op after op:
@@ -55,7 +56,9 @@ func BenchmarkWatch1000(b *testing.B) {
 		{"etcd-watch-1conn", func(tb testing.TB, n int) *fanout { return openEtcdWatch(tb, n, 1) }},
 	}
 	if bin := baseBin(); bin != "" {
-		base := watchSystem{"muster-base-sse", func(tb testing.TB, n int) *fanout { return openMusterWatchAt(tb, n, musterBaseURL(tb, bin)) }}
+		base := watchSystem{"muster-base-sse", func(tb testing.TB, n int) *fanout {
+			return openMusterWatchAt(tb, n, musterBaseURL(tb, bin), "muster-base")
+		}}
 		systems = slices.Insert(systems, 1, base)
 	}
 	opened := make([]*fanout, len(systems))
@@ -86,6 +89,7 @@ type watchSystem struct {
 
 func deliver(b *testing.B, f *fanout) {
 	lat := make([]time.Duration, 0, b.N*len(f.got))
+	cpu := cpuTime(f.pid)
 	for b.Loop() {
 		start := time.Now()
 		if err := f.change(); err != nil {
@@ -100,7 +104,11 @@ func deliver(b *testing.B, f *fanout) {
 			}
 		}
 	}
+	cpu = cpuTime(f.pid) - cpu
 	slices.Sort(lat)
+	if f.pid != 0 {
+		b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "server-cpu-µs/op")
+	}
 	b.ReportMetric(float64(len(f.got)), "watchers")
 	b.ReportMetric(float64(load.Percentile(lat, 0.50).Microseconds()), "delivery-p50-µs")
 	b.ReportMetric(float64(load.Percentile(lat, 0.99).Microseconds()), "delivery-p99-µs")
@@ -109,13 +117,16 @@ func deliver(b *testing.B, f *fanout) {
 // openMusterWatch opens n SSE streams on lease://peers/watch/** of the real
 // broker, each on its own raw connection, and the pair workload's Muster
 // leaser, which changes lease://peers/watch/x.
-func openMusterWatch(tb testing.TB, n int) *fanout { return openMusterWatchAt(tb, n, musterURL(tb)) }
+func openMusterWatch(tb testing.TB, n int) *fanout {
+	return openMusterWatchAt(tb, n, musterURL(tb), "muster")
+}
 
-// openMusterWatchAt is openMusterWatch on the broker at base.
-func openMusterWatchAt(tb testing.TB, n int, base string) *fanout {
+// openMusterWatchAt is openMusterWatch on the broker at base, started as
+// name.
+func openMusterWatchAt(tb testing.TB, n int, base, name string) *fanout {
 	tb.Helper()
 	addr := strings.TrimPrefix(base, "http://")
-	f := &fanout{}
+	f := &fanout{pid: pidOf(name)}
 	var conns []net.Conn
 	for range n {
 		conn, err := net.Dial("tcp", addr)
@@ -182,7 +193,7 @@ func openEtcdWatch(tb testing.TB, n, conns int) *fanout {
 		}
 		cs = append(cs, c)
 	}
-	f := &fanout{}
+	f := &fanout{pid: pidOf("etcd")}
 	for i := range n {
 		wch := cs[i%conns].Watch(ctx, "peers/watch/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
 		if first := <-wch; !first.Created {
