@@ -17,7 +17,7 @@ func baseBin() string { return os.Getenv("MUSTER_PEERS_BASE_BIN") }
 
 // musterBaseURL is the base URL of a broker running bin.
 func musterBaseURL(tb testing.TB, bin string) string {
-	return once(tb, "muster-base", func(tb testing.TB) string { return startMuster(tb, "muster-base", bin) })
+	return once(tb, "muster-base", func(tb testing.TB) string { return startMuster(tb, "muster-base", bin, tokenConfig) })
 }
 
 // pidOf is the process id of the server started as name (see start), or 0.

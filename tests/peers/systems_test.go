@@ -200,18 +200,18 @@ func newEtcdClient(endpoint string) (*clientv3.Client, error) {
 // musterURL is the base URL of the real muster binary, built from this
 // checkout, serving with tokenConfig.
 func musterURL(tb testing.TB) string {
-	return once(tb, "muster", func(tb testing.TB) string { return startMuster(tb, "muster", buildMuster(tb)) })
+	return once(tb, "muster", func(tb testing.TB) string { return startMuster(tb, "muster", buildMuster(tb), tokenConfig) })
 }
 
 // startMuster starts the muster binary bin as a broker named name (its
-// data dir and log are named after it), serving with tokenConfig, and
-// returns its base URL.
-func startMuster(tb testing.TB, name, bin string) string {
+// data dir and log are named after it), serving with config, and returns
+// its base URL.
+func startMuster(tb testing.TB, name, bin, config string) string {
 	tb.Helper()
 	dir := filepath.Join(scratch, name)
 	os.MkdirAll(dir, 0o700)
 	cfg := filepath.Join(dir, "muster.yaml")
-	if err := os.WriteFile(cfg, []byte(tokenConfig), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		tb.Fatal(err)
 	}
 	_, logPath := start(tb, name, []string{bin, "serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--config", cfg})
