@@ -2,11 +2,15 @@ package peers
 
 import (
 	"bytes"
+	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/musterhq/muster/sse"
 )
 
 // baseBin is a muster binary built from another commit (env
@@ -60,4 +64,75 @@ func cpuTime(pid int) time.Duration {
 	utime, _ := strconv.ParseInt(string(f[11]), 10, 64)
 	stime, _ := strconv.ParseInt(string(f[12]), 10, 64)
 	return time.Duration(utime+stime) * clockTick
+}
+
+// openMusterH2Watch opens n SSE streams on lease://peers/watch/** of the
+// real broker over conns HTTP/2 connections (cleartext, prior knowledge:
+// each its own client), n/conns streams multiplexed on each, as an SDK's
+// observers of many selectors would share one client; and the pair
+// workload's Muster leaser, which changes lease://peers/watch/x.
+func openMusterH2Watch(tb testing.TB, n, conns int) *fanout {
+	tb.Helper()
+	base := musterURL(tb)
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fanout{pid: pidOf("muster")}
+	var trs []*http.Transport
+	for range conns {
+		tr := &http.Transport{Protocols: new(http.Protocols)}
+		tr.Protocols.SetUnencryptedHTTP2(true)
+		trs = append(trs, tr)
+	}
+	for i := range n {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/leases/watch?selector=lease://peers/watch/**", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer load-token")
+		resp, err := (&http.Client{Transport: trs[i%conns]}).Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
+			cancel()
+			tb.Fatalf("open stream over HTTP/2: %v %v", err, resp)
+		}
+		f.got = append(f.got, readChanges(tb, sse.NewDecoder(resp.Body)))
+	}
+	h := openHTTP(tb, base)
+	f.change = func() error {
+		token, err := h.acquire(0, "watch/x")
+		if err != nil {
+			return err
+		}
+		return h.release(0, "watch/x", token)
+	}
+	f.close = func() {
+		cancel()
+		for _, tr := range trs {
+			tr.CloseIdleConnections()
+		}
+		h.close()
+	}
+	return f
+}
+
+// readChanges reads a stream whose snapshot is next, then, on a goroutine
+// of its own, sends the time each acquired change reaches it.
+func readChanges(tb testing.TB, d *sse.Decoder) chan time.Time {
+	tb.Helper()
+	// The snapshot marker says the stream is registered: changes from now
+	// on reach it.
+	for ev, err := d.Next(); ev.Name != "snapshot"; ev, err = d.Next() {
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	got := make(chan time.Time, 16)
+	go func() {
+		for {
+			ev, err := d.Next()
+			if err != nil {
+				return
+			}
+			if ev.Name == "change" && bytes.Contains(ev.Data, []byte(`"kind":"acquired"`)) {
+				got <- time.Now()
+			}
+		}
+	}()
+	return got
 }

@@ -223,7 +223,9 @@ func (f *sustained) change(line []byte) int64 {
 // measure makes the changes of one window and reports its figures. The
 // changes are made on their schedule whatever the answers to earlier ones:
 // each lease has a goroutine that acquires it when due and releases it
-// when due (and once acquired).
+// when due (and once acquired). A broker that cannot keep up answers late
+// or not within the client's timeout: such pairs are counted as failed,
+// and changes/s is what was answered.
 func (f *sustained) measure(b *testing.B, d time.Duration) {
 	for i := range f.hist {
 		f.hist[i].Store(0)
@@ -237,7 +239,8 @@ func (f *sustained) measure(b *testing.B, d time.Duration) {
 	win := f.window.Add(1)
 	due := func(k int) time.Time { return start.Add(time.Duration(k-1) * f.interval) }
 	var wg sync.WaitGroup
-	errs := make(chan error, changes/2)
+	var failed atomic.Int64
+	var firstErr atomic.Value
 	for j := 1; j <= changes/2; j++ {
 		time.Sleep(time.Until(due(2*j - 1)))
 		wg.Go(func() {
@@ -249,15 +252,15 @@ func (f *sustained) measure(b *testing.B, d time.Duration) {
 				err = f.h.release(w, key, token)
 			}
 			if err != nil {
-				errs <- err
+				failed.Add(1)
+				firstErr.CompareAndSwap(nil, err)
 			}
 		})
 	}
 	wg.Wait()
 	made := time.Since(start)
-	close(errs)
-	if err := <-errs; err != nil {
-		b.Fatal(err)
+	if err := firstErr.Load(); err != nil {
+		b.Logf("%d leases not both taken and given back; the first error: %v", failed.Load(), err)
 	}
 	// Wait for the last deliveries (at most 30 s, or until no stream is
 	// left to deliver them).
@@ -274,6 +277,7 @@ func (f *sustained) measure(b *testing.B, d time.Duration) {
 	b.ReportMetric(float64(changes)/made.Seconds(), "changes/s")
 	b.ReportMetric(float64(f.got.Load())/float64(want), "delivered-ratio")
 	b.ReportMetric(float64(f.overflows.Load()), "overflows")
+	b.ReportMetric(float64(failed.Load()), "failed-pairs")
 	for _, p := range []struct {
 		q    float64
 		unit string

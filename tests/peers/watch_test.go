@@ -51,6 +51,7 @@ func BenchmarkWatch1000(b *testing.B) {
 	n := watchers()
 	systems := []watchSystem{
 		{"muster-sse", openMusterWatch},
+		{"muster-sse-h2-50conn", func(tb testing.TB, n int) *fanout { return openMusterH2Watch(tb, n, min(n, 50)) }},
 		{"etcd-watch", func(tb testing.TB, n int) *fanout { return openEtcdWatch(tb, n, n) }},
 		{"etcd-watch-50conn", func(tb testing.TB, n int) *fanout { return openEtcdWatch(tb, n, min(n, 50)) }},
 		{"etcd-watch-1conn", func(tb testing.TB, n int) *fanout { return openEtcdWatch(tb, n, 1) }},
@@ -139,27 +140,7 @@ func openMusterWatchAt(tb testing.TB, n int, base, name string) *fanout {
 		if err != nil || resp.StatusCode != http.StatusOK {
 			tb.Fatalf("open stream: %v %v", err, resp)
 		}
-		d := sse.NewDecoder(resp.Body)
-		// The snapshot marker says the stream is registered: changes from
-		// now on reach it.
-		for ev, err := d.Next(); ev.Name != "snapshot"; ev, err = d.Next() {
-			if err != nil {
-				tb.Fatal(err)
-			}
-		}
-		got := make(chan time.Time, 16)
-		f.got = append(f.got, got)
-		go func() {
-			for {
-				ev, err := d.Next()
-				if err != nil {
-					return
-				}
-				if ev.Name == "change" && strings.Contains(string(ev.Data), `"kind":"acquired"`) {
-					got <- time.Now()
-				}
-			}
-		}()
+		f.got = append(f.got, readChanges(tb, sse.NewDecoder(resp.Body)))
 	}
 	h := openHTTP(tb, base)
 	f.change = func() error {
