@@ -66,13 +66,14 @@ func cpuTime(pid int) time.Duration {
 	return time.Duration(utime+stime) * clockTick
 }
 
-// openMusterH2Watch opens n SSE streams on lease://peers/watch/** of the
-// real broker over conns HTTP/2 connections (cleartext, prior knowledge:
-// each its own client), n/conns streams multiplexed on each, as an SDK's
-// observers of many selectors would share one client; and the pair
-// workload's Muster leaser, which changes lease://peers/watch/x.
+// openMusterH2Watch opens n SSE streams on lease://peers/watch-h2/** of
+// the real broker over conns HTTP/2 connections (cleartext, prior
+// knowledge: each its own client), n/conns streams multiplexed on each, as
+// an SDK's observers of many selectors would share one client; and the
+// pair workload's Muster leaser, which changes lease://peers/watch-h2/x.
 func openMusterH2Watch(tb testing.TB, n, conns int) *fanout {
 	tb.Helper()
+	const area = "watch-h2"
 	base := musterURL(tb)
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fanout{pid: pidOf("muster")}
@@ -83,7 +84,7 @@ func openMusterH2Watch(tb testing.TB, n, conns int) *fanout {
 		trs = append(trs, tr)
 	}
 	for i := range n {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/leases/watch?selector=lease://peers/watch/**", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/leases/watch?selector=lease://peers/"+area+"/**", nil)
 		req.Header.Set("Accept", "text/event-stream")
 		req.Header.Set("Authorization", "Bearer load-token")
 		resp, err := (&http.Client{Transport: trs[i%conns]}).Do(req)
@@ -93,20 +94,13 @@ func openMusterH2Watch(tb testing.TB, n, conns int) *fanout {
 		}
 		f.got = append(f.got, readChanges(tb, sse.NewDecoder(resp.Body)))
 	}
-	h := openHTTP(tb, base)
-	f.change = func() error {
-		token, err := h.acquire(0, "watch/x")
-		if err != nil {
-			return err
-		}
-		return h.release(0, "watch/x", token)
-	}
+	closeHTTP := musterChanges(tb, f, base, area)
 	f.close = func() {
 		cancel()
 		for _, tr := range trs {
 			tr.CloseIdleConnections()
 		}
-		h.close()
+		closeHTTP()
 	}
 	return f
 }

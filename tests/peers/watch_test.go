@@ -89,6 +89,11 @@ type watchSystem struct {
 }
 
 func deliver(b *testing.B, f *fanout) {
+	for _, got := range f.got {
+		for len(got) > 0 {
+			<-got // a late delivery of an earlier op
+		}
+	}
 	lat := make([]time.Duration, 0, b.N*len(f.got))
 	cpu := cpuTime(f.pid)
 	for b.Loop() {
@@ -125,6 +130,7 @@ func openMusterWatch(tb testing.TB, n int) *fanout {
 // openMusterWatchAt is openMusterWatch on the broker at base, started as
 // name.
 func openMusterWatchAt(tb testing.TB, n int, base, name string) *fanout {
+	const area = "watch"
 	tb.Helper()
 	addr := strings.TrimPrefix(base, "http://")
 	f := &fanout{pid: pidOf(name)}
@@ -135,28 +141,37 @@ func openMusterWatchAt(tb testing.TB, n int, base, name string) *fanout {
 			tb.Fatal(err)
 		}
 		conns = append(conns, conn)
-		fmt.Fprintf(conn, "GET /v1/leases/watch?selector=lease://peers/watch/** HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAuthorization: Bearer load-token\r\n\r\n")
+		fmt.Fprintf(conn, "GET /v1/leases/watch?selector=lease://peers/%s/** HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAuthorization: Bearer load-token\r\n\r\n", area)
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil || resp.StatusCode != http.StatusOK {
 			tb.Fatalf("open stream: %v %v", err, resp)
 		}
 		f.got = append(f.got, readChanges(tb, sse.NewDecoder(resp.Body)))
 	}
-	h := openHTTP(tb, base)
-	f.change = func() error {
-		token, err := h.acquire(0, "watch/x")
-		if err != nil {
-			return err
-		}
-		return h.release(0, "watch/x", token)
-	}
+	closeHTTP := musterChanges(tb, f, base, area)
 	f.close = func() {
 		for _, c := range conns {
 			c.Close()
 		}
-		h.close()
+		closeHTTP()
 	}
 	return f
+}
+
+// musterChanges sets f.change to the pair workload's Muster leaser taking
+// and giving back lease://peers/<area>/x, and returns what closes it. Each
+// Muster row watches an area of its own, so that rows on one broker do not
+// see each other's changes.
+func musterChanges(tb testing.TB, f *fanout, base, area string) (close func()) {
+	h := openHTTP(tb, base)
+	f.change = func() error {
+		token, err := h.acquire(0, area+"/x")
+		if err != nil {
+			return err
+		}
+		return h.release(0, area+"/x", token)
+	}
+	return h.close
 }
 
 // openEtcdWatch opens n watches on the prefix peers/watch/ of the real etcd
