@@ -17,7 +17,6 @@ import (
 
 // The sustained fan-out row: many watchers, a steady rate of changes.
 const (
-	sustainedRate = 100 // changes per second (acquires and releases alike)
 	// histStep is the resolution of the delivery latency histogram, and
 	// histMax its range; later deliveries count in the last bucket.
 	histStep = 100 * time.Microsecond
@@ -31,6 +30,15 @@ func sustainedWatchers() int {
 		return n
 	}
 	return 10_000
+}
+
+// sustainedRate is the rate of changes of the sustained row, acquires and
+// releases alike (env MUSTER_PEERS_10K_RATE, default 100 a second).
+func sustainedRate() int {
+	if n, err := strconv.Atoi(os.Getenv("MUSTER_PEERS_10K_RATE")); err == nil && n > 0 {
+		return n
+	}
+	return 100
 }
 
 // sustainedFor is how long the changes go on (env MUSTER_PEERS_10K_TIME,
@@ -55,11 +63,13 @@ const sustainedConfig = tokenConfig + `limits:
 `
 
 // BenchmarkWatch10k: 10,000 SSE watchers of lease://peers/w10k/** on their
-// own connections, and 100 changes a second (acquires and releases of one
-// lease, open loop: change k is due at start + k×10 ms, whenever the
-// previous one was answered) for MUSTER_PEERS_10K_TIME. Each op is one such
-// window. It reports the latency of every delivery, from the time its
-// change was due to the watcher's read of its id line (p50, p99, max), the
+// own connections (MUSTER_PEERS_10K_WATCHERS), and 100 changes a second
+// (MUSTER_PEERS_10K_RATE) for 10 s (MUSTER_PEERS_10K_TIME): lease j is
+// acquired by change 2j-1 and released by change 2j, change k due at
+// start + (k-1)/rate, open loop (see measure). Each op is one such window.
+// It reports the latency of every delivery, from the time its change was
+// due to the watcher's read of its data line (p50, p99, max), the share of
+// the deliveries that arrived, the changes answered per second, the
 // broker's CPU time over the window (from /proc/PID/stat: user and system,
 // all threads) per second and per change, the driver's own, and how many
 // streams overflowed (they end; their later changes are missing).
@@ -113,7 +123,7 @@ func openSustained(tb testing.TB, n int) *sustained {
 		return startMuster(tb, "muster-10k", buildMuster(tb), sustainedConfig)
 	})
 	addr := strings.TrimPrefix(base, "http://")
-	f := &sustained{pid: pidOf("muster-10k"), interval: time.Second / sustainedRate,
+	f := &sustained{pid: pidOf("muster-10k"), interval: time.Second / time.Duration(sustainedRate()),
 		hist: make([]atomic.Int64, histMax/histStep+1), conns: make([]net.Conn, n)}
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
