@@ -52,9 +52,9 @@ func BenchmarkWatch1000(b *testing.B) {
 	systems := []watchSystem{
 		{"muster-sse", openMusterWatch},
 		{"muster-sse-h2-50conn", func(tb testing.TB, n int) *fanout { return openMusterH2Watch(tb, n, min(n, 50)) }},
-		{"etcd-watch", func(tb testing.TB, n int) *fanout { return openEtcdWatch(tb, n, n) }},
-		{"etcd-watch-50conn", func(tb testing.TB, n int) *fanout { return openEtcdWatch(tb, n, min(n, 50)) }},
-		{"etcd-watch-1conn", func(tb testing.TB, n int) *fanout { return openEtcdWatch(tb, n, 1) }},
+		{"etcd-watch", func(tb testing.TB, n int) *fanout { return openEtcdWatch(tb, n, n, "watch") }},
+		{"etcd-watch-50conn", func(tb testing.TB, n int) *fanout { return openEtcdWatch(tb, n, min(n, 50), "watch-50") }},
+		{"etcd-watch-1conn", func(tb testing.TB, n int) *fanout { return openEtcdWatch(tb, n, 1, "watch-1") }},
 	}
 	if bin := baseBin(); bin != "" {
 		base := watchSystem{"muster-base-sse", func(tb testing.TB, n int) *fanout {
@@ -174,10 +174,11 @@ func musterChanges(tb testing.TB, f *fanout, base, area string) (close func()) {
 	return h.close
 }
 
-// openEtcdWatch opens n watches on the prefix peers/watch/ of the real etcd
+// openEtcdWatch opens n watches on the prefix peers/<area>/ of the real etcd
 // over conns clients (one connection each), and the pair workload's etcd
-// leaser, which changes peers/watch/x.
-func openEtcdWatch(tb testing.TB, n, conns int) *fanout {
+// leaser, which changes peers/<area>/x. Each row watches an area of its
+// own, so that rows do not see each other's changes.
+func openEtcdWatch(tb testing.TB, n, conns int, area string) *fanout {
 	tb.Helper()
 	ep := etcdEndpoint(tb)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -191,7 +192,7 @@ func openEtcdWatch(tb testing.TB, n, conns int) *fanout {
 	}
 	f := &fanout{pid: pidOf("etcd")}
 	for i := range n {
-		wch := cs[i%conns].Watch(ctx, "peers/watch/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+		wch := cs[i%conns].Watch(ctx, "peers/"+area+"/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
 		if first := <-wch; !first.Created {
 			tb.Fatalf("etcd watch not created: %v", first.Err())
 		}
@@ -209,11 +210,11 @@ func openEtcdWatch(tb testing.TB, n, conns int) *fanout {
 	}
 	e := openEtcd(tb)
 	f.change = func() error {
-		token, err := e.acquire(0, "watch/x")
+		token, err := e.acquire(0, area+"/x")
 		if err != nil {
 			return err
 		}
-		return e.release(0, "watch/x", token)
+		return e.release(0, area+"/x", token)
 	}
 	f.close = func() {
 		cancel()
