@@ -11,6 +11,11 @@
 # Usage: tests/peers/bench.sh
 #   MUSTER_PEERS_ROUNDS    rounds per row, rows interleaved (default 3)
 #   MUSTER_PEERS_WATCHERS  watchers of the watch benchmark (default 1000)
+#   MUSTER_PEERS_BASE_BIN  a muster binary of another commit, measured beside
+#                          this checkout's in the watch rows (muster-base-sse)
+#   MUSTER_PEERS_10K_WATCHERS, MUSTER_PEERS_10K_TIME, MUSTER_PEERS_10K_RATE
+#                          the sustained watch row (default 10000 watchers,
+#                          10s of 100 changes/s)
 #   PEERS_BENCHTIME        closed/open-loop time per row and round (default 5s)
 #   PEERS_WATCHTIME        changes per watch row and round (default 20x)
 #   MUSTER_PEERS_BASE_BIN  a muster binary of another commit, measured beside
@@ -25,6 +30,8 @@ echo "start: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), load average $(cut -d' ' -f1-3
 go test -count=1 -run '^$' -bench 'Pairs' -benchtime "${PEERS_BENCHTIME:-5s}" -timeout 60m . 2>&1 |
   grep -E '^(Benchmark|cpu:|ok|FAIL|--- FAIL|panic)' | tee -a "$raw"
 go test -count=1 -run '^$' -bench 'Watch1000' -benchtime "${PEERS_WATCHTIME:-20x}" -timeout 30m . 2>&1 |
+  grep -E '^(Benchmark|ok|FAIL|--- FAIL|panic)' | tee -a "$raw"
+go test -count=1 -run '^$' -bench 'Watch10k' -benchtime 1x -timeout 30m . 2>&1 |
   grep -E '^(Benchmark|ok|FAIL|--- FAIL|panic)' | tee -a "$raw"
 echo "end: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo

@@ -207,23 +207,28 @@ func musterURL(tb testing.TB) string {
 // serveMuster starts (once per name) the muster binary that bin returns,
 // serving with tokenConfig on its own data dir, and returns its base URL.
 func serveMuster(tb testing.TB, name string, bin func(testing.TB) string) string {
-	return once(tb, name, func(tb testing.TB) string {
-		path := bin(tb)
-		dir := filepath.Join(scratch, name)
-		os.MkdirAll(dir, 0o700)
-		cfg := filepath.Join(dir, "muster.yaml")
-		if err := os.WriteFile(cfg, []byte(tokenConfig), 0o600); err != nil {
-			tb.Fatal(err)
-		}
-		_, logPath := start(tb, name, []string{path, "serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--config", cfg})
-		var url string
-		waitFor(tb, name, logPath, func() error {
-			a, err := logged(logPath, "muster serving", "addr")
-			url = "http://" + a
-			return err
-		})
-		return url
+	return once(tb, name, func(tb testing.TB) string { return startMuster(tb, name, bin(tb), tokenConfig) })
+}
+
+// startMuster starts the muster binary bin as a broker named name (its
+// data dir and log are named after it), serving with config, and returns
+// its base URL.
+func startMuster(tb testing.TB, name, bin, config string) string {
+	tb.Helper()
+	dir := filepath.Join(scratch, name)
+	os.MkdirAll(dir, 0o700)
+	cfg := filepath.Join(dir, "muster.yaml")
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	_, logPath := start(tb, name, []string{bin, "serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--config", cfg})
+	var url string
+	waitFor(tb, name, logPath, func() error {
+		a, err := logged(logPath, "muster serving", "addr")
+		url = "http://" + a
+		return err
 	})
+	return url
 }
 
 // buildMuster builds ./cmd/muster of the checkout this module sits in.
