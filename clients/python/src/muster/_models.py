@@ -319,6 +319,7 @@ MODELS: dict[str, type[Any]] = {
         Placement,
         PlacementOwner,
         PlacementBroker,
+        MoveRequest,
         Health,
     )
 }
