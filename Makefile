@@ -66,6 +66,7 @@ fuzz:
 	$(GO) test ./handlers -run='^$$' -fuzz=FuzzCheckOneJSONValue -fuzztime=60s
 	$(GO) test ./handlers -run='^$$' -fuzz=FuzzBatchOps -fuzztime=60s
 	$(GO) test ./handlers -run='^$$' -fuzz=FuzzDecodeBatch -fuzztime=60s
+	$(GO) test ./handlers -run='^$$' -fuzz=FuzzFastBatch -fuzztime=60s
 	$(GO) test ./cmd/muster/app -run='^$$' -fuzz=FuzzLoadConfig -fuzztime=60s
 	$(GO) test ./handlers -run='^$$' -fuzz=FuzzHotPath -fuzztime=60s
 	$(GO) test ./handlers -run='^$$' -fuzz=FuzzKnownPatterns -fuzztime=60s

@@ -291,7 +291,9 @@ func TestBrokerBatchRollsBackUndeliverableGrants(t *testing.T) {
 		_, err := b.Batch(cctx, BatchRequest{Family: "acme", Session: sid(1), Ops: []BatchOp{{Kind: BatchAcquire, Route: rA, TTL: time.Minute}}})
 		done <- err
 	}()
-	time.Sleep(20 * time.Millisecond) // the batch is enqueued behind the held step
+	for len(b.cmds) == 0 { // the batch is enqueued behind the held step
+		time.Sleep(time.Millisecond)
+	}
 	cancel()
 	close(hold)
 	// The command channel is buffered: the batch was enqueued at once.

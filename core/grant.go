@@ -151,6 +151,21 @@ func (g Grants) AllowsLease(sel Selector, a Access) bool {
 	return false
 }
 
+// AllowsRoute is AllowsLease(r.Selector(), a) without building the
+// selector: for an exact route, containment is one match per grant. r
+// must be valid (ParseRoute, NewRoute).
+func (g Grants) AllowsRoute(r Route, a Access) bool {
+	if a == 0 {
+		return false
+	}
+	for i := range g {
+		if g[i].scheme == schemeLease && g[i].access&a == a && g[i].lease.match(r.Realm, r.Area, r.Resource) {
+			return true
+		}
+	}
+	return false
+}
+
 // AllowsFleet reports whether one fleet grant with every permission in a
 // matches the concrete root ("acme" or "acme/inst-7"). It is false for an
 // empty a and for a root that muster.ParseFleetRoot refuses.

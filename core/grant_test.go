@@ -118,6 +118,31 @@ func TestGrants_AllowsLease(t *testing.T) {
 	}
 }
 
+// AllowsRoute answers as AllowsLease of the route's selector, for every
+// grant set and access of the table above and routes inside and outside
+// them.
+func TestGrants_AllowsRouteIsAllowsLease(t *testing.T) {
+	grantSets := [][]string{
+		{"lease://*/*/*#read"}, {"lease://**#write"}, {"lease://acme/*/*#*"}, {"lease://acme/*/*#read", "lease://*/renderers/*#write"},
+		{"lease://**/a/**#*"}, {"lease://a/b/c#write"}, {"fleet://**#*"}, {"lease://**#read", "lease://**#write"}, nil,
+	}
+	routes := []string{"lease://acme/renderers/doc-1", "lease://a/b/c", "lease://b/a/c", "lease://c/b/a", "lease://other/renderers/x", "lease://a/b/d"}
+	for _, g := range grantSets {
+		gs := mustParseGrants(t, g...)
+		for _, rs := range routes {
+			r, err := ParseRoute(rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range []Access{0, Read, Write, ReadWrite} {
+				if got, want := gs.AllowsRoute(r, a), gs.AllowsLease(r.Selector(), a); got != want {
+					t.Errorf("grants %v, %s, access %v: AllowsRoute %v, AllowsLease %v", g, rs, a, got, want)
+				}
+			}
+		}
+	}
+}
+
 func TestGrants_AllowsLeaseZeroSelector(t *testing.T) {
 	if AllGrants().AllowsLease(Selector{}, Read) {
 		t.Error("zero Selector allowed")

@@ -91,7 +91,7 @@ func batchOps(in []wireOp, grants core.Grants) ([]core.BatchOp, error) {
 		if err != nil {
 			return nil, batchOpError(i, err)
 		}
-		if !grants.AllowsLease(op.Route.Selector(), core.Write) {
+		if !grants.AllowsRoute(op.Route, core.Write) {
 			op.Refused = errForbidden
 		}
 		ops[i] = op

@@ -3,8 +3,10 @@ package handlers
 import (
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -13,36 +15,50 @@ import (
 )
 
 // batchHTTP serves POST /v1/leases/batch: the contract middleware has
-// authenticated the caller and bounded and buffered the body; the body is
-// validated against the contract while it is decoded (decodeBatch), and the
-// answer is encoded by hand (appendBatchResponse): the same JSON the strict
+// authenticated the caller and bounded and buffered the body, and decoded
+// it when it took the fast path (batch_fast.go); otherwise the body is
+// validated against the contract while it is decoded (decodeBatch). The
+// answer is encoded by hand (appendBatchAnswer): the same JSON the strict
 // handler would write, without reflection.
 func (s *Server) batchHTTP(w http.ResponseWriter, r *http.Request) {
+	if req := hotBody[batchBody](r.Context()); req != nil {
+		s.serveBatch(w, r, req)
+		return
+	}
 	if !isJSON(r.Header.Get("Content-Type")) {
 		writeProblem(w, muster.CodeInvalidRequest, "the request body must be application/json")
 		return
 	}
 	buf := batchBufs.Get().(*[]byte)
-	defer batchBufs.Put(buf)
 	data, err := appendAll((*buf)[:0], r.Body)
 	if err != nil {
+		batchBufs.Put(buf)
 		writeProblem(w, muster.CodeInvalidRequest, "the request body could not be read")
 		return
 	}
-	req, err := decodeBatch(data, s.batchRules)
+	req, err := decodeBatch(data, s.batchRules) // its strings are copies: data goes back
+	*buf = data[:0]
+	batchBufs.Put(buf)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	s.serveBatch(w, r, &req)
+}
+
+// serveBatch applies a decoded batch and writes the answer.
+func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, req *batchBody) {
 	_, res, rev, err := s.applyBatch(r.Context(), req.Session, req.Ops)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	data = appendBatchAnswer(data[:0], req.Ops, res, rev)
-	*buf = data
+	buf := batchBufs.Get().(*[]byte)
+	defer batchBufs.Put(buf)
+	data := appendBatchAnswer((*buf)[:0], req.Ops, res, rev)
+	*buf = data[:0]
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonContentType
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(data)
@@ -72,19 +88,51 @@ func appendAll(dst []byte, r io.Reader) ([]byte, error) {
 // BatchResponse that BatchLeases builds for them (members in declaration
 // order, omitempty honoured), straight from the core's results.
 func appendBatchAnswer(b []byte, ops []wireOp, res []core.BatchResult, rev core.Revision) []byte {
+	b = slices.Grow(b, 64+len(res)*batchResultSize)
 	b = append(b, `{"results":[`...)
+	var times timeTexts
 	for i := range res {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendBatchResult(b, &ops[i], &res[i])
+		b = appendBatchResult(b, &ops[i], &res[i], &times)
 	}
 	b = append(b, `],"revision":`...)
 	b = strconv.AppendUint(b, uint64(rev), 10)
 	return append(b, '}')
 }
 
-func appendBatchResult(b []byte, op *wireOp, r *core.BatchResult) []byte {
+// batchResultSize is about what one result of a grant takes, to size the
+// answer's buffer once.
+const batchResultSize = 300
+
+// timeTexts remembers the last two times written: the operations of a
+// batch are applied at one instant with mostly one TTL, so their times
+// repeat and are formatted once.
+type timeTexts struct {
+	at   [2]int64
+	text [2][]byte
+	buf  [2][40]byte
+	next int
+}
+
+// append appends t (a broker time: in MarshalJSON's range) as appendTime does.
+func (c *timeTexts) append(b []byte, t time.Time) []byte {
+	ns := t.UnixNano()
+	for i := range c.at {
+		if c.text[i] != nil && c.at[i] == ns {
+			return append(b, c.text[i]...)
+		}
+	}
+	start := len(b)
+	b, _ = appendTime(b, t, true)
+	i := c.next
+	c.next = 1 - i
+	c.at[i], c.text[i] = ns, append(c.buf[i][:0], b[start:]...)
+	return b
+}
+
+func appendBatchResult(b []byte, op *wireOp, r *core.BatchResult, times *timeTexts) []byte {
 	b = append(b, '{')
 	var status int
 	if r.Err != nil {
@@ -98,13 +146,13 @@ func appendBatchResult(b []byte, op *wireOp, r *core.BatchResult) []byte {
 		b = append(b, ',')
 	} else if h := &r.Holding; h.Item != nil {
 		b = append(b, `"lease":{"acquired_at":`...)
-		b, _ = appendTime(b, h.Item.AcquiredAt(), true) // the broker clock: always in MarshalJSON's range
+		b = times.append(b, h.Item.AcquiredAt()) // the broker clock: always in MarshalJSON's range
 		if h.Outcome != core.OutcomeNone {
 			b = append(b, `,"expires_after_request_ms":`...)
 			b = strconv.AppendInt(b, h.ExpiresAfterRequest.Milliseconds(), 10)
 		}
 		b = append(b, `,"expires_at":`...)
-		b, _ = appendTime(b, h.Item.ExpiresAt(), true)
+		b = times.append(b, h.Item.ExpiresAt())
 		b = append(b, `,"fencing_token":`...)
 		b = strconv.AppendUint(b, uint64(h.Token), 10)
 		switch h.Outcome {
@@ -133,8 +181,21 @@ func appendBatchResult(b []byte, op *wireOp, r *core.BatchResult) []byte {
 }
 
 // appendString quotes s as JSON (s is valid UTF-8: it came from a
-// validated body or from the broker).
+// validated body or from the broker). Printable ASCII other than `"` and
+// `\` is written as it is, as jsontext.AppendQuote writes it.
 func appendString(b []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	out, err := jsontext.AppendQuote(b, s)
 	if err != nil {
 		return append(b, `""`...)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/musterhq/muster/api"
 	"github.com/musterhq/muster/core"
 )
@@ -65,3 +67,35 @@ func TestAppendBatchAnswerMatchesEncodingJSON(t *testing.T) {
 }
 
 func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }
+
+// appendString writes what jsontext.AppendQuote writes, for every ASCII
+// character alone and among others, and for text outside ASCII.
+func TestAppendStringIsAppendQuote(t *testing.T) {
+	var cases []string
+	for c := range 128 {
+		cases = append(cases, string(rune(c)), "lease://a/b"+string(rune(c))+"c")
+	}
+	cases = append(cases, "", "lease://é/b/c", "\u2028", `<&>`, "lease://peers/w1/b2")
+	for _, s := range cases {
+		want, err := jsontext.AppendQuote(nil, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendString(nil, s); string(got) != string(want) {
+			t.Errorf("appendString(%q) = %s, want %s", s, got, want)
+		}
+	}
+}
+
+// timeTexts writes each time as appendTime does, repeated or not.
+func TestTimeTextsIsAppendTime(t *testing.T) {
+	var c timeTexts
+	base := time.Date(2026, 12, 2, 3, 4, 5, 0, time.UTC)
+	for _, d := range []time.Duration{0, 0, time.Minute, 0, time.Minute, 7, time.Minute + 120, 7, 0, 123456789} {
+		tm := base.Add(d)
+		want, _ := appendTime([]byte("x"), tm, true)
+		if got := c.append([]byte("x"), tm); string(got) != string(want) {
+			t.Errorf("%v: %s, want %s", tm, got, want)
+		}
+	}
+}

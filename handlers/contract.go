@@ -75,6 +75,9 @@ type operation struct {
 	// the contract while decoding it (one pass; see batch_decode.go), and
 	// it takes no parameters.
 	selfValidated bool
+	// batch: the body is a batch (BatchRequest), which has a fast path
+	// (batch_fast.go).
+	batch bool
 }
 
 // selfValidating lists the operations whose handlers validate their own
@@ -96,6 +99,8 @@ type contract struct {
 	opts        openapi3filter.Options
 	// generalOnly turns the fast path off (tests compare the two).
 	generalOnly bool
+	// batch is the batch body's rules, for its fast path (batch_fast.go).
+	batch *batchRules
 }
 
 func newContract(spec *openapi3.T, auth *Authenticator, log *slog.Logger, bodyTimeout time.Duration) (*contract, error) {
@@ -114,6 +119,7 @@ func newContract(spec *openapi3.T, auth *Authenticator, log *slog.Logger, bodyTi
 			o.queryToken = op.OperationID == "watchLeases"
 			o.noInput = len(op.Parameters) == 0 && len(item.Parameters) == 0 && op.RequestBody == nil
 			o.selfValidated = selfValidating[op.OperationID] && len(op.Parameters) == 0 && len(item.Parameters) == 0
+			o.batch = o.selfValidated && op.OperationID == "batchLeases"
 			if op.RequestBody != nil {
 				o.bodyLimit = DefaultBodyLimit
 				if l, ok := bodyLimits[op.OperationID]; ok {
@@ -194,6 +200,15 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 				if body := op.hot.accept(rctx.URLParams.Keys, rctx.URLParams.Values, pathEscaped(r), data); body != nil {
 					liftBodyDeadline(w, r)
 					next.ServeHTTP(w, r.WithContext(&hotContext{Context: r.Context(), caller: caller, body: body}))
+					return
+				}
+			}
+			// The batch's fast path accepts only bodies of plain ASCII that
+			// decodeBatch accepts the same way: what checkJSONBody passes.
+			if op.batch && c.batch != nil && !c.generalOnly && hotContentType(r.Header.Get("Content-Type")) {
+				if body, ok := fastBatch(data, c.batch); ok {
+					liftBodyDeadline(w, r)
+					next.ServeHTTP(w, r.WithContext(&hotContext{Context: r.Context(), caller: caller, body: &body}))
 					return
 				}
 			}

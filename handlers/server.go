@@ -147,6 +147,7 @@ func New(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.batch = s.batchRules
 	s.contract = c
 
 	if err := s.SetCORSOrigins(opt.CORSAllowedOrigins); err != nil {

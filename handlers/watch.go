@@ -140,14 +140,15 @@ type streamSink struct {
 
 // Change offers a change for one registration. The first delivery of an
 // event makes the event's shared encoder (a change); every delivery queues
-// a reference to it with its subscription id.
+// a reference to it with its subscription id, taken from a slab the change
+// hands out (one allocation per deliverySlab deliveries, not one each).
 func (k *streamSink) Change(c *core.Change, sub string) bool {
 	ch, _ := c.Shared.(*change)
 	if ch == nil {
 		ch = &change{ev: *c.Event, at: c.Time, id: strconv.FormatUint(uint64(c.Event.Revision), 10)}
 		c.Shared = ch
 	}
-	ok := k.stream.Offer(sse.Event{Name: "change", ID: ch.id, Payload: delivery{ch, sub}})
+	ok := k.stream.Offer(sse.Event{Name: "change", ID: ch.id, Payload: ch.delivery(sub)})
 	if ok {
 		k.metrics.delivered.Inc()
 	}
@@ -170,6 +171,22 @@ type change struct {
 	id   string     // the SSE id: the revision
 	once sync.Once
 	body []byte // the JSON of the change without its subscription id
+
+	// slab holds the deliveries handed out last; only the actor touches
+	// it (through the sinks), each writer reads its own element only.
+	slab []delivery
+}
+
+// deliverySlab is how many deliveries of a change share an allocation.
+const deliverySlab = 128
+
+// delivery hands out the delivery of the change to registration sub.
+func (ch *change) delivery(sub string) *delivery {
+	if len(ch.slab) == cap(ch.slab) {
+		ch.slab = make([]delivery, 0, deliverySlab)
+	}
+	ch.slab = append(ch.slab, delivery{ch, sub})
+	return &ch.slab[len(ch.slab)-1]
 }
 
 func (ch *change) encoded() []byte {
@@ -192,7 +209,7 @@ type delivery struct {
 	sub string
 }
 
-func (d delivery) AppendData(b []byte) []byte {
+func (d *delivery) AppendData(b []byte) []byte {
 	body := d.ch.encoded()
 	b = append(b, `{"subscription_id":`...)
 	b = strconv.AppendQuote(b, d.sub)

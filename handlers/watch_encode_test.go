@@ -51,7 +51,7 @@ func changeOf(t *testing.T, route string) (core.Event, time.Time) {
 func TestChangeEncodingIsTheContractsType(t *testing.T) {
 	e, at := changeOf(t, "lease://acme/renderers/doc-1")
 	ch := &change{ev: e, at: at, id: "1"}
-	got := delivery{ch, `sub-"7"`}.AppendData(nil)
+	got := ch.delivery(`sub-"7"`).AppendData(nil)
 
 	var decoded api.ChangeEvent
 	dec := json.NewDecoder(bytes.NewReader(got))
@@ -91,9 +91,9 @@ func TestChangeEncodedOnceOffTheActor(t *testing.T) {
 	if ch.body != nil {
 		t.Fatal("the change was encoded on the actor")
 	}
-	a := delivery{ch, "sub-1"}.AppendData(nil)
+	a := ch.delivery("sub-1").AppendData(nil)
 	first := ch.body
-	b := delivery{ch, "sub-2"}.AppendData(nil)
+	b := ch.delivery("sub-2").AppendData(nil)
 	if &ch.body[0] != &first[0] {
 		t.Error("the second delivery encoded the change again")
 	}

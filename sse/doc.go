@@ -66,6 +66,9 @@
 // What the writer guarantees: it writes the headers and the retry field at
 // once, batches whatever is queued into one flush, writes ": keepalive" when
 // idle for the heartbeat interval, and bounds every write with a deadline set
-// through http.ResponseController, so it never outlives a stalled client by
-// more than the write timeout. It works the same over HTTP/1.1 and HTTP/2.
+// through the ResponseWriter's SetWriteDeadline (found along Unwrap, as
+// http.ResponseController finds it), so it never outlives a stalled client
+// by more than the write timeout. It works the same over HTTP/1.1 and
+// HTTP/2; over HTTP/2 no deadline is left pending between writes, since one
+// would reset the stream.
 package sse

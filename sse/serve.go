@@ -1,10 +1,12 @@
 package sse
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,9 +32,10 @@ type Options struct {
 	Heartbeat time.Duration
 
 	// WriteTimeout bounds each write to the client: every chunk of at most
-	// 32 KiB (the last one together with its flush) must complete within it, so a slow but moving
-	// client survives a large batch and a stalled one is cut off. It is set
-	// with http.ResponseController.SetWriteDeadline, independently of
+	// 32 KiB (the last one together with its flush) must complete within
+	// it, so a slow but moving client survives a large batch and a stalled
+	// one is cut off. It is set with the ResponseWriter's SetWriteDeadline
+	// (as http.ResponseController sets it), independently of
 	// http.Server.WriteTimeout (which must not be used for streams). Zero or
 	// negative means DefaultWriteTimeout.
 	WriteTimeout time.Duration
@@ -85,10 +88,11 @@ func Serve(w http.ResponseWriter, r *http.Request, s *Stream, opt Options) error
 		return ErrServed
 	}
 	defer s.close()
-	wr := writer{w: w, rc: http.NewResponseController(w), opt: opt.withDefaults()}
+	wr := writer{w: w, rc: newControl(w), opt: opt.withDefaults(), clearEach: r.ProtoMajor != 1}
 	if err := wr.rc.SetWriteDeadline(time.Time{}); err != nil {
 		return fmt.Errorf("sse: write deadlines: %w", err)
 	}
+	defer wr.disarm()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -106,40 +110,68 @@ func Serve(w http.ResponseWriter, r *http.Request, s *Stream, opt Options) error
 		return err
 	}
 
+	// The writer sleeps on the stream's wake channel alone: the client
+	// going away and the heartbeat timer wake it through the same channel,
+	// so that a change costs one channel receive rather than a select over
+	// three, and the heartbeat timer is not reset for every batch.
 	ctx := r.Context()
-	hb := time.NewTimer(wr.opt.Heartbeat)
+	var gone, beat atomic.Bool
+	stop := context.AfterFunc(ctx, func() { gone.Store(true); s.signal() })
+	defer stop()
+	hb := time.AfterFunc(wr.opt.Heartbeat, func() { beat.Store(true); s.signal() })
 	defer hb.Stop()
 	for {
-		select {
-		case <-ctx.Done():
+		<-s.wake
+		if gone.Load() {
 			return ctx.Err()
-		case <-s.wake:
-			ending, err := wr.writeBatch(s, false)
-			if err != nil || ending {
-				return err
-			}
-		case <-hb.C:
-			// Idle for a whole interval: give back the queue buffers too.
-			wr.spare = nil
-			s.trim()
-			bp := getBuf()
-			*bp = appendComment((*bp)[:0], "keepalive")
-			err := wr.write(*bp, true)
-			putBuf(bp)
-			if err != nil {
+		}
+		ending, err := wr.writeBatch(s, false)
+		if err != nil || ending {
+			return err
+		}
+		if beat.Load() {
+			beat.Store(false)
+			if err := wr.heartbeat(s, hb); err != nil {
 				return err
 			}
 		}
-		hb.Reset(wr.opt.Heartbeat)
 	}
+}
+
+// heartbeat runs when the heartbeat timer has fired: if nothing was
+// written for a whole interval it writes a keepalive comment and gives
+// back the queue buffers; either way it sets the timer to fire when the
+// stream will next have been idle for an interval.
+func (wr *writer) heartbeat(s *Stream, hb *time.Timer) error {
+	if idle := time.Since(wr.last); idle < wr.opt.Heartbeat {
+		hb.Reset(wr.opt.Heartbeat - idle)
+		return nil
+	}
+	wr.spare = nil
+	s.trim()
+	bp := getBuf()
+	*bp = appendComment((*bp)[:0], "keepalive")
+	err := wr.write(*bp, true)
+	putBuf(bp)
+	if err == nil {
+		err = wr.disarm()
+	}
+	hb.Reset(wr.opt.Heartbeat)
+	return err
 }
 
 // writer is the state of one Serve call.
 type writer struct {
 	w     http.ResponseWriter
-	rc    *http.ResponseController
+	rc    control
 	opt   Options
-	spare []Event // an empty queue buffer to hand back to the stream
+	spare []Event   // an empty queue buffer to hand back to the stream
+	last  time.Time // when the last write started
+
+	// clearEach: clear the write deadline after every flush (HTTP/2);
+	// otherwise it stays set until the stream is idle for a heartbeat or
+	// Serve returns, and armed says it is set.
+	clearEach, armed bool
 }
 
 // keepCap bounds the queue buffer a busy stream keeps between batches.
@@ -195,14 +227,21 @@ func (wr *writer) writeBatch(s *Stream, first bool) (ending bool, err error) {
 const chunkSize = 32 << 10
 
 // write writes p in chunks, each under a fresh write deadline. With flush
-// it then flushes under the last chunk's deadline and clears the deadline:
-// with HTTP/2 a pending deadline resets the stream even when nothing is
-// being written.
+// it then flushes under the last chunk's deadline.
+//
+// Over HTTP/2 it then clears the deadline: there a pending deadline resets
+// the stream even when nothing is being written. Over HTTP/1 a deadline
+// only bounds the writes on the connection, and the next write sets a
+// fresh one anyway, so it is left set after the flush and cleared only
+// when the stream goes idle (the keepalive) and when Serve returns: one
+// deadline call per write instead of two.
 func (wr *writer) write(p []byte, flush bool) error {
 	for first := true; first || len(p) > 0; first = false {
-		if err := wr.rc.SetWriteDeadline(time.Now().Add(wr.opt.WriteTimeout)); err != nil {
+		wr.last = time.Now()
+		if err := wr.rc.SetWriteDeadline(wr.last.Add(wr.opt.WriteTimeout)); err != nil {
 			return err
 		}
+		wr.armed = true
 		n := min(len(p), chunkSize)
 		if _, err := wr.w.Write(p[:n]); err != nil {
 			return err
@@ -215,6 +254,18 @@ func (wr *writer) write(p []byte, flush bool) error {
 	if err := wr.rc.Flush(); err != nil {
 		return err
 	}
+	if wr.clearEach {
+		return wr.disarm()
+	}
+	return nil
+}
+
+// disarm clears the write deadline if one is set.
+func (wr *writer) disarm() error {
+	if !wr.armed {
+		return nil
+	}
+	wr.armed = false
 	return wr.rc.SetWriteDeadline(time.Time{})
 }
 

@@ -47,3 +47,10 @@ run ./tests/load 'HTTPGap' 20x
 # Issue 19: peers (ceiling, Muster, etcd, Redis) in one run, and the watch side;
 # installs redis-server and etcd-server when absent, prints the tables.
 bash tests/peers/bench.sh | tee -a "$out"
+# Issues 21 and 28: kill -9 failover and planned moves with the default
+# placement timing (three real brokers on the PostgreSQL above).
+if [[ -n "${MUSTER_TEST_PG_URL:-}" ]]; then
+  echo "== ./tests/placement TestFailoverWithDefaults|TestPlannedMovePauses" | tee -a "$out"
+  MUSTER_PLACEMENT_LONG=1 go test -count=1 -v -run 'TestFailoverWithDefaults|TestPlannedMovePauses' ./tests/placement 2>&1 |
+    grep -E '^    [a-z_]+_test\.go:[0-9]+: |^(--- |ok|FAIL)' | tee -a "$out"
+fi

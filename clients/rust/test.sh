@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The Rust SDK's whole check sequence, as `make test` runs it: formatting,
-# clippy with warnings denied, rustdoc with warnings denied, and every test
-# (unit, property, contract examples, the SDK against the real broker, and the
-# conformance scenarios through the shared harness, which needs Go to build
-# the broker). Installs the rustfmt and clippy components when absent.
-# target/ stays in this directory (gitignored), so a second run is incremental.
+# The Rust SDK's whole check sequence, as `make test` runs it: the crate's
+# shape (shape.sh: file sizes, no module cycle), formatting,
+# clippy with warnings denied, rustdoc with warnings denied, every test (unit,
+# property, contract examples, the README's blocks as doc tests, the SDK
+# against the real broker, and the conformance scenarios through the shared
+# harness, which needs Go to build the broker), then the crate as a user
+# installs it (package-test.sh). Installs the rustfmt and clippy components
+# when absent. target/ stays in this directory (gitignored), so a second run
+# is incremental.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -16,7 +19,9 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
   rustup component add rustfmt clippy
 fi
 
+./shape.sh
 cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --quiet
 cargo test --locked
+./package-test.sh

@@ -19,4 +19,5 @@ export default tseslint.config(
   // node:test's test() returns a promise the runner awaits.
   { files: ["test/**/*.ts"], rules: { "@typescript-eslint/no-floating-promises": "off" } },
   { files: ["eslint.config.js", "scripts/*.mjs"], ...tseslint.configs.disableTypeChecked },
+  { files: ["scripts/*.mjs"], languageOptions: { globals: { process: "readonly", console: "readonly" } } },
 );

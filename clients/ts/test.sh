@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole check of the TypeScript SDK, as `make test` runs it (tests/run.sh
 # calls this with one line): npm ci from the lockfile, the generated-types
-# staleness check, tsc --strict, eslint, the build (ESM and CommonJS, each
+# staleness check, tsc --strict, eslint, the shape check (no import cycle,
+# no file over 500 lines: scripts/shape.mjs), the build (ESM and CommonJS, each
 # with its declarations, and the browser bundle with its own), the npm pack
 # content check, then every test against the
 # real broker: unit and SDK tests, the shared conformance scenarios through
@@ -34,6 +35,16 @@ step "tsc --strict --noEmit"
 npx --no-install tsc --strict --noEmit -p tsconfig.json
 step "eslint"
 npx --no-install eslint --max-warnings=0 .
+step "shape: import cycles, file sizes"
+node scripts/shape.mjs src test scripts
+probe="$(mktemp -d)" # the check must fail on a cycle of two files (type-only imports count)
+printf 'import type { B } from "./b.js";\nexport type A = { b?: B };\n' >"$probe/a.ts"
+printf 'import { type A } from "./a.js";\nexport type B = { a?: A };\n' >"$probe/b.ts"
+if (cd "$probe" && node "$here/scripts/shape.mjs" . 2>/dev/null); then
+	echo "clients/ts: scripts/shape.mjs missed a planted import cycle" >&2
+	exit 1
+fi
+rm -rf "$probe"
 step "build"
 rm -rf dist .build
 npm run --silent build >/dev/null

@@ -98,10 +98,20 @@ func TestExpiryWaitsForTheMargin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Just past the deadline a has to stop at, the server still counts the claim live.
+	// Just past the deadline a has to stop at, the server still counts the
+	// claim live. A read that took longer than the slack between the
+	// deadline and the expiry (70 ms here) was evaluated after the expiry
+	// and proves nothing either way (a loaded machine).
 	time.Sleep(time.Until(ca.Deadline()))
-	if o, err := b.Owners(ctx(t)); err != nil || !o["acme"].Live {
-		t.Fatalf("at a's deadline the claim is not live by the server's clock: %+v %v", o["acme"], err)
+	sent := time.Now()
+	o, err := b.Owners(ctx(t))
+	switch took, slack := time.Since(sent), ca.Sent.Add(ttl).Sub(ca.Deadline()); {
+	case err != nil:
+		t.Fatal(err)
+	case !o["acme"].Live && took < slack:
+		t.Fatalf("at a's deadline the claim is not live by the server's clock: %+v (read in %v)", o["acme"], took)
+	case !o["acme"].Live:
+		t.Logf("the read at the deadline took %v, more than the %v slack: inconclusive", took, slack)
 	}
 	// Expired but within the margin: nobody may take it.
 	time.Sleep(time.Until(ca.Sent.Add(ttl + 100*time.Millisecond)))

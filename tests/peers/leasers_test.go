@@ -80,6 +80,9 @@ func openHTTP(tb testing.TB, base string) *httpLeaser {
 
 // post sends one JSON POST with the load token; it returns the status when
 // it is want or 409, and an error otherwise.
+// A rawReader reads an answer's body itself (instead of encoding/json).
+type rawReader interface{ readRaw([]byte) error }
+
 func (h *httpLeaser) post(path string, body []byte, want int, out any) (int, error) {
 	req, _ := http.NewRequest(http.MethodPost, h.base+path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -92,6 +95,9 @@ func (h *httpLeaser) post(path string, body []byte, want int, out any) (int, err
 	raw, _ := io.ReadAll(resp.Body)
 	switch {
 	case resp.StatusCode == want && out != nil:
+		if r, ok := out.(rawReader); ok {
+			return want, r.readRaw(raw)
+		}
 		return want, json.Unmarshal(raw, out)
 	case resp.StatusCode == want || resp.StatusCode == http.StatusConflict:
 		return resp.StatusCode, nil

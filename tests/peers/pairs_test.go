@@ -29,6 +29,8 @@ type system struct {
 	open  func(testing.TB) leaser      // one key per round trip
 	batch func(testing.TB) batchLeaser // or batchSize keys per round trip
 	half  bool                         // also paced at half its peak (open loop)
+	// server is the process whose CPU time the row reports (markCPU).
+	server string
 	// broker, when set, is the base URL whose latency histogram gives the
 	// broker's own acquire p99 at half peak, beside the client's.
 	broker func(testing.TB) string
@@ -36,13 +38,13 @@ type system struct {
 
 // systems are the rows, in the order they run in each round.
 var systems = []system{
-	{name: "ceiling", open: func(tb testing.TB) leaser { return openHTTP(tb, ceilingURL(tb)) }},
-	{name: "muster", open: func(tb testing.TB) leaser { return openHTTP(tb, musterURL(tb)) }, half: true, broker: musterURL},
-	{name: "etcd", open: func(tb testing.TB) leaser { return openEtcd(tb) }, half: true},
-	{name: "redis", open: func(tb testing.TB) leaser { return openRedis(tb) }, half: true},
-	{name: "redis-pipe64", batch: func(tb testing.TB) batchLeaser { return openRedis(tb) }},
+	{name: "ceiling", server: "ceiling", open: func(tb testing.TB) leaser { return openHTTP(tb, ceilingURL(tb)) }},
+	{name: "muster", server: "muster", open: func(tb testing.TB) leaser { return openHTTP(tb, musterURL(tb)) }, half: true, broker: musterURL},
+	{name: "etcd", server: "etcd", open: func(tb testing.TB) leaser { return openEtcd(tb) }, half: true},
+	{name: "redis", server: "redis", open: func(tb testing.TB) leaser { return openRedis(tb) }, half: true},
+	{name: "redis-pipe64", server: "redis", batch: func(tb testing.TB) batchLeaser { return openRedis(tb) }},
 	// Muster's batch endpoint (issue 19): skipped on a broker without it.
-	{name: "muster-batch64", batch: openMusterBatch},
+	{name: "muster-batch64", server: "muster", batch: openMusterBatch},
 }
 
 // rounds is how many times each row runs, rows interleaved (env
@@ -140,7 +142,8 @@ func pairOp(tb testing.TB, s system, r int) func(w int) (time.Duration, error) {
 // Each row reports pairs/s, lease ops/s (a pair is two: the take and the
 // give-back, of batchSize keys for batch rows) and the take's latency:
 // acq-p50-µs and acq-p99-µs (the req/s, p50-µs and p99-µs of the driver
-// are those of whole pairs, or of whole batch pairs).
+// are those of whole pairs, or of whole batch pairs), and the server's own
+// CPU per lease operation, server-cpu-µs/op (cpu_test.go).
 func BenchmarkPairs(b *testing.B) {
 	for r := 1; r <= rounds(); r++ {
 		for _, s := range systems {
@@ -164,6 +167,7 @@ func perOp(s system) int {
 func peak(b *testing.B, s system, r int) {
 	op := pairOp(b, s, r)
 	acq := make([][]time.Duration, workers())
+	cpu := markCPU(b, s.server)
 	start := time.Now()
 	load.Parallel(b, clients, func(w int) error {
 		took, err := op(w)
@@ -171,6 +175,7 @@ func peak(b *testing.B, s system, r int) {
 		return err
 	})
 	elapsed := time.Since(start)
+	cpu.report(b, 2*b.N*perOp(s)) // per lease operation: a pair is a take and a give-back
 	openMu.Lock()
 	peakNow[s.name] = float64(b.N) / elapsed.Seconds()
 	openMu.Unlock()
@@ -197,7 +202,9 @@ func half(b *testing.B, s system, r int) {
 	if s.broker != nil {
 		before = load.ServerBuckets(b, s.broker(b), acquireRoute)
 	}
+	cpu := markCPU(b, s.server)
 	load.Paced(b, clients, rate, op)
+	cpu.report(b, 2*b.N*perOp(s))
 	b.ReportMetric(float64(perOp(s))*rate, "paced-pairs/s")
 	if s.broker != nil {
 		after := load.ServerBuckets(b, s.broker(b), acquireRoute)

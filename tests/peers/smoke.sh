@@ -17,7 +17,12 @@ go mod tidy -diff
 go vet ./...
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
-MUSTER_PEERS_ROUNDS=1 MUSTER_PEERS_WATCHERS=20 go test -count=1 -run . -bench . -benchtime 20x -timeout 5m . 2>&1 |
+MUSTER_PEERS_ROUNDS=1 MUSTER_PEERS_WATCHERS=20 MUSTER_PEERS_10K_WATCHERS=20 MUSTER_PEERS_10K_TIME=100ms go test -count=1 -run . -bench . -benchtime 20x -timeout 5m . 2>&1 |
   grep -E '^(Benchmark|ok|FAIL|--- FAIL|panic|PASS)' | tee "$raw"
 go run ./table < "$raw" >/dev/null
+# Every pair row reports its server's own CPU (read from /proc).
+if grep '^BenchmarkPairs/' "$raw" | grep -v -q 'server-cpu-ms'; then
+  echo "peers smoke: a pair row lacks the server CPU column" >&2
+  exit 1
+fi
 echo "peers smoke: ok in $(($(date +%s) - start))s"

@@ -394,3 +394,18 @@ func without(bs []*broker, gone *broker) []*broker {
 	}
 	return out
 }
+
+// holdJob makes a session on b, the owner of acme, and acquires
+// lease://r/a/job with it.
+func holdJob(t *testing.T, b *broker) (session string, token uint64) {
+	t.Helper()
+	session, a, err := newSession(b.url, "acme")
+	if err != nil || session == "" {
+		t.Fatalf("session: %d %v", a.status, err)
+	}
+	token, a, err = acquire(b.url, "acme", session, "job")
+	if err != nil || token == 0 {
+		t.Fatalf("acquire: %d %v", a.status, err)
+	}
+	return session, token
+}

@@ -13,14 +13,7 @@ import (
 func TestPlannedMoveKeepsSessions(t *testing.T) {
 	c := newCluster(t, 3, "acme")
 	old := c.waitSettled("acme", c.brokers, 15*time.Second)
-	holder, a, err := newSession(old.url, "acme")
-	if err != nil || holder == "" {
-		t.Fatalf("session: %d %v", a.status, err)
-	}
-	tok, a, err := acquire(old.url, "acme", holder, "job")
-	if err != nil || tok == 0 {
-		t.Fatalf("acquire: %d %v", a.status, err)
-	}
+	holder, tok := holdJob(t, old)
 	waiter, _, _ := newSession(old.url, "acme")
 	queued := make(chan answer, 1)
 	go func() {

@@ -14,14 +14,7 @@ import (
 func TestManualMoveKeepsSessions(t *testing.T) {
 	c := newCluster(t, 3, "acme")
 	old := c.waitSettled("acme", c.brokers, 15*time.Second)
-	holder, a, err := newSession(old.url, "acme")
-	if err != nil || holder == "" {
-		t.Fatalf("session: %d %v", a.status, err)
-	}
-	tok, a, err := acquire(old.url, "acme", holder, "job")
-	if err != nil || tok == 0 {
-		t.Fatalf("acquire: %d %v", a.status, err)
-	}
+	holder, tok := holdJob(t, old)
 	to := without(c.brokers, old)[0]
 	if a, err := call(old.url, "acme", "POST", "/v1/placement/move", map[string]any{"to": "nobody"}); err != nil || a.status != http.StatusBadRequest {
 		t.Fatalf("a move to no live broker: %d %v %v", a.status, a.body, err)

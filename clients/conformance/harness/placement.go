@@ -84,7 +84,11 @@ func familyToken(fam string) string {
 func placedConfig(name, advertise string, pinned map[string]string) string {
 	var sb strings.Builder
 	sb.WriteString(tokenConfig())
-	fmt.Fprintf(&sb, "placement:\n  broker: %s\n  advertise: %s\n  claim_ttl: %v\n  renew_every: %v\n  margin: %v\n",
+	// cut_redirect 1h: a broker cut off from PostgreSQL keeps answering
+	// family_unavailable (it would send its clients to a peer after
+	// claim_ttl + margin by default), so that unavailable-broker-moves-on
+	// proves the clients' own rule of moving on.
+	fmt.Fprintf(&sb, "placement:\n  broker: %s\n  advertise: %s\n  claim_ttl: %v\n  renew_every: %v\n  margin: %v\n  cut_redirect: 1h\n",
 		name, advertise, claimTTL, renewEvery, claimSlack)
 	if len(pinned) > 0 {
 		sb.WriteString("  pinned:\n")

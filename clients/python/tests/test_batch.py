@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import muster
-from muster._client import parse_route
+from muster._http import parse_route
 
 from .conftest import TOKENS, Broker
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 import muster
-from muster._client import problem_error
+from muster._http import problem_error
 
 ROOT = Path(__file__).resolve().parents[3]
 #: The known codes of the contract: ErrorCode is an open string, its known

@@ -16,7 +16,8 @@ import pytest
 
 import muster
 import muster.sync
-from muster._client import MAX_FOLLOWS, misdirected_to, parse_bases
+from muster._conn import MAX_FOLLOWS
+from muster._http import misdirected_to, parse_bases
 
 from .conftest import TOKENS, Broker, raises_transport
 

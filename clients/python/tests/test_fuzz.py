@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import muster
 from muster import _models as m
-from muster._client import problem_error
+from muster._http import problem_error
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),

@@ -197,7 +197,7 @@ impl Batch<'_> {
         let rb = c
             .request(Method::POST, c.url(&["v1", "leases", "batch"]))
             .json(&body);
-        let resp: BatchResponse = match c.call_as(rb, 200, s).await {
+        let resp: BatchResponse = match c.call_as(rb, 200, &**s).await {
             Ok(r) => r,
             Err(e) => {
                 s.not_found(&e); // ends the session and every lease of it

@@ -2,16 +2,17 @@
 //! bearer token and an HTTP client, the rule that picks the broker of every
 //! request, plus the one place that turns answers into values or errors.
 
-use crate::error::{media_type, problem_error, Error, Problem, Result};
-use crate::loss::answered_by;
-use crate::session::SessionInner;
+use crate::error::{problem_error, Error, Result};
+use crate::loss::{Losable, Sessions};
+use crate::transport::{answered_by, misdirected_to, rebase, Answer};
 use reqwest::{Method, RequestBuilder, Url};
 use serde::de::DeserializeOwned;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
-/// Bounds the bytes read from one non-streaming answer.
-const MAX_BODY: usize = 32 << 20;
+mod builder;
+mod route;
+pub use builder::ClientBuilder;
+pub(crate) use route::Route;
 
 /// Bounds the brokers one request is sent to after the first (following
 /// `wrong_broker`; Go: `maxFollows`).
@@ -59,13 +60,8 @@ pub(crate) struct Inner {
     pub(crate) never_lost: bool,
     /// Conformance tests only: a grant's local deadline is send + TTL.
     pub(crate) send_plus_ttl: bool,
-    /// Conformance tests only: sessions are lost at their keepalive only,
-    /// never promptly (loss.rs).
-    pub(crate) late_loss: bool,
-    /// Conformance tests only: a session's broker stays its creator (loss.rs).
-    pub(crate) creator_loss: bool,
     /// The live sessions, for prompt loss (loss.rs).
-    pub(crate) sessions: Mutex<Vec<Weak<SessionInner>>>,
+    pub(crate) sessions: Sessions,
 }
 
 /// The client's target: the owner a 421 named (`None` for none), set for
@@ -87,185 +83,7 @@ enum Target {
     Base(usize),
 }
 
-/// Configures a [`Client`]; see [`Client::builder`].
-#[derive(Debug)]
-#[must_use = "a builder does nothing until `build()`"]
-pub struct ClientBuilder {
-    base: String,
-    token: Option<String>,
-    http: Option<reqwest::Client>,
-    without_follow: bool,
-    sticky_owner: bool,
-    stay_on_unavailable: bool,
-    single_broker: bool,
-    never_lost: bool,
-    send_plus_ttl: bool,
-    late_loss: bool,
-    creator_loss: bool,
-    /// The `rustls` feature's CA file and client certificate (tls.rs).
-    #[cfg(feature = "rustls")]
-    pub(crate) tls: crate::tls::Tls,
-}
-
-impl ClientBuilder {
-    /// Turns off following `wrong_broker` answers (Go: `WithoutFollow`): a
-    /// request for a family that another broker serves then fails with
-    /// [`Error::WrongBroker`], whose problem's `owner` names that broker.
-    /// The rest of the rule of several brokers still applies.
-    #[must_use = "builder methods return the changed value; use it"]
-    pub fn without_follow(mut self) -> Self {
-        self.without_follow = true;
-        self
-    }
-
-    /// Builds a deliberately broken client (`no_follow`, `sticky_owner`,
-    /// `stay_on_unavailable`, `single_broker`, `never_lost`,
-    /// `send_plus_ttl`, `late_loss`, `creator_loss`), for the conformance tests only (the
-    /// `test-util` feature).
-    #[cfg(any(test, feature = "test-util"))]
-    #[must_use = "builder methods return the changed value; use it"]
-    pub fn faults(mut self, f: crate::faults::Faults) -> Self {
-        self.without_follow |= f.no_follow;
-        self.sticky_owner = f.sticky_owner;
-        self.stay_on_unavailable = f.stay_on_unavailable;
-        self.single_broker = f.single_broker;
-        self.never_lost = f.never_lost;
-        self.send_plus_ttl = f.send_plus_ttl;
-        self.late_loss = f.late_loss;
-        self.creator_loss = f.creator_loss;
-        self
-    }
-
-    /// Sends `token` as the bearer token of every request (Go: `WithToken`).
-    /// A broker in dev mode accepts requests without one.
-    #[must_use = "builder methods return the changed value; use it"]
-    pub fn token(mut self, token: impl Into<String>) -> Self {
-        self.token = Some(token.into());
-        self
-    }
-
-    /// Uses `http` for every request (Go: `WithHTTPClient`). Its timeout, if
-    /// any, also applies to watch streams and long-polling acquisitions: leave
-    /// it unset, or longer than the longest wait. With the `rustls` feature
-    /// it excludes `ca_file` and `identity`: give this client its TLS
-    /// configuration instead.
-    #[must_use = "builder methods return the changed value; use it"]
-    pub fn http_client(mut self, http: reqwest::Client) -> Self {
-        self.http = Some(http);
-        self
-    }
-
-    /// Builds the client; every base URL must be `http(s)://host[:port]`.
-    pub fn build(self) -> Result<Client> {
-        let mut bases = parse_bases(&self.base)?;
-        if self.single_broker {
-            bases.truncate(1);
-        }
-        // The rustls feature's TLS files make the SDK's own HTTP client.
-        #[cfg(feature = "rustls")]
-        let http = match (self.tls.is_set(), self.http) {
-            (true, Some(_)) => {
-                return Err(Error::invalid_request(
-                    "ca_file and identity configure the SDK's own HTTP client: \
-                     give the reqwest::Client of http_client its TLS configuration instead",
-                ))
-            }
-            (true, None) => Some(self.tls.client()?),
-            (false, h) => h,
-        };
-        #[cfg(not(feature = "rustls"))]
-        let http = self.http;
-        let http = match http {
-            Some(h) => h,
-            None => reqwest::Client::builder().build()?,
-        };
-        Ok(Client {
-            inner: Arc::new(Inner {
-                bases,
-                token: self.token,
-                http,
-                epoch: Mutex::new(String::new()),
-                follow: !self.without_follow,
-                to: Mutex::new(Towards::default()),
-                sticky_owner: self.sticky_owner,
-                stay_on_unavailable: self.stay_on_unavailable,
-                never_lost: self.never_lost,
-                send_plus_ttl: self.send_plus_ttl,
-                late_loss: self.late_loss,
-                creator_loss: self.creator_loss,
-                sessions: Mutex::new(Vec::new()),
-            }),
-        })
-    }
-}
-
-/// Reads the base URL argument: one base URL, or several separated by
-/// commas (as `MUSTER_ADDR` may hold them), in order of preference. Go:
-/// `parseBases`.
-fn parse_bases(base_urls: &str) -> Result<Vec<Url>> {
-    base_urls
-        .split(',')
-        .map(|s| {
-            let s = s.trim().trim_end_matches('/');
-            let bad = || {
-                Error::invalid_request(format!(
-                    "base URL {s:?}: want http(s)://host[:port], or several separated by commas"
-                ))
-            };
-            let u = Url::parse(s).map_err(|_| bad())?;
-            if !matches!(u.scheme(), "http" | "https") || u.host_str().unwrap_or("").is_empty() {
-                return Err(bad());
-            }
-            Ok(u)
-        })
-        .collect()
-}
-
 impl Client {
-    /// A client of the broker at `base_url` (e.g. `http://127.0.0.1:7420`)
-    /// without a token (dev mode). `base_url` may list several brokers'
-    /// base URLs separated by commas, in order of preference, as
-    /// `MUSTER_ADDR` may (docs/client-operations.md, "Several brokers").
-    pub fn new(base_url: &str) -> Result<Client> {
-        Client::builder(base_url).build()
-    }
-
-    /// A builder for a client of the broker at `base_url`, or of the
-    /// brokers it lists separated by commas (see [`Client::new`]).
-    pub fn builder(base_url: &str) -> ClientBuilder {
-        ClientBuilder {
-            base: base_url.to_string(),
-            token: None,
-            http: None,
-            without_follow: false,
-            sticky_owner: false,
-            stay_on_unavailable: false,
-            single_broker: false,
-            never_lost: false,
-            send_plus_ttl: false,
-            late_loss: false,
-            creator_loss: false,
-            #[cfg(feature = "rustls")]
-            tls: Default::default(),
-        }
-    }
-
-    /// A builder for a client of several brokers, given their base URLs in
-    /// order of preference (the list form of [`Client::builder`]); each is
-    /// checked at [`ClientBuilder::build`], and an empty list is refused
-    /// there.
-    pub fn builder_list<I>(base_urls: I) -> ClientBuilder
-    where
-        I: IntoIterator,
-        I::Item: AsRef<str>,
-    {
-        let list: Vec<String> = base_urls
-            .into_iter()
-            .map(|u| u.as_ref().to_string())
-            .collect();
-        Client::builder(&list.join(","))
-    }
-
     /// The broker lifetime (the `Muster-Epoch` header) of the last answer,
     /// `""` before the first one.
     pub fn epoch(&self) -> String {
@@ -303,7 +121,9 @@ impl Client {
         {
             if !e.is_empty() {
                 *self.inner.epoch.lock().unwrap() = e.to_string();
-                self.broker_gone(&answered_by(resp.url()), Some(e), None);
+                self.inner
+                    .sessions
+                    .broker_gone(&answered_by(resp.url()), Some(e), None);
             }
         }
     }
@@ -353,12 +173,12 @@ impl Client {
     }
 
     /// [`Client::execute`] for one of `session`'s own requests: an answer of
-    /// success first records its broker as the session's (loss.rs,
-    /// `SessionInner::answered_by`), then prompt loss judges it.
+    /// success first records its broker as the session's
+    /// (`Sessions::held_by`, loss.rs), then prompt loss judges it.
     pub(crate) async fn execute_as(
         &self,
         rb: RequestBuilder,
-        session: Option<&SessionInner>,
+        session: Option<&dyn Losable>,
     ) -> Result<Answer> {
         let req = rb.build()?;
         let n = self.inner.bases.len();
@@ -381,7 +201,14 @@ impl Client {
                 }
             };
             if let Some(s) = session.filter(|_| resp.status().is_success()) {
-                s.answered_by(&resp);
+                let epoch = resp
+                    .headers()
+                    .get("Muster-Epoch")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                self.inner
+                    .sessions
+                    .held_by(s, &answered_by(resp.url()), epoch);
             }
             self.saw_epoch(&resp);
             let status = resp.status().as_u16();
@@ -393,7 +220,7 @@ impl Client {
                 let Some(p) = a.problem_of("family_unavailable") else {
                     return Ok(a);
                 };
-                self.broker_gone(&a.host, None, Some(&p));
+                self.inner.sessions.broker_gone(&a.host, None, Some(&p));
                 if self.inner.stay_on_unavailable {
                     return Ok(a);
                 }
@@ -439,11 +266,11 @@ impl Client {
 
     /// [`Client::send_from`] for one of `session`'s own requests
     /// ([`Client::execute_as`]).
-    pub(crate) async fn send_from_as(
+    async fn send_from_as(
         &self,
         rb: RequestBuilder,
         want: u16,
-        session: Option<&SessionInner>,
+        session: Option<&dyn Losable>,
     ) -> Result<(bytes::Bytes, String)> {
         let a = self.execute_as(rb, session).await?;
         let (host, status, ct) = (a.host.clone(), a.status, a.content_type.clone());
@@ -452,6 +279,29 @@ impl Client {
             return Err(self.problem(&host, status, &ct, &body));
         }
         Ok((body, host))
+    }
+
+    /// [`Client::send`] for one of `s`'s own requests: a success records
+    /// its broker as the session's before prompt loss judges the answer.
+    pub(crate) async fn send_as(
+        &self,
+        rb: RequestBuilder,
+        want: u16,
+        s: &dyn Losable,
+    ) -> Result<bytes::Bytes> {
+        Ok(self.send_from_as(rb, want, Some(s)).await?.0)
+    }
+
+    /// [`Client::call`] for one of `s`'s own requests ([`Client::send_as`]).
+    pub(crate) async fn call_as<T: DeserializeOwned>(
+        &self,
+        rb: RequestBuilder,
+        want: u16,
+        s: &dyn Losable,
+    ) -> Result<T> {
+        let body = self.send_as(rb, want, s).await?;
+        serde_json::from_slice(&body)
+            .map_err(|e| Error::Protocol(format!("decoding a {want} answer: {e}")))
     }
 
     /// [`Client::send`] and decode the JSON answer.
@@ -474,124 +324,23 @@ impl Client {
             .map_err(|e| Error::Protocol(format!("decoding a {want} answer: {e}")))?;
         Ok((out, host))
     }
-}
 
-/// A byte stream of an answer's body.
-pub(crate) type BodyStream =
-    Pin<Box<dyn futures_core::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>;
-
-/// An answer of [`Client::execute`]: the broker that answered it
-/// (`host:port`), its status and content type, and its body, unread or
-/// read already (a 421 or 503, read to decide where the request goes).
-pub(crate) struct Answer {
-    pub(crate) host: String,
-    pub(crate) status: u16,
-    pub(crate) content_type: String,
-    body: AnswerBody,
-}
-
-enum AnswerBody {
-    Unread(reqwest::Response),
-    Read(bytes::Bytes),
-}
-
-impl Answer {
-    fn unread(resp: reqwest::Response) -> Answer {
-        Answer {
-            host: answered_by(resp.url()),
-            status: resp.status().as_u16(),
-            content_type: content_type(&resp),
-            body: AnswerBody::Unread(resp),
+    /// The error of a problem answer from `host`; a `family_unavailable`
+    /// ends the sessions that broker holds (prompt loss: loss.rs).
+    pub(crate) fn problem(
+        &self,
+        host: &str,
+        status: u16,
+        content_type: &str,
+        body: &[u8],
+    ) -> Error {
+        let e = problem_error(status, content_type, body);
+        if let Error::FamilyUnavailable(p) = &e {
+            self.inner.sessions.broker_gone(host, None, Some(p));
         }
-    }
-
-    async fn read(resp: reqwest::Response) -> Result<Answer> {
-        let mut a = Answer::unread(resp);
-        if let AnswerBody::Unread(resp) = a.body {
-            a.body = AnswerBody::Read(read_body(resp).await?);
-        }
-        Ok(a)
-    }
-
-    /// The body read already (empty when unread).
-    fn read_body(&self) -> &[u8] {
-        match &self.body {
-            AnswerBody::Read(b) => b,
-            AnswerBody::Unread(_) => &[],
-        }
-    }
-
-    /// The problem of a problem answer (read already) of `code`.
-    fn problem_of(&self, code: &str) -> Option<Problem> {
-        if media_type(&self.content_type) != "application/problem+json" {
-            return None;
-        }
-        let e = problem_error(self.status, &self.content_type, self.read_body());
-        match (e.code(), e.problem()) {
-            (Some(c), Some(p)) if c == code => Some(p.clone()),
-            _ => None,
-        }
-    }
-
-    /// The whole body, at most [`MAX_BODY`] bytes.
-    pub(crate) async fn body(self) -> Result<bytes::Bytes> {
-        match self.body {
-            AnswerBody::Unread(resp) => read_body(resp).await,
-            AnswerBody::Read(b) => Ok(b),
-        }
-    }
-
-    /// The body as a stream of chunks (a watch stream's events).
-    pub(crate) fn stream(self) -> BodyStream {
-        match self.body {
-            AnswerBody::Unread(resp) => Box::pin(resp.bytes_stream()),
-            AnswerBody::Read(b) => Box::pin(futures_util::stream::once(async move { Ok(b) })),
-        }
+        e
     }
 }
-
-/// Gives `u` the scheme, host and port of `owner`.
-fn rebase(u: &mut Url, owner: &Url) {
-    let _ = u.set_scheme(owner.scheme());
-    let _ = u.set_host(owner.host_str());
-    let _ = u.set_port(owner.port());
-}
-
-/// The owner a 421 answer names, when it is a `wrong_broker` problem with an
-/// http(s) URL with a host; `None` otherwise.
-pub(crate) fn misdirected_to(content_type: &str, body: &[u8]) -> Option<Url> {
-    if media_type(content_type) != "application/problem+json" {
-        return None;
-    }
-    let Error::WrongBroker(p) = problem_error(421, content_type, body) else {
-        return None;
-    };
-    let u = Url::parse(&p.owner).ok()?;
-    (matches!(u.scheme(), "http" | "https") && !u.host_str().unwrap_or("").is_empty()).then_some(u)
-}
-
-pub(crate) fn content_type(resp: &reqwest::Response) -> String {
-    resp.headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string()
-}
-
-/// Reads a body, at most [`MAX_BODY`] bytes.
-pub(crate) async fn read_body(mut resp: reqwest::Response) -> Result<bytes::Bytes> {
-    let mut buf = bytes::BytesMut::new();
-    while let Some(chunk) = resp.chunk().await? {
-        if buf.len() + chunk.len() > MAX_BODY {
-            return Err(Error::Protocol(format!("an answer above {MAX_BODY} bytes")));
-        }
-        buf.extend_from_slice(&chunk);
-    }
-    Ok(buf.freeze())
-}
-
-mod route;
-pub(crate) use route::Route;
 
 #[cfg(test)]
 pub(crate) mod tests;

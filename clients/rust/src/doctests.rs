@@ -1,9 +1,13 @@
 //! Doc tests only (`cfg(doctest)`): the README's code blocks, and the
 //! misuses the API refuses at compile time.
 
-/// The README's Rust blocks compile (the five-minutes example is `no_run`;
-/// fragments are `ignore`). `tests/readme.rs` also builds the example in a
-/// fresh project with exactly the README's dependency block.
+/// Every Rust block of the README compiles, and runs when it is a program.
+/// The five-minutes example alone is `no_run`: it needs a broker, and
+/// `package-test.sh` runs it against one (built in a fresh project from the
+/// packaged crate with exactly the README's dependency block), as
+/// `tests/broker.rs` runs its copy `examples/five_minutes.rs`. The other
+/// blocks define functions (of a `Client`, a `Session`), which compile here
+/// and are called by nothing.
 #[doc = include_str!("../README.md")]
 pub struct Readme;
 

@@ -3,10 +3,11 @@
 
 use crate::client::Route;
 use crate::error::{Error, Problem, Result};
-use crate::session::{Session, SessionInner};
+use crate::session::{Held, Session, SessionInner};
 use crate::signal::Signal;
 use crate::wire::{AcquireRequest, ExtendRequest, LeaseGrant, Outcome, ReleaseRequest};
 use reqwest::Method;
+use std::any::Any;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -108,7 +109,7 @@ impl Session {
         let rb = c
             .request(Method::POST, r.url(c, Some("acquire")))
             .json(&body);
-        let out: LeaseGrant = match c.call_as(rb, 200, s).await {
+        let out: LeaseGrant = match c.call_as(rb, 200, &**s).await {
             Ok(out) => out,
             Err(e) => {
                 s.not_found(&e);
@@ -171,9 +172,12 @@ pub(crate) fn adopt(
     ttl: Duration,
 ) -> Lease {
     if out.outcome == Some(Outcome::AlreadyHeld) {
-        if let Some(l) = s.handle(&r.to_string()) {
-            if l.inner.token == out.fencing_token {
-                return l;
+        if let Some(h) = s.handle(&r.to_string()) {
+            let h: Arc<dyn Any + Send + Sync> = h;
+            if let Ok(inner) = h.downcast::<LeaseInner>() {
+                if inner.token == out.fencing_token {
+                    return Lease { inner };
+                }
             }
         }
     }
@@ -200,7 +204,7 @@ pub(crate) fn adopt(
         }),
     };
     tokio::spawn(deadline_timer(l.clone()));
-    if !s.track(&l) {
+    if !s.track(l.route(), l.inner.clone()) {
         let cause = s.error().unwrap_or(Error::Closed);
         l.end(Error::LeaseLost(Box::new(cause)));
     }
@@ -284,10 +288,6 @@ impl Lease {
         &self.inner.route
     }
 
-    pub(crate) fn same(&self, other: &Lease) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
-    }
-
     /// Extends the lease to now + `ttl`. When the broker answers that the
     /// lease is no longer this session's (`NotOwner`, `Fenced`,
     /// `LeaseExpired`, `SessionNotFound`) the lease is lost and this returns
@@ -308,7 +308,7 @@ impl Lease {
         let rb = c
             .request(Method::POST, self.inner.route.url(c, Some("extend")))
             .json(&body);
-        let out: LeaseGrant = match c.call_as(rb, 200, s).await {
+        let out: LeaseGrant = match c.call_as(rb, 200, &**s).await {
             Ok(out) => out,
             Err(e) if ownership_gone(&e) => {
                 s.not_found(&e);
@@ -356,7 +356,7 @@ impl Lease {
         let rb = c
             .request(Method::POST, self.inner.route.url(c, Some("release")))
             .json(&body);
-        match c.send_as(rb, 204, s).await {
+        match c.send_as(rb, 204, &**s).await {
             Ok(_) => {
                 self.end(Error::Released);
                 Ok(())
@@ -372,18 +372,7 @@ impl Lease {
 
     /// Records why the lease is not held, once.
     pub(crate) fn end(&self, cause: Error) {
-        if self.inner.session.client.inner.never_lost && !matches!(cause, Error::Released) {
-            return;
-        }
-        {
-            let mut st = self.inner.state.lock().unwrap();
-            if st.err.is_some() {
-                return;
-            }
-            st.err = Some(cause);
-        }
-        self.inner.lost.cancel();
-        self.inner.session.untrack(self);
+        self.inner.end(cause);
     }
 
     /// Extends every `ttl/3` until the lease is lost; a failed extension is
@@ -398,6 +387,23 @@ impl Lease {
                 }
             }
         }
+    }
+}
+
+impl Held for LeaseInner {
+    fn end(&self, cause: Error) {
+        if self.session.client.inner.never_lost && !matches!(cause, Error::Released) {
+            return;
+        }
+        {
+            let mut st = self.state.lock().unwrap();
+            if st.err.is_some() {
+                return;
+            }
+            st.err = Some(cause);
+        }
+        self.lost.cancel();
+        self.session.untrack(&self.route_str, self);
     }
 }
 

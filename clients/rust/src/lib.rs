@@ -54,6 +54,7 @@ mod signal;
 mod sse;
 #[cfg(feature = "rustls")]
 mod tls;
+mod transport;
 mod watch;
 mod wire;
 

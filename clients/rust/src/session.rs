@@ -4,12 +4,12 @@
 use crate::backoff::Backoff;
 use crate::client::Client;
 use crate::error::{Error, Problem, Result};
-use crate::lease::Lease;
-use crate::loss::Held;
+use crate::loss::{Home, Losable};
 use crate::signal::Signal;
 use crate::watch::Subscription;
 use crate::wire::{CreateSessionRequest, Keepalive, SessionInfo};
 use reqwest::Method;
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -66,7 +66,7 @@ pub(crate) struct SessionInner {
     incarnation: String,
     /// The broker that holds the session and its epoch: the one that last
     /// answered one of its requests with success (prompt loss: loss.rs).
-    pub(crate) held: Mutex<Held>,
+    home: Mutex<Home>,
     ttl: Duration,
     state: Mutex<State>,
     done: CancellationToken,
@@ -75,7 +75,16 @@ pub(crate) struct SessionInner {
 #[derive(Debug, Default)]
 struct State {
     err: Option<Error>,
-    leases: HashMap<String, Lease>,
+    /// The leases held, by route.
+    leases: HashMap<String, Arc<dyn Held>>,
+}
+
+/// A lease as its session sees it (lease.rs implements it): ended with the
+/// session, and found again by its route when the broker answers
+/// `already_held`.
+pub(crate) trait Held: Any + Send + Sync + std::fmt::Debug {
+    /// Records why the lease is not held, once.
+    fn end(&self, cause: Error);
 }
 
 impl Client {
@@ -98,7 +107,7 @@ impl Client {
             id: out.session_id,
             owner_id: out.owner_id,
             incarnation: out.holder_incarnation,
-            held: Mutex::new(Held {
+            home: Mutex::new(Home {
                 host,
                 epoch: out.epoch,
             }),
@@ -106,7 +115,7 @@ impl Client {
             state: Mutex::new(State::default()),
             done: CancellationToken::new(),
         });
-        self.track_session(&inner);
+        self.inner.sessions.track(&inner);
         let stop = CancellationToken::new();
         let task = tokio::spawn(keepalive(inner.clone(), stop.clone(), t0 + ttl));
         Ok(Session {
@@ -138,7 +147,7 @@ impl Session {
     /// the one that created it, or the one a planned move took its family
     /// to.
     pub fn epoch(&self) -> String {
-        self.inner.held.lock().unwrap().epoch.clone()
+        self.inner.home.lock().unwrap().epoch.clone()
     }
 
     /// The session's TTL.
@@ -164,7 +173,7 @@ impl Session {
     }
 
     /// Ends the session at the broker (its leases are released there, each
-    /// with a `session_closed` change) and locally (every [`Lease`] is lost
+    /// with a `session_closed` change) and locally (every lease is lost
     /// with [`Error::Closed`] inside). Closing a session that already ended
     /// only stops its keepalive. The keepalive task has stopped when this
     /// returns.
@@ -181,7 +190,7 @@ impl Session {
         self.inner.end(Error::Closed);
         let c = &self.inner.client;
         let rb = c.request(Method::DELETE, c.url(&["v1", "sessions", &self.inner.id]));
-        match c.send_as(rb, 204, &self.inner).await {
+        match c.send_as(rb, 204, &*self.inner).await {
             Ok(_) | Err(Error::SessionNotFound(_)) => Ok(()),
             Err(e) => Err(e),
         }
@@ -221,32 +230,60 @@ impl SessionInner {
             st.err = Some(cause.clone());
             std::mem::take(&mut st.leases)
         };
-        self.client.untrack_session(self);
+        self.client.inner.sessions.untrack(self);
         self.done.cancel(); // the keepalive task ends
         for l in leases.into_values() {
             l.end(Error::LeaseLost(Box::new(cause.clone())));
         }
     }
 
-    /// Registers `l`; false when the session has ended.
-    pub fn track(&self, l: &Lease) -> bool {
+    /// Registers `l`, held on `route`; false when the session has ended.
+    pub fn track(&self, route: &str, l: Arc<dyn Held>) -> bool {
         let mut st = self.state.lock().unwrap();
         if st.err.is_some() {
             return false;
         }
-        st.leases.insert(l.route().to_string(), l.clone());
+        st.leases.insert(route.to_string(), l);
         true
     }
 
-    pub fn untrack(&self, l: &Lease) {
+    /// Forgets `l` (it ended), unless another lease holds `route` since.
+    pub fn untrack(&self, route: &str, l: &dyn Held) {
         let mut st = self.state.lock().unwrap();
-        if st.leases.get(l.route()).is_some_and(|h| h.same(l)) {
-            st.leases.remove(l.route());
+        if st
+            .leases
+            .get(route)
+            .is_some_and(|h| std::ptr::addr_eq(Arc::as_ptr(h), l))
+        {
+            st.leases.remove(route);
         }
     }
 
-    pub fn handle(&self, route: &str) -> Option<Lease> {
+    /// The lease held on `route`.
+    pub fn handle(&self, route: &str) -> Option<Arc<dyn Held>> {
         self.state.lock().unwrap().leases.get(route).cloned()
+    }
+
+    /// Ends the session at once when `e` is the broker's `session_not_found`
+    /// to one of its requests (prompt loss: loss.rs).
+    pub(crate) fn not_found(&self, e: &Error) {
+        if matches!(e, Error::SessionNotFound(_)) && !self.client.inner.sessions.late {
+            self.end(Error::SessionLost(Box::new(e.clone())));
+        }
+    }
+}
+
+impl Losable for SessionInner {
+    fn home(&self) -> Home {
+        self.home.lock().unwrap().clone()
+    }
+
+    fn rehome(&self, h: Home) {
+        *self.home.lock().unwrap() = h;
+    }
+
+    fn lose(&self, cause: Error) {
+        self.end(cause);
     }
 }
 
@@ -276,7 +313,7 @@ async fn keepalive(s: Arc<SessionInner>, stop: CancellationToken, mut deadline: 
         let r = tokio::select! {
             _ = stop.cancelled() => return,
             _ = s.done.cancelled() => return,
-            r = tokio::time::timeout_at(deadline, c.call_as::<Keepalive>(rb, 200, &s)) => r,
+            r = tokio::time::timeout_at(deadline, c.call_as::<Keepalive>(rb, 200, &*s)) => r,
         };
         match r {
             Ok(Ok(_)) => {

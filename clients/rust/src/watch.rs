@@ -1,9 +1,10 @@
 //! Watch streams: [`Client::watch`] opens one and returns a [`Subscription`],
 //! a [`Stream`] of [`Change`]s that starts after its snapshot [`Marker`].
 
-use crate::client::{BodyStream, Client};
-use crate::error::{Error, Result};
+use crate::client::Client;
+use crate::error::{Error, Problem, Result};
 use crate::sse::{Event, Parser};
+use crate::transport::BodyStream;
 use crate::wire::{ChangeEvent, ChangeKind, Item, SnapshotEvent, StreamEndEvent};
 use futures_core::Stream;
 use futures_util::StreamExt;
@@ -184,7 +185,7 @@ impl Client {
         session: Option<&str>,
     ) -> Result<Subscription> {
         if selectors.is_empty() {
-            return Err(Error::InvalidSelector(crate::Problem::local(
+            return Err(Error::InvalidSelector(Problem::local(
                 "Watch needs at least one selector",
             )));
         }

@@ -1,10 +1,9 @@
 /** Batches: many lease operations of one session in one request. */
 import type { components } from "./api/schema.js";
-import type { RequestOptions } from "./client.js";
+import type { RequestOptions } from "./transport.js";
 import { LeaseLostError, MusterError, ReleasedError, isCode } from "./errors.js";
-import { Lease, adopt, ownershipGone } from "./lease.js";
+import { Lease, adopt, ownershipGone, type Holder } from "./lease.js";
 import { parseRoute, type Route } from "./list.js";
-import type { Session } from "./session.js";
 import { signalOf } from "./internal/signal.js";
 
 /** The most operations one batch may carry (the contract's BatchRequest.ops maxItems). */
@@ -48,12 +47,12 @@ interface Entry {
  * rejects with.
  */
 export class Batch {
-  readonly #s: Session;
+  readonly #s: Holder;
   readonly #ops: Entry[] = [];
   #err: Error | null = null;
 
   /** @internal use Session.batch. */
-  constructor(s: Session) {
+  constructor(s: Holder) {
     this.#s = s;
   }
 
@@ -177,7 +176,7 @@ function settledLocally(e: Entry): { done: boolean; err: Error | null } {
 }
 
 /** Applies one broker result to the SDK's handles, as the single operation would. */
-function settle(s: Session, e: Entry, r: components["schemas"]["BatchResult"], t0: number, out: BatchResult): BatchResult {
+function settle(s: Holder, e: Entry, r: components["schemas"]["BatchResult"], t0: number, out: BatchResult): BatchResult {
   const err = r.ok ? null : resultError(r);
   switch (e.op) {
     case "acquire":

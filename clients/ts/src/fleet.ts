@@ -3,7 +3,7 @@
  * that should run. Nothing a worker does to its leases (or its death) edits
  * the desired set; forget is the one way out.
  */
-import type { MusterClient, RequestOptions } from "./client.js";
+import type { RequestOptions, Transport } from "./transport.js";
 import { signalOf } from "./internal/signal.js";
 
 /** One entry of the desired set: its minted name and the spec exactly as registered. */
@@ -44,10 +44,10 @@ export type Validator<T> = (spec: unknown) => T | Promise<T>;
 export class Fleet {
   /** One or more legal segments (lowercase letters, digits, '-' and '_') joined by '/'. */
   readonly root: string;
-  readonly #c: MusterClient;
+  readonly #c: Transport;
 
   /** @internal use MusterClient.fleet. */
-  constructor(c: MusterClient, root: string) {
+  constructor(c: Transport, root: string) {
     this.#c = c;
     this.root = root;
   }

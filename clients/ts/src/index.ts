@@ -2,7 +2,8 @@
  * @muster/client: the TypeScript client of the Muster lease broker, for
  * Node ≥ 20 and browsers. See README.md.
  */
-export { MusterClient, type ClientOptions, type RequestOptions } from "./client.js";
+export { MusterClient } from "./client.js";
+export type { ClientOptions, RequestOptions } from "./transport.js";
 export {
   Codes,
   codes,

@@ -1,12 +1,12 @@
 /** Leases: the only ownership handle of this package. */
 import type { components } from "./api/schema.js";
 import { unref } from "./backoff.js";
-import type { RequestOptions } from "./client.js";
 import { LeaseLostError, MusterError, ReleasedError, isCode } from "./errors.js";
 import { asyncDispose } from "./internal/dispose.js";
 import { Broken, isBroken } from "./internal/faults.js";
 import { parseRoute, type Route } from "./list.js";
-import type { Session } from "./session.js";
+import type { Held } from "./loss.js";
+import type { RequestOptions, Transport } from "./transport.js";
 import { signalOf } from "./internal/signal.js";
 
 /** Options of acquire and withLease. */
@@ -18,6 +18,24 @@ export interface AcquireOptions extends RequestOptions {
    * Aborting the signal leaves the queue.
    */
   waitMs?: number | undefined;
+}
+
+/**
+ * @internal what a lease, and a batch, needs of the session holding it:
+ * Session is the one implementation (this module is below session.ts, which
+ * makes leases).
+ */
+export interface Holder extends Held {
+  /** The session id. */
+  readonly id: string;
+  /** The client the session belongs to. */
+  readonly client: Transport;
+  /** Registers l; false when the session has ended. */
+  track(l: Lease): boolean;
+  /** Forgets l, which ended. */
+  untrack(l: Lease): void;
+  /** The tracked handle of route. */
+  handle(route: string): Lease | undefined;
 }
 
 /**
@@ -47,7 +65,7 @@ export class Lease {
    * means nothing across routes or broker lifetimes.
    */
   readonly fencingToken: number;
-  readonly #s: Session;
+  readonly #s: Holder;
   readonly #r: Route;
   readonly #lost = new AbortController();
   #acquiredAt: Date;
@@ -56,7 +74,7 @@ export class Lease {
   #timer: ReturnType<typeof setTimeout> | undefined;
 
   /** @internal use Session.acquire. */
-  constructor(s: Session, r: Route, out: { fencing_token: number; acquired_at: string; expires_at: string; renewals: number }) {
+  constructor(s: Holder, r: Route, out: { fencing_token: number; acquired_at: string; expires_at: string; renewals: number }) {
     this.#s = s;
     this.#r = r;
     this.route = `lease://${r.realm}/${r.area}/${r.resource}`;
@@ -136,7 +154,7 @@ export class Lease {
   }
 
   /** @internal the session holding this lease. */
-  get session(): Session {
+  get session(): Holder {
     return this.#s;
   }
 
@@ -207,7 +225,7 @@ export function ownershipGone(e: unknown): boolean {
 }
 
 /** @internal Session.acquire. */
-export async function acquire(s: Session, route: string, ttlMs: number, o: AcquireOptions): Promise<Lease> {
+export async function acquire(s: Holder, route: string, ttlMs: number, o: AcquireOptions): Promise<Lease> {
   const r = parseRoute(route);
   if (s.err !== null) throw s.err;
   const body: { session_id: string; ttl_ms: number; wait_ms: number } = { session_id: s.id, ttl_ms: ttlMs, wait_ms: 0 };
@@ -233,7 +251,7 @@ type AcquireAnswer = components["schemas"]["Lease"];
  * tracked handle when it is the same grant, otherwise a new one whose local
  * deadline is localDeadline's.
  */
-export function adopt(s: Session, r: Route, out: AcquireAnswer, t0: number, ttlMs: number): Lease {
+export function adopt(s: Holder, r: Route, out: AcquireAnswer, t0: number, ttlMs: number): Lease {
   const key = `lease://${r.realm}/${r.area}/${r.resource}`;
   if (out.outcome === "already_held") {
     const l = s.handle(key);
@@ -268,7 +286,7 @@ export function localDeadline(out: AcquireAnswer, t0: number, ttlMs: number): nu
 
 /** @internal Session.withLease. */
 export async function withLease<T>(
-  s: Session,
+  s: Holder,
   route: string,
   ttlMs: number,
   fn: (lease: Lease, signal: AbortSignal) => Promise<T>,

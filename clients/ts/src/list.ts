@@ -1,6 +1,6 @@
 /** LIST: held leases by selector, page by page from one snapshot. */
 import type { components } from "./api/schema.js";
-import type { MusterClient, RequestOptions } from "./client.js";
+import type { RequestOptions, Transport } from "./transport.js";
 import { MusterError } from "./errors.js";
 import { signalOf } from "./internal/signal.js";
 
@@ -60,7 +60,7 @@ export interface Page {
 }
 
 /** @internal */
-export async function listPage(c: MusterClient, selector: string, o: ListOptions): Promise<Page> {
+export async function listPage(c: Transport, selector: string, o: ListOptions): Promise<Page> {
   const query: { selector: string; limit?: number; cursor?: string } = { selector };
   if (o.limit) query.limit = o.limit;
   if (o.cursor) query.cursor = o.cursor;
@@ -74,7 +74,7 @@ export async function listPage(c: MusterClient, selector: string, o: ListOptions
 }
 
 /** @internal */
-export async function* listPages(c: MusterClient, selector: string, o: ListOptions): AsyncGenerator<Page, void, undefined> {
+export async function* listPages(c: Transport, selector: string, o: ListOptions): AsyncGenerator<Page, void, undefined> {
   let cursor = o.cursor ?? "";
   for (;;) {
     const p = await listPage(c, selector, { ...o, cursor });
@@ -85,7 +85,7 @@ export async function* listPages(c: MusterClient, selector: string, o: ListOptio
 }
 
 /** @internal */
-export async function* listItems(c: MusterClient, selector: string, o: ListOptions): AsyncGenerator<Item, void, undefined> {
+export async function* listItems(c: Transport, selector: string, o: ListOptions): AsyncGenerator<Item, void, undefined> {
   for await (const p of listPages(c, selector, o)) yield* p.items;
 }
 
@@ -119,7 +119,7 @@ export interface LeaseStatus {
 }
 
 /** @internal */
-export async function getLease(c: MusterClient, route: string, o: RequestOptions): Promise<LeaseStatus> {
+export async function getLease(c: Transport, route: string, o: RequestOptions): Promise<LeaseStatus> {
   const r = parseRoute(route);
   const s = await c.call(c.raw.GET("/v1/leases/{realm}/{area}/{resource}", { params: { path: r }, ...signalOf(o.signal) }), 200);
   let item: Item | null = null;

@@ -2,7 +2,7 @@
  * The observer: an advisory view of the held leases matching one selector,
  * built by the design §9 algorithm (the same as the Go SDK's observe.go).
  */
-import type { MusterClient } from "./client.js";
+import type { Transport } from "./transport.js";
 import { Backoff, defaultReconcileJitter, jittered, reconcileInterval } from "./backoff.js";
 import { ClosedError, MusterError, isCode } from "./errors.js";
 import { asyncDispose } from "./internal/dispose.js";
@@ -94,7 +94,7 @@ export class Observer implements AsyncIterable<View> {
   readonly selector: string;
   /** The (unjittered) periodic reconciliation interval in ms. */
   readonly reconcileEveryMs: number;
-  readonly #c: MusterClient;
+  readonly #c: Transport;
   readonly #jitter: number;
   readonly #pageSize: number;
   readonly #broken: number;
@@ -120,7 +120,7 @@ export class Observer implements AsyncIterable<View> {
   #resolveDone!: () => void;
 
   /** @internal use MusterClient.observe. */
-  constructor(c: MusterClient, selector: string, o: ObserveOptions) {
+  constructor(c: Transport, selector: string, o: ObserveOptions) {
     const errs: string[] = [];
     const shortest = o.shortestTtlMs ?? 0;
     if (!(shortest >= 0)) errs.push("the shortest TTL must not be negative");

@@ -1,9 +1,9 @@
 /** Sessions: a worker's liveness, kept alive in the background. */
-import type { MusterClient, RequestOptions } from "./client.js";
+import type { RequestOptions, Transport } from "./transport.js";
 import { Backoff, sleep, unref } from "./backoff.js";
 import { Batch } from "./batch.js";
 import { ClosedError, LeaseLostError, SessionLostError, isAbort, isCode } from "./errors.js";
-import { Lease, acquire, withLease, type AcquireOptions } from "./lease.js";
+import { Lease, acquire, withLease, type AcquireOptions, type Holder } from "./lease.js";
 import { openWatch, type Subscription, type WatchOptions } from "./watch.js";
 import { asyncDispose } from "./internal/dispose.js";
 import { Broken, isBroken } from "./internal/faults.js";
@@ -29,7 +29,7 @@ export type SessionOptions = RequestOptions;
  * alone changes nothing before then). A lost session is never revived:
  * create a new one and acquire again.
  */
-export class Session {
+export class Session implements Holder {
   /** The session id. A secret: whoever has it can release this session's leases. */
   readonly id: string;
   /** The logical owner the session was created for. */
@@ -39,14 +39,14 @@ export class Session {
   readonly ttlMs: number;
   #host: string;
   #epoch: string;
-  readonly #c: MusterClient;
+  readonly #c: Transport;
   readonly #ended = new AbortController();
   readonly #stopLoop = new AbortController();
   #loop: Promise<void> = Promise.resolve();
   #leases = new Map<string, Lease>();
 
   private constructor(
-    c: MusterClient,
+    c: Transport,
     s: { session_id: string; owner_id: string; holder_incarnation: string; epoch: string; ttl_ms: number },
     host: string,
   ) {
@@ -60,7 +60,7 @@ export class Session {
   }
 
   /** @internal use MusterClient.session. */
-  static async create(c: MusterClient, ownerId: string, ttlMs: number, o: SessionOptions): Promise<Session> {
+  static async create(c: Transport, ownerId: string, ttlMs: number, o: SessionOptions): Promise<Session> {
     const t0 = performance.now();
     const answer = c.raw.POST("/v1/sessions", { body: { owner_id: ownerId, ttl_ms: ttlMs }, ...signalOf(o.signal) });
     const out = await c.call(answer, 201);
@@ -101,7 +101,7 @@ export class Session {
   }
 
   /** @internal the client this session belongs to. */
-  get client(): MusterClient {
+  get client(): Transport {
     return this.#c;
   }
 

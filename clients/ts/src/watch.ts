@@ -4,7 +4,7 @@
  * new one and rebuild from its marker (or use observe, which does all of this).
  */
 import type { components } from "./api/schema.js";
-import type { MusterClient, RequestOptions } from "./client.js";
+import type { RequestOptions, Transport } from "./transport.js";
 import { ClosedError, MusterError, StreamEndedError, StreamEndError, problemError, type StreamEndReason } from "./errors.js";
 import { itemFrom, type Item } from "./list.js";
 import { SSEParser, type SSEEvent } from "./sse.js";
@@ -50,7 +50,7 @@ export interface Marker {
 export type WatchOptions = RequestOptions;
 
 /** The terminal events of the contract. */
-const endReasons: ReadonlySet<string> = new Set<StreamEndReason>(["overflow", "superseded", "unsubscribed", "session_closed", "shutdown"]);
+const endReasons: ReadonlySet<string> = new Set<StreamEndReason>(["overflow", "superseded", "unsubscribed", "session_closed", "shutdown", "moved"]);
 
 /** Decodes a terminal event, null for any other event. */
 function streamEnd(ev: SSEEvent): StreamEndError | null {
@@ -83,7 +83,7 @@ export interface SessionRef {
 export class Subscription implements AsyncIterable<Change> {
   /** The stream's first event. */
   readonly marker: Marker;
-  readonly #c: MusterClient;
+  readonly #c: Transport;
   readonly #session: SessionRef | null;
   readonly #ac: AbortController;
   readonly #unlink: () => void;
@@ -97,7 +97,7 @@ export class Subscription implements AsyncIterable<Change> {
 
   /** @internal use MusterClient.watch or Session.watch. */
   constructor(
-    c: MusterClient,
+    c: Transport,
     session: SessionRef | null,
     ac: AbortController,
     unlink: () => void,
@@ -272,7 +272,7 @@ async function readEvent(s: StreamReader): Promise<SSEEvent | null> {
  * @internal opens a stream over selectors (of session, when not null) and
  * resolves once its marker arrived.
  */
-export async function openWatch(c: MusterClient, session: SessionRef | null, selectors: readonly string[], o: WatchOptions): Promise<Subscription> {
+export async function openWatch(c: Transport, session: SessionRef | null, selectors: readonly string[], o: WatchOptions): Promise<Subscription> {
   if (selectors.length === 0) {
     throw new MusterError("invalid_selector", "Watch needs at least one selector");
   }

@@ -13,7 +13,8 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import type { ObserveOptions, Observer } from "../src/index.js";
-import { Harness, loadScenarios, runScenario, type ObserverFactory, type ObserverState } from "./conformance.js";
+import { runScenario, type ObserverFactory, type ObserverState } from "./conformance.js";
+import { Harness, loadScenarios } from "./harness.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const bundle = join(here, "..", "..", "dist", "browser", "muster.js");

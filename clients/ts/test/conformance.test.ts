@@ -4,7 +4,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Broken } from "../src/internal/faults.js";
-import { Harness, ScenarioSkipped, loadScenarios, runScenario, selectorMatches } from "./conformance.js";
+import { runScenario, selectorMatches } from "./conformance.js";
+import { Harness, ScenarioSkipped, loadScenarios } from "./harness.js";
 
 /** Per scenario, the broken observer it must catch (the Go runner's table). */
 export const brokenVariants: Record<string, number> = {

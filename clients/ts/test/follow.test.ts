@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { MusterClient, MusterError } from "../src/index.js";
-import { maxFollows, misdirectedTo, notSent } from "../src/client.js";
+import { maxFollows, misdirectedTo, notSent } from "../src/transport.js";
 
 const misdirect = (owner: string): Response =>
   new Response(JSON.stringify({ type: "about:blank", title: "Misdirected Request", status: 421, code: "wrong_broker", owner }), {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/musterhq/muster"
@@ -125,7 +126,42 @@ func (p *placer) Route(ctx context.Context, family string) (string, bool) {
 	if serving {
 		return p.set.claims.Addr, true
 	}
-	return p.Owner(family)
+	if addr, ok := p.Owner(family); ok {
+		return addr, true
+	}
+	return p.peer(family)
+}
+
+// peer is where a broker cut off from the claims sends the clients of a
+// family it does not serve, once it has not read the claims for
+// cutRedirect (by then a live peer has taken the family over): the peer it
+// last saw alive that should serve the family without this broker, which
+// knows the owner. Until then, and with no peer, it answers
+// family_unavailable.
+func (p *placer) peer(family string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.read.IsZero() || time.Since(p.read) < p.set.cutRedirect {
+		return "", false
+	}
+	var peers []string
+	for b := range p.live {
+		if b != p.self {
+			peers = append(peers, b)
+		}
+	}
+	if len(peers) == 0 {
+		return "", false
+	}
+	slices.Sort(peers)
+	current := currentOwners(p.owners)
+	for fam, b := range current {
+		if b == p.self {
+			delete(current, fam)
+		}
+	}
+	to := desiredOwners(p.set.families, peers, p.pinnedLocked(), current)[family]
+	return p.live[to], to != ""
 }
 
 // fresh waits until a step that began after the call has ended, or ctx

@@ -45,6 +45,7 @@ type placer struct {
 
 	mu     sync.Mutex
 	pins   map[string]string       // the pins recorded at run time (Move), as last read
+	read   time.Time               // when the claims were last read
 	owners map[string]claims.Owner // the last read of the table
 	live   map[string]string       // the live brokers then, with their addresses
 	// serving mirrors held's families for Route; moving has a channel per
@@ -150,7 +151,10 @@ func (p *placer) close() {
 	others := sortedKeys(p.live)
 	p.mu.Unlock()
 	others = slices.DeleteFunc(others, func(b string) bool { return b == p.self })
-	wants := desiredOwners(p.set.families, others, p.pinned())
+	p.mu.Lock()
+	current := currentOwners(p.owners)
+	p.mu.Unlock()
+	wants := desiredOwners(p.set.families, others, p.pinned(), current)
 	for _, fam := range sortedKeys(p.held) {
 		p.handOver(ctx, fam, p.held[fam], wants[fam], "shutdown")
 	}
@@ -239,7 +243,7 @@ func (p *placer) step() (next time.Time) {
 		return
 	}
 	p.mu.Lock()
-	p.owners, p.live, p.pins = owners, addrs, pins
+	p.owners, p.live, p.pins, p.read = owners, addrs, pins, time.Now()
 	for fam := range p.movedTo {
 		if o := owners[fam]; o.Live && o.Broker != p.self {
 			delete(p.movedTo, fam)
@@ -252,7 +256,7 @@ func (p *placer) step() (next time.Time) {
 	// family is acquired once, by its desired owner, instead of by the
 	// first broker up and handed away a round later.
 	settled := !start.Before(p.beating.Add(p.set.renewEvery))
-	wants := desiredOwners(p.set.families, live, p.pinned())
+	wants := desiredOwners(p.set.families, live, p.pinned(), currentOwners(owners))
 	for _, fam := range p.set.families {
 		want := wants[fam]
 		c, holding := p.held[fam]
@@ -444,15 +448,20 @@ func (p *placer) giveUp(ctx context.Context, fam string, c claims.Claim, cause s
 }
 
 // desiredOwners is the broker that should serve each of fams (sorted):
-// its pinned broker when that one is live; otherwise, family by family in
-// order, the live broker with the highest rendezvous hash of (family,
-// broker) among those holding fewer than ceil(families / live brokers) —
-// rendezvous hashing with bounded loads, so that few families spread
-// evenly (12 over 3 brokers: 4 each) where plain hashing can leave a
-// broker with none. Every broker computes the same answer from the same
-// configuration and live set. No family has an owner when no broker is
-// live.
-func desiredOwners(fams, live []string, pinned map[string]string) map[string]string {
+// its pinned broker when that one is live; otherwise its current owner
+// (current: the live claims as last read) when that one is live and holds
+// fewer than limit = ceil(families / live brokers) of the families kept so
+// far, in name order; otherwise, family by family in order, the live
+// broker with the highest rendezvous hash of (family, broker) among those
+// holding fewer than limit — rendezvous hashing with bounded loads, so
+// that few families spread evenly (12 over 3 brokers: 4 each) where plain
+// hashing can leave a broker with none. Keeping current owners first means
+// a move happens only where the spread is off by more than the bound: a
+// broker joining (or coming back) takes just enough families to bring
+// every broker within limit, and no family moves between the others.
+// Every broker computes the same answer from the same configuration, live
+// set and claims. No family has an owner when no broker is live.
+func desiredOwners(fams, live []string, pinned, current map[string]string) map[string]string {
 	out := make(map[string]string, len(fams))
 	if len(live) == 0 {
 		return out
@@ -461,6 +470,15 @@ func desiredOwners(fams, live []string, pinned map[string]string) map[string]str
 	load := map[string]int{}
 	for _, fam := range fams {
 		if b := pinned[fam]; b != "" && slices.Contains(live, b) {
+			out[fam] = b
+			load[b]++
+		}
+	}
+	for _, fam := range fams {
+		if _, ok := out[fam]; ok {
+			continue
+		}
+		if b := current[fam]; b != "" && slices.Contains(live, b) && load[b] < limit {
 			out[fam] = b
 			load[b]++
 		}
@@ -479,6 +497,17 @@ func desiredOwners(fams, live []string, pinned map[string]string) map[string]str
 			}
 		}
 		load[out[fam]]++
+	}
+	return out
+}
+
+// currentOwners is the broker of each live claim of owners.
+func currentOwners(owners map[string]claims.Owner) map[string]string {
+	out := make(map[string]string, len(owners))
+	for fam, o := range owners {
+		if o.Live {
+			out[fam] = o.Broker
+		}
 	}
 	return out
 }

@@ -22,6 +22,7 @@ import (
 //	  renew_every: 2s                     # at most claim_ttl / 3
 //	  margin: 1s                          # 0 – 60s
 //	  pinned: {acme: broker-a}            # families placed by hand
+//	  cut_redirect: 9s                    # default claim_ttl + margin + renew_every
 type PlacementConfig struct {
 	Broker     string            `yaml:"broker" validate:"required,max=128,printascii,excludesall= /,ne=auto"`
 	Advertise  string            `yaml:"advertise" validate:"required,max=1024"`
@@ -29,6 +30,10 @@ type PlacementConfig struct {
 	RenewEvery time.Duration     `yaml:"renew_every" validate:"omitempty,min=100ms,max=20s"`
 	Margin     time.Duration     `yaml:"margin" validate:"omitempty,min=0s,max=60s"`
 	Pinned     map[string]string `yaml:"pinned" validate:"max=10000,dive,keys,required,max=128,endkeys,required,max=128"`
+	// CutRedirect: how long a broker that cannot read the claims answers
+	// family_unavailable for a family it does not serve before it sends
+	// the clients to a peer it last saw alive (docs/placement.md).
+	CutRedirect time.Duration `yaml:"cut_redirect" validate:"omitempty,min=0s,max=1h"`
 }
 
 // placementSettings is a checked PlacementConfig with its defaults.
@@ -37,6 +42,8 @@ type placementSettings struct {
 	renewEvery time.Duration
 	families   []string // every family of the configuration, sorted
 	pinned     map[string]string
+	// cutRedirect: see PlacementConfig.CutRedirect.
+	cutRedirect time.Duration
 }
 
 // resolve checks what the tags cannot and fills in the defaults. families
@@ -64,6 +71,10 @@ func (p *PlacementConfig) resolve(families []string, storeURL string) (*placemen
 	if margin == 0 {
 		margin = claims.DefaultMargin
 	}
+	cut := p.CutRedirect
+	if cut == 0 {
+		cut = ttl + margin + every // a peer took the family over by then
+	}
 	fams := slices.Clone(families)
 	slices.Sort(fams)
 	fams = slices.Compact(fams)
@@ -75,8 +86,9 @@ func (p *PlacementConfig) resolve(families []string, storeURL string) (*placemen
 	return &placementSettings{
 		claims:     claims.Config{Broker: p.Broker, Addr: u.String(), TTL: ttl, Margin: margin},
 		renewEvery: every,
-		families:   fams,
-		pinned:     p.Pinned,
+		families:    fams,
+		pinned:      p.Pinned,
+		cutRedirect: cut,
 	}, nil
 }
 

@@ -68,13 +68,13 @@ func TestPlacementRefused(t *testing.T) {
 
 func TestDesiredOwners(t *testing.T) {
 	live := []string{"a", "b", "c"}
-	if got := desiredOwners([]string{"acme"}, nil, nil); len(got) != 0 {
+	if got := desiredOwners([]string{"acme"}, nil, nil, nil); len(got) != 0 {
 		t.Fatalf("no live broker: %v", got)
 	}
-	if got := desiredOwners([]string{"acme"}, live, map[string]string{"acme": "b"}); got["acme"] != "b" {
+	if got := desiredOwners([]string{"acme"}, live, map[string]string{"acme": "b"}, map[string]string{"acme": "a"}); got["acme"] != "b" {
 		t.Fatalf("pinned to a live broker: %v", got)
 	}
-	if got, hash := desiredOwners([]string{"acme"}, live, map[string]string{"acme": "z"}), desiredOwners([]string{"acme"}, live, nil); got["acme"] != hash["acme"] {
+	if got, hash := desiredOwners([]string{"acme"}, live, map[string]string{"acme": "z"}, nil), desiredOwners([]string{"acme"}, live, nil, nil); got["acme"] != hash["acme"] {
 		t.Fatalf("pinned to a dead broker falls back to the hash: %v", got)
 	}
 	// Few families spread evenly: 12 over 3 brokers, 4 each, for any names.
@@ -85,7 +85,7 @@ func TestDesiredOwners(t *testing.T) {
 		}
 		slices.Sort(fams)
 		load := map[string]int{}
-		for _, b := range desiredOwners(fams, live, nil) {
+		for _, b := range desiredOwners(fams, live, nil, nil) {
 			load[b]++
 		}
 		if load["a"] != 4 || load["b"] != 4 || load["c"] != 4 {
@@ -98,9 +98,9 @@ func TestDesiredOwners(t *testing.T) {
 	for i := range fams {
 		fams[i] = fmt.Sprintf("fam-%03d", i)
 	}
-	before := desiredOwners(fams, live, nil)
-	joined := desiredOwners(fams, append(slices.Clone(live), "d"), nil)
-	left := desiredOwners(fams, []string{"a", "c"}, nil)
+	before := desiredOwners(fams, live, nil, nil)
+	joined := desiredOwners(fams, append(slices.Clone(live), "d"), nil, before)
+	left := desiredOwners(fams, []string{"a", "c"}, nil, before)
 	toD, others, moved := 0, 0, 0
 	for _, f := range fams {
 		switch {
@@ -113,11 +113,31 @@ func TestDesiredOwners(t *testing.T) {
 			moved++
 		}
 	}
-	if toD != 50 || others > len(fams)/10 {
+	if toD != 50 || others != 0 {
 		t.Fatalf("d joined: %d families to d (want its 50), %d moved between the others", toD, others)
 	}
 	if moved > len(fams)/10 {
 		t.Fatalf("b left: %d families not b's moved", moved)
 	}
-	t.Logf("200 families, d joins: 50 to d, %d others moved; b leaves: %d not b's moved", others, moved)
+	if moved != 0 {
+		t.Fatalf("b left: %d families not b's moved", moved)
+	}
+	// d comes back after b's families went to a and c: just enough move to
+	// d to bring every broker within the bound, none between a and c.
+	back := desiredOwners(fams, []string{"a", "c", "d"}, nil, left)
+	load, shuffled := map[string]int{}, 0
+	for _, f := range fams {
+		load[back[f]]++
+		if back[f] != "d" && back[f] != left[f] {
+			shuffled++
+		}
+	}
+	if load["d"] != 66 || load["a"] > 67 || load["c"] > 67 || shuffled != 0 {
+		t.Fatalf("d back: loads %v, %d moved between a and c", load, shuffled)
+	}
+	// The current owner of a pinned family does not keep it.
+	if got := desiredOwners([]string{"acme"}, live, map[string]string{"acme": "c"}, map[string]string{"acme": "a"}); got["acme"] != "c" {
+		t.Fatalf("pin over current owner: %v", got)
+	}
+	t.Logf("200 families, d joins: 50 to d, %d others moved; b leaves: %d not b's moved; d back: %v", others, moved, load)
 }

@@ -30,481 +30,122 @@ var require_undici = __commonJS({
   }
 });
 
-// node_modules/openapi-fetch/dist/index.mjs
-var PATH_PARAM_RE = /\{[^{}]+\}/g;
-var supportsRequestInitExt = () => {
-  return typeof process === "object" && Number.parseInt(process?.versions?.node?.substring(0, 2)) >= 18 && process.versions.undici;
-};
-function randomID() {
-  return Math.random().toString(36).slice(2, 11);
+// src/internal/signal.ts
+function signalOf(signal) {
+  return signal === void 0 ? {} : { signal };
 }
-function createClient(clientOptions) {
-  let {
-    baseUrl = "",
-    Request: CustomRequest = globalThis.Request,
-    fetch: baseFetch = globalThis.fetch,
-    querySerializer: globalQuerySerializer,
-    bodySerializer: globalBodySerializer,
-    pathSerializer: globalPathSerializer,
-    headers: baseHeaders,
-    requestInitExt = void 0,
-    ...baseOptions
-  } = { ...clientOptions };
-  requestInitExt = supportsRequestInitExt() ? requestInitExt : void 0;
-  baseUrl = removeTrailingSlash(baseUrl);
-  const globalMiddlewares = [];
-  async function coreFetch(schemaPath, fetchOptions) {
-    const {
-      baseUrl: localBaseUrl,
-      fetch = baseFetch,
-      Request: Request2 = CustomRequest,
-      headers,
-      params = {},
-      parseAs = "json",
-      querySerializer: requestQuerySerializer,
-      bodySerializer = globalBodySerializer ?? defaultBodySerializer,
-      pathSerializer: requestPathSerializer,
-      body,
-      middleware: requestMiddlewares = [],
-      ...init
-    } = fetchOptions || {};
-    let finalBaseUrl = baseUrl;
-    if (localBaseUrl) {
-      finalBaseUrl = removeTrailingSlash(localBaseUrl) ?? baseUrl;
-    }
-    let querySerializer = typeof globalQuerySerializer === "function" ? globalQuerySerializer : createQuerySerializer(globalQuerySerializer);
-    if (requestQuerySerializer) {
-      querySerializer = typeof requestQuerySerializer === "function" ? requestQuerySerializer : createQuerySerializer({
-        ...typeof globalQuerySerializer === "object" ? globalQuerySerializer : {},
-        ...requestQuerySerializer
-      });
-    }
-    const pathSerializer = requestPathSerializer || globalPathSerializer || defaultPathSerializer;
-    const serializedBody = body === void 0 ? void 0 : bodySerializer(
-      body,
-      // Note: we declare mergeHeaders() both here and below because it’s a bit of a chicken-or-egg situation:
-      // bodySerializer() needs all headers so we aren’t dropping ones set by the user, however,
-      // the result of this ALSO sets the lowest-priority content-type header. So we re-merge below,
-      // setting the content-type at the very beginning to be overwritten.
-      // Lastly, based on the way headers work, it’s not a simple “present-or-not” check becauase null intentionally un-sets headers.
-      mergeHeaders(baseHeaders, headers, params.header)
+
+// src/fleet.ts
+var Fleet = class {
+  /** One or more legal segments (lowercase letters, digits, '-' and '_') joined by '/'. */
+  root;
+  #c;
+  /** @internal use MusterClient.fleet. */
+  constructor(c, root) {
+    this.#c = c;
+    this.root = root;
+  }
+  /** Stores spec (any JSON value) under a new name `<kind>-<n>` and returns it. Names are never reused. */
+  async register(kind, spec, options = {}) {
+    const c = this.#c;
+    const row = await c.call(
+      c.raw.POST("/v1/fleets/{root}/specs", { params: { path: { root: this.root } }, body: { kind, spec }, ...signalOf(options.signal) }),
+      201
     );
-    const finalHeaders = mergeHeaders(
-      // with no body, we should not to set Content-Type
-      serializedBody === void 0 || // if serialized body is FormData; browser will correctly set Content-Type & boundary expression
-      serializedBody instanceof FormData ? {} : {
-        "Content-Type": "application/json"
-      },
-      baseHeaders,
-      headers,
-      params.header
+    return { name: row.name, spec: row.spec };
+  }
+  /** Reads one spec; spec_not_found when the name is not in the set. */
+  async get(name, options = {}) {
+    const c = this.#c;
+    const row = await c.call(
+      c.raw.GET("/v1/fleets/{root}/specs/{name}", { params: { path: { root: this.root, name } }, ...signalOf(options.signal) }),
+      200
     );
-    const finalMiddlewares = [...globalMiddlewares, ...requestMiddlewares];
-    const requestInit = {
-      redirect: "follow",
-      ...baseOptions,
-      ...init,
-      body: serializedBody,
-      headers: finalHeaders
-    };
-    let id;
-    let options;
-    let request = new Request2(
-      createFinalURL(schemaPath, { baseUrl: finalBaseUrl, params, querySerializer, pathSerializer }),
-      requestInit
-    );
-    let response;
-    for (const key in init) {
-      if (!(key in request)) {
-        request[key] = init[key];
-      }
+    return { name: row.name, spec: row.spec };
+  }
+  /**
+   * Removes one spec from the desired set; forgetting an absent name
+   * succeeds. An illegal name (such as "Repo-1") is refused with
+   * invalid_name and nothing is removed.
+   */
+  async forget(name, options = {}) {
+    const c = this.#c;
+    await c.call(c.raw.DELETE("/v1/fleets/{root}/specs/{name}", { params: { path: { root: this.root, name } }, ...signalOf(options.signal) }), 204);
+  }
+  /** Iterates over the desired set in name order, one request per page (of up to 1,000), lazily. */
+  async *desired(options = {}) {
+    const c = this.#c;
+    let cursor;
+    for (; ; ) {
+      const query = { limit: 1e3 };
+      if (cursor !== void 0) query.cursor = cursor;
+      const page = await c.call(
+        c.raw.GET("/v1/fleets/{root}/specs", { params: { path: { root: this.root }, query }, ...signalOf(options.signal) }),
+        200
+      );
+      for (const row of page.items) yield { name: row.name, spec: row.spec };
+      if (!page.next_cursor) return;
+      cursor = page.next_cursor;
     }
-    if (finalMiddlewares.length) {
-      id = randomID();
-      options = Object.freeze({
-        baseUrl: finalBaseUrl,
-        fetch,
-        parseAs,
-        querySerializer,
-        bodySerializer,
-        pathSerializer
-      });
-      for (const m of finalMiddlewares) {
-        if (m && typeof m === "object" && typeof m.onRequest === "function") {
-          const result = await m.onRequest({
-            request,
-            schemaPath,
-            params,
-            options,
-            id
-          });
-          if (result) {
-            if (result instanceof Request2) {
-              request = result;
-            } else if (result instanceof Response) {
-              response = result;
-              break;
-            } else {
-              throw new Error("onRequest: must return new Request() or Response() when modifying the request");
-            }
-          }
-        }
-      }
-    }
-    if (!response) {
+  }
+  /**
+   * Validates every spec of the desired set with the caller's own validator
+   * and forgets each one it rejects: validate-or-drop. Returns the specs it
+   * kept (as the validator returned them) and the names it dropped. A spec
+   * registered while the sweep runs is either validated or left alone, never
+   * dropped without validation (names are never reused). On an error the
+   * sweep stops (rejects); what it dropped until then stays dropped.
+   */
+  async sweep(validate, options = {}) {
+    const out = { kept: [], dropped: [] };
+    for await (const s of this.desired(options)) {
+      let v;
       try {
-        response = await fetch(request, requestInitExt);
-      } catch (error2) {
-        let errorAfterMiddleware = error2;
-        if (finalMiddlewares.length) {
-          for (let i = finalMiddlewares.length - 1; i >= 0; i--) {
-            const m = finalMiddlewares[i];
-            if (m && typeof m === "object" && typeof m.onError === "function") {
-              const result = await m.onError({
-                request,
-                error: errorAfterMiddleware,
-                schemaPath,
-                params,
-                options,
-                id
-              });
-              if (result) {
-                if (result instanceof Response) {
-                  errorAfterMiddleware = void 0;
-                  response = result;
-                  break;
-                }
-                if (result instanceof Error) {
-                  errorAfterMiddleware = result;
-                  continue;
-                }
-                throw new Error("onError: must return new Response() or instance of Error");
-              }
-            }
-          }
-        }
-        if (errorAfterMiddleware) {
-          throw errorAfterMiddleware;
-        }
+        v = await validate(s.spec);
+      } catch {
+        await this.forget(s.name, options);
+        out.dropped.push(s.name);
+        continue;
       }
-      if (finalMiddlewares.length) {
-        for (let i = finalMiddlewares.length - 1; i >= 0; i--) {
-          const m = finalMiddlewares[i];
-          if (m && typeof m === "object" && typeof m.onResponse === "function") {
-            const result = await m.onResponse({
-              request,
-              response,
-              schemaPath,
-              params,
-              options,
-              id
-            });
-            if (result) {
-              if (!(result instanceof Response)) {
-                throw new Error("onResponse: must return new Response() when modifying the response");
-              }
-              response = result;
-            }
-          }
-        }
-      }
+      out.kept.push({ name: s.name, spec: v });
     }
-    const contentLength = response.headers.get("Content-Length");
-    if (response.status === 204 || request.method === "HEAD" || contentLength === "0" && !response.headers.get("Transfer-Encoding")?.includes("chunked")) {
-      return response.ok ? { data: void 0, response } : { error: void 0, response };
-    }
-    if (response.ok) {
-      const getResponseData = async () => {
-        if (parseAs === "stream") {
-          return response.body;
-        }
-        if (parseAs === "json" && !contentLength) {
-          const raw = await response.text();
-          return raw ? JSON.parse(raw) : void 0;
-        }
-        return await response[parseAs]();
-      };
-      return { data: await getResponseData(), response };
-    }
-    let error = await response.text();
-    try {
-      error = JSON.parse(error);
-    } catch {
-    }
-    return { error, response };
+    return out;
   }
-  return {
-    request(method, url, init) {
-      return coreFetch(url, { ...init, method: method.toUpperCase() });
-    },
-    /** Call a GET endpoint */
-    GET(url, init) {
-      return coreFetch(url, { ...init, method: "GET" });
-    },
-    /** Call a PUT endpoint */
-    PUT(url, init) {
-      return coreFetch(url, { ...init, method: "PUT" });
-    },
-    /** Call a POST endpoint */
-    POST(url, init) {
-      return coreFetch(url, { ...init, method: "POST" });
-    },
-    /** Call a DELETE endpoint */
-    DELETE(url, init) {
-      return coreFetch(url, { ...init, method: "DELETE" });
-    },
-    /** Call a OPTIONS endpoint */
-    OPTIONS(url, init) {
-      return coreFetch(url, { ...init, method: "OPTIONS" });
-    },
-    /** Call a HEAD endpoint */
-    HEAD(url, init) {
-      return coreFetch(url, { ...init, method: "HEAD" });
-    },
-    /** Call a PATCH endpoint */
-    PATCH(url, init) {
-      return coreFetch(url, { ...init, method: "PATCH" });
-    },
-    /** Call a TRACE endpoint */
-    TRACE(url, init) {
-      return coreFetch(url, { ...init, method: "TRACE" });
-    },
-    /** Register middleware */
-    use(...middleware) {
-      for (const m of middleware) {
-        if (!m) {
-          continue;
-        }
-        if (typeof m !== "object" || !("onRequest" in m || "onResponse" in m || "onError" in m)) {
-          throw new Error("Middleware must be an object with one of `onRequest()`, `onResponse() or `onError()`");
-        }
-        globalMiddlewares.push(m);
-      }
-    },
-    /** Unregister middleware */
-    eject(...middleware) {
-      for (const m of middleware) {
-        const i = globalMiddlewares.indexOf(m);
-        if (i !== -1) {
-          globalMiddlewares.splice(i, 1);
-        }
-      }
-    }
-  };
-}
-function serializePrimitiveParam(name, value, options) {
-  if (value === void 0 || value === null) {
-    return "";
+  /** Asks the broker for the pure difference of desired and live (both sorted in the answer). It changes nothing. */
+  async plan(desired, live, options = {}) {
+    const c = this.#c;
+    const p = await c.call(c.raw.POST("/v1/fleets/plan", { body: { desired: [...desired], live: [...live] }, ...signalOf(options.signal) }), 200);
+    return { missing: p.missing, orphans: p.orphans, revision: 0 };
   }
-  if (typeof value === "object") {
-    throw new Error(
-      "Deeply-nested arrays/objects aren\u2019t supported. Provide your own `querySerializer()` to handle these."
-    );
-  }
-  return `${name}=${options?.allowReserved === true ? value : encodeURIComponent(value)}`;
-}
-function serializeObjectParam(name, value, options) {
-  if (!value || typeof value !== "object") {
-    return "";
-  }
-  const values = [];
-  const joiner = {
-    simple: ",",
-    label: ".",
-    matrix: ";"
-  }[options.style] || "&";
-  if (options.style !== "deepObject" && options.explode === false) {
-    for (const k in value) {
-      values.push(k, options.allowReserved === true ? value[k] : encodeURIComponent(value[k]));
-    }
-    const final2 = values.join(",");
-    switch (options.style) {
-      case "form": {
-        return `${name}=${final2}`;
-      }
-      case "label": {
-        return `.${final2}`;
-      }
-      case "matrix": {
-        return `;${name}=${final2}`;
-      }
-      default: {
-        return final2;
-      }
+  /**
+   * Plans this fleet's desired set against the live lease inventory: the
+   * resource segment of every held lease matching liveSelector, read from one
+   * snapshot at `revision`. The broker answers a large gap in pages (10,000
+   * names of each side at most); gap reads them all, one request per page,
+   * and returns them joined. cursor_expired midway means the snapshot was
+   * evicted: call gap again.
+   */
+  async gap(liveSelector, options = {}) {
+    const c = this.#c;
+    const missing = [];
+    const orphans = [];
+    let revision = 0;
+    let cursor;
+    for (; ; ) {
+      const query = { live: liveSelector };
+      if (cursor !== void 0) query.cursor = cursor;
+      const g = await c.call(c.raw.GET("/v1/fleets/{root}/gap", { params: { path: { root: this.root }, query }, ...signalOf(options.signal) }), 200);
+      for (const n of g.missing) missing.push(n);
+      for (const n of g.orphans) orphans.push(n);
+      revision = g.revision;
+      if (g.next_cursor === void 0 || g.next_cursor === null) return { missing, orphans, revision };
+      cursor = g.next_cursor;
     }
   }
-  for (const k in value) {
-    const finalName = options.style === "deepObject" ? `${name}[${k}]` : k;
-    values.push(serializePrimitiveParam(finalName, value[k], options));
-  }
-  const final = values.join(joiner);
-  return options.style === "label" || options.style === "matrix" ? `${joiner}${final}` : final;
-}
-function serializeArrayParam(name, value, options) {
-  if (!Array.isArray(value)) {
-    return "";
-  }
-  if (options.explode === false) {
-    const joiner2 = { form: ",", spaceDelimited: "%20", pipeDelimited: "|" }[options.style] || ",";
-    const final = (options.allowReserved === true ? value : value.map((v) => encodeURIComponent(v))).join(joiner2);
-    switch (options.style) {
-      case "simple": {
-        return final;
-      }
-      case "label": {
-        return `.${final}`;
-      }
-      case "matrix": {
-        return `;${name}=${final}`;
-      }
-      // case "spaceDelimited":
-      // case "pipeDelimited":
-      default: {
-        return `${name}=${final}`;
-      }
-    }
-  }
-  const joiner = { simple: ",", label: ".", matrix: ";" }[options.style] || "&";
-  const values = [];
-  for (const v of value) {
-    if (options.style === "simple" || options.style === "label") {
-      values.push(options.allowReserved === true ? v : encodeURIComponent(v));
-    } else {
-      values.push(serializePrimitiveParam(name, v, options));
-    }
-  }
-  return options.style === "label" || options.style === "matrix" ? `${joiner}${values.join(joiner)}` : values.join(joiner);
-}
-function createQuerySerializer(options) {
-  return function querySerializer(queryParams) {
-    const search = [];
-    if (queryParams && typeof queryParams === "object") {
-      for (const name in queryParams) {
-        const value = queryParams[name];
-        if (value === void 0 || value === null) {
-          continue;
-        }
-        if (Array.isArray(value)) {
-          if (value.length === 0) {
-            continue;
-          }
-          search.push(
-            serializeArrayParam(name, value, {
-              style: "form",
-              explode: true,
-              ...options?.array,
-              allowReserved: options?.allowReserved || false
-            })
-          );
-          continue;
-        }
-        if (typeof value === "object") {
-          search.push(
-            serializeObjectParam(name, value, {
-              style: "deepObject",
-              explode: true,
-              ...options?.object,
-              allowReserved: options?.allowReserved || false
-            })
-          );
-          continue;
-        }
-        search.push(serializePrimitiveParam(name, value, options));
-      }
-    }
-    return search.join("&");
-  };
-}
-function defaultPathSerializer(pathname, pathParams) {
-  let nextURL = pathname;
-  for (const match of pathname.match(PATH_PARAM_RE) ?? []) {
-    let name = match.substring(1, match.length - 1);
-    let explode = false;
-    let style = "simple";
-    if (name.endsWith("*")) {
-      explode = true;
-      name = name.substring(0, name.length - 1);
-    }
-    if (name.startsWith(".")) {
-      style = "label";
-      name = name.substring(1);
-    } else if (name.startsWith(";")) {
-      style = "matrix";
-      name = name.substring(1);
-    }
-    if (!pathParams || pathParams[name] === void 0 || pathParams[name] === null) {
-      continue;
-    }
-    const value = pathParams[name];
-    if (Array.isArray(value)) {
-      nextURL = nextURL.replace(match, serializeArrayParam(name, value, { style, explode }));
-      continue;
-    }
-    if (typeof value === "object") {
-      nextURL = nextURL.replace(match, serializeObjectParam(name, value, { style, explode }));
-      continue;
-    }
-    if (style === "matrix") {
-      nextURL = nextURL.replace(match, `;${serializePrimitiveParam(name, value)}`);
-      continue;
-    }
-    nextURL = nextURL.replace(match, style === "label" ? `.${encodeURIComponent(value)}` : encodeURIComponent(value));
-  }
-  return nextURL;
-}
-function defaultBodySerializer(body, headers) {
-  if (body instanceof FormData) {
-    return body;
-  }
-  if (headers) {
-    const contentType = headers.get instanceof Function ? headers.get("Content-Type") ?? headers.get("content-type") : headers["Content-Type"] ?? headers["content-type"];
-    if (contentType === "application/x-www-form-urlencoded") {
-      return new URLSearchParams(body).toString();
-    }
-  }
-  return JSON.stringify(body);
-}
-function createFinalURL(pathname, options) {
-  let finalURL = `${options.baseUrl}${pathname}`;
-  if (options.params?.path) {
-    finalURL = options.pathSerializer(finalURL, options.params.path);
-  }
-  let search = options.querySerializer(options.params.query ?? {});
-  if (search.startsWith("?")) {
-    search = search.substring(1);
-  }
-  if (search) {
-    finalURL += `?${search}`;
-  }
-  return finalURL;
-}
-function mergeHeaders(...allHeaders) {
-  const finalHeaders = new Headers();
-  for (const h of allHeaders) {
-    if (!h || typeof h !== "object") {
-      continue;
-    }
-    const iterator = h instanceof Headers ? h.entries() : Object.entries(h);
-    for (const [k, v] of iterator) {
-      if (v === null) {
-        finalHeaders.delete(k);
-      } else if (Array.isArray(v)) {
-        for (const v2 of v) {
-          finalHeaders.append(k, v2);
-        }
-      } else if (v !== void 0) {
-        finalHeaders.set(k, v);
-      }
-    }
-  }
-  return finalHeaders;
-}
-function removeTrailingSlash(url) {
-  if (url.endsWith("/")) {
-    return url.substring(0, url.length - 1);
-  }
-  return url;
-}
+};
+
+// src/internal/dispose.ts
+var asyncDispose = Symbol.asyncDispose ?? /* @__PURE__ */ Symbol.for("Symbol.asyncDispose");
 
 // src/errors.ts
 var table = {
@@ -720,272 +361,6 @@ function problemError(status, statusText2, contentType, body) {
   return new MusterError(code, `HTTP ${status} without a problem body: ${text.slice(0, 200).trim()}`, status, statusText2);
 }
 
-// src/internal/signal.ts
-function signalOf(signal) {
-  return signal === void 0 ? {} : { signal };
-}
-
-// src/fleet.ts
-var Fleet = class {
-  /** One or more legal segments (lowercase letters, digits, '-' and '_') joined by '/'. */
-  root;
-  #c;
-  /** @internal use MusterClient.fleet. */
-  constructor(c, root) {
-    this.#c = c;
-    this.root = root;
-  }
-  /** Stores spec (any JSON value) under a new name `<kind>-<n>` and returns it. Names are never reused. */
-  async register(kind, spec, options = {}) {
-    const c = this.#c;
-    const row = await c.call(
-      c.raw.POST("/v1/fleets/{root}/specs", { params: { path: { root: this.root } }, body: { kind, spec }, ...signalOf(options.signal) }),
-      201
-    );
-    return { name: row.name, spec: row.spec };
-  }
-  /** Reads one spec; spec_not_found when the name is not in the set. */
-  async get(name, options = {}) {
-    const c = this.#c;
-    const row = await c.call(
-      c.raw.GET("/v1/fleets/{root}/specs/{name}", { params: { path: { root: this.root, name } }, ...signalOf(options.signal) }),
-      200
-    );
-    return { name: row.name, spec: row.spec };
-  }
-  /**
-   * Removes one spec from the desired set; forgetting an absent name
-   * succeeds. An illegal name (such as "Repo-1") is refused with
-   * invalid_name and nothing is removed.
-   */
-  async forget(name, options = {}) {
-    const c = this.#c;
-    await c.call(c.raw.DELETE("/v1/fleets/{root}/specs/{name}", { params: { path: { root: this.root, name } }, ...signalOf(options.signal) }), 204);
-  }
-  /** Iterates over the desired set in name order, one request per page (of up to 1,000), lazily. */
-  async *desired(options = {}) {
-    const c = this.#c;
-    let cursor;
-    for (; ; ) {
-      const query = { limit: 1e3 };
-      if (cursor !== void 0) query.cursor = cursor;
-      const page = await c.call(
-        c.raw.GET("/v1/fleets/{root}/specs", { params: { path: { root: this.root }, query }, ...signalOf(options.signal) }),
-        200
-      );
-      for (const row of page.items) yield { name: row.name, spec: row.spec };
-      if (!page.next_cursor) return;
-      cursor = page.next_cursor;
-    }
-  }
-  /**
-   * Validates every spec of the desired set with the caller's own validator
-   * and forgets each one it rejects: validate-or-drop. Returns the specs it
-   * kept (as the validator returned them) and the names it dropped. A spec
-   * registered while the sweep runs is either validated or left alone, never
-   * dropped without validation (names are never reused). On an error the
-   * sweep stops (rejects); what it dropped until then stays dropped.
-   */
-  async sweep(validate, options = {}) {
-    const out = { kept: [], dropped: [] };
-    for await (const s of this.desired(options)) {
-      let v;
-      try {
-        v = await validate(s.spec);
-      } catch {
-        await this.forget(s.name, options);
-        out.dropped.push(s.name);
-        continue;
-      }
-      out.kept.push({ name: s.name, spec: v });
-    }
-    return out;
-  }
-  /** Asks the broker for the pure difference of desired and live (both sorted in the answer). It changes nothing. */
-  async plan(desired, live, options = {}) {
-    const c = this.#c;
-    const p = await c.call(c.raw.POST("/v1/fleets/plan", { body: { desired: [...desired], live: [...live] }, ...signalOf(options.signal) }), 200);
-    return { missing: p.missing, orphans: p.orphans, revision: 0 };
-  }
-  /**
-   * Plans this fleet's desired set against the live lease inventory: the
-   * resource segment of every held lease matching liveSelector, read from one
-   * snapshot at `revision`. The broker answers a large gap in pages (10,000
-   * names of each side at most); gap reads them all, one request per page,
-   * and returns them joined. cursor_expired midway means the snapshot was
-   * evicted: call gap again.
-   */
-  async gap(liveSelector, options = {}) {
-    const c = this.#c;
-    const missing = [];
-    const orphans = [];
-    let revision = 0;
-    let cursor;
-    for (; ; ) {
-      const query = { live: liveSelector };
-      if (cursor !== void 0) query.cursor = cursor;
-      const g = await c.call(c.raw.GET("/v1/fleets/{root}/gap", { params: { path: { root: this.root }, query }, ...signalOf(options.signal) }), 200);
-      for (const n of g.missing) missing.push(n);
-      for (const n of g.orphans) orphans.push(n);
-      revision = g.revision;
-      if (g.next_cursor === void 0 || g.next_cursor === null) return { missing, orphans, revision };
-      cursor = g.next_cursor;
-    }
-  }
-};
-
-// src/internal/dispose.ts
-var asyncDispose = Symbol.asyncDispose ?? /* @__PURE__ */ Symbol.for("Symbol.asyncDispose");
-
-// src/internal/faults.ts
-var Broken = {
-  /** Installs an empty snapshot: the marker's page and the LIST pages are read but dropped. */
-  IgnoreSnapshot: 1 << 0,
-  /** Installs the snapshot without applying the changes buffered while paging it. */
-  DropBuffered: 1 << 1,
-  /** Applies no change once the view is ready. */
-  IgnoreLive: 1 << 2,
-  /** Keeps the view ready when its stream ends and starts no bootstrap. */
-  StayReady: 1 << 3,
-  /** Merges a new bootstrap into the old view instead of replacing it. */
-  MergeViews: 1 << 4,
-  /** Drops changes of kind expired. */
-  IgnoreExpired: 1 << 5,
-  /** Drops changes of kind session_closed. */
-  IgnoreSessionClosed: 1 << 6,
-  /** Never starts a periodic reconciliation. */
-  NoReconcile: 1 << 7,
-  /** Pages the snapshot with requests that close does not cancel. */
-  UncancellablePages: 1 << 8,
-  /** Retries errors no retry fixes (forbidden, …) instead of stopping. */
-  RetryFatal: 1 << 9,
-  /** The runner builds its clients with withoutFollow: wrong_broker is an error, not a redirect. */
-  NoFollow: 1 << 10,
-  /** The runner's clients follow wrong_broker but keep an owner that stopped answering. */
-  StickyOwner: 1 << 11,
-  /** The runner's clients never report a lease's loss (`lost` never aborts). */
-  NeverLost: 1 << 12,
-  /**
-   * The runner's clients set a grant's local deadline to send + TTL, the old
-   * rule, which a wait in the queue makes early: the lease is lost right
-   * after it was granted.
-   */
-  SendPlusTtl: 1 << 13,
-  /**
-   * The runner's clients lose a session at its keepalive only: another epoch
-   * from its broker, family_unavailable or session_not_found to another
-   * request end nothing at once (no prompt loss).
-   */
-  LateLoss: 1 << 14,
-  /** The runner's clients use only the first of their base URLs: a dead first broker is never left. */
-  SingleBroker: 1 << 15,
-  /**
-   * The runner's clients keep sending to a broker that answers
-   * family_unavailable instead of moving on (its sessions are still lost
-   * promptly).
-   */
-  StayOnUnavailable: 1 << 16,
-  /**
-   * The runner's clients judge prompt loss against the broker that created a
-   * session, never against the one that last answered it (a planned move):
-   * the creator answering under a new epoch ends the session.
-   */
-  CreatorLoss: 1 << 17
-};
-var modes = /* @__PURE__ */ new WeakMap();
-function brokenModes(client) {
-  return modes.get(client) ?? 0;
-}
-function isBroken(client, mode) {
-  return (brokenModes(client) & mode) !== 0;
-}
-
-// src/internal/tls.ts
-var pemCert = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/;
-function checkCA(ca) {
-  const node = globalThis.process?.versions?.node;
-  if (typeof node !== "string") {
-    throw new MusterError("invalid_request", "ca: only Node takes a CA of its own; a browser trusts the certificates of the system's store");
-  }
-  const list = typeof ca === "string" || ca instanceof Uint8Array ? [ca] : [...ca];
-  if (list.length === 0) throw new MusterError("invalid_request", "ca: no certificate: want PEM text (e.g. readFileSync of the CA file)");
-  return list.map((x, i) => {
-    const s = typeof x === "string" ? x : x instanceof Uint8Array ? new TextDecoder().decode(x) : "";
-    if (!pemCert.test(s)) {
-      const which = list.length > 1 ? ` entry ${i}` : "";
-      throw new MusterError("invalid_request", `ca${which}: no PEM certificate in it: want the PEM text (e.g. readFileSync of the CA file), not a path`);
-    }
-    return s;
-  });
-}
-async function loadTLS(pems) {
-  const undici = await Promise.resolve().then(() => __toESM(require_undici(), 1));
-  const dispatcher = new undici.Agent({ connect: { ca: pems } });
-  return { fetch: undici.fetch, dispatcher };
-}
-
-// src/loss.ts
-var Losses = class {
-  #live = /* @__PURE__ */ new Set();
-  #late;
-  /**
-   * late: conformance tests only (Broken.LateLoss): when it answers true,
-   * nothing is lost promptly, only at the keepalive.
-   */
-  constructor(late) {
-    this.#late = late;
-  }
-  /** Registers a session created by this client. */
-  track(s) {
-    if (s.err === null) this.#live.add(s);
-  }
-  /** Forgets a session that ended. */
-  untrack(s) {
-    this.#live.delete(s);
-  }
-  /**
-   * An answer (or a stream's opening answer) from host: ends at once every
-   * session held by host whose epoch differs from the answer's Muster-Epoch,
-   * and every session held by host when the answer is a family_unavailable
-   * problem. Called before the caller sees the answer.
-   */
-  async answered(host, resp) {
-    if (host === "" || this.#live.size === 0 || this.#late()) return;
-    const epoch = resp.headers.get("Muster-Epoch") ?? "";
-    if (epoch !== "") {
-      for (const s of this.#held(host)) {
-        if (s.epoch !== epoch) s.end(new SessionLostError(`its broker ${host} answered for another lifetime (epoch ${epoch}, the session's ${s.epoch})`));
-      }
-    }
-    if (resp.status !== 503 || this.#live.size === 0) return;
-    const mt = (resp.headers.get("Content-Type") ?? "").split(";")[0].trim().toLowerCase();
-    if (mt !== "application/problem+json") return;
-    let body;
-    try {
-      body = await resp.clone().text();
-    } catch {
-      return;
-    }
-    const perr = problemError(resp.status, resp.statusText, resp.headers.get("Content-Type"), body);
-    if (perr.code !== "family_unavailable") return;
-    for (const s of this.#held(host)) {
-      s.end(new SessionLostError(`its broker ${host} no longer serves the family (family_unavailable)`, perr));
-    }
-  }
-  /** The live sessions held by host, copied: ending one changes the set. */
-  #held(host) {
-    return [...this.#live].filter((s) => s.host === host);
-  }
-  /**
-   * Ends s at once when err is the broker's session_not_found to one of its
-   * own requests (acquire, extend, release, batch).
-   */
-  notFound(s, err) {
-    if (this.#late() || !isCode(err, "session_not_found")) return;
-    s.end(new SessionLostError(err.message, err));
-  }
-};
-
 // src/list.ts
 function itemFrom(i) {
   return Object.freeze({
@@ -1099,6 +474,69 @@ function sleep(ms, signal, background = false) {
     if (background) unref(t);
     signal?.addEventListener("abort", onAbort, { once: true });
   });
+}
+
+// src/internal/faults.ts
+var Broken = {
+  /** Installs an empty snapshot: the marker's page and the LIST pages are read but dropped. */
+  IgnoreSnapshot: 1 << 0,
+  /** Installs the snapshot without applying the changes buffered while paging it. */
+  DropBuffered: 1 << 1,
+  /** Applies no change once the view is ready. */
+  IgnoreLive: 1 << 2,
+  /** Keeps the view ready when its stream ends and starts no bootstrap. */
+  StayReady: 1 << 3,
+  /** Merges a new bootstrap into the old view instead of replacing it. */
+  MergeViews: 1 << 4,
+  /** Drops changes of kind expired. */
+  IgnoreExpired: 1 << 5,
+  /** Drops changes of kind session_closed. */
+  IgnoreSessionClosed: 1 << 6,
+  /** Never starts a periodic reconciliation. */
+  NoReconcile: 1 << 7,
+  /** Pages the snapshot with requests that close does not cancel. */
+  UncancellablePages: 1 << 8,
+  /** Retries errors no retry fixes (forbidden, …) instead of stopping. */
+  RetryFatal: 1 << 9,
+  /** The runner builds its clients with withoutFollow: wrong_broker is an error, not a redirect. */
+  NoFollow: 1 << 10,
+  /** The runner's clients follow wrong_broker but keep an owner that stopped answering. */
+  StickyOwner: 1 << 11,
+  /** The runner's clients never report a lease's loss (`lost` never aborts). */
+  NeverLost: 1 << 12,
+  /**
+   * The runner's clients set a grant's local deadline to send + TTL, the old
+   * rule, which a wait in the queue makes early: the lease is lost right
+   * after it was granted.
+   */
+  SendPlusTtl: 1 << 13,
+  /**
+   * The runner's clients lose a session at its keepalive only: another epoch
+   * from its broker, family_unavailable or session_not_found to another
+   * request end nothing at once (no prompt loss).
+   */
+  LateLoss: 1 << 14,
+  /** The runner's clients use only the first of their base URLs: a dead first broker is never left. */
+  SingleBroker: 1 << 15,
+  /**
+   * The runner's clients keep sending to a broker that answers
+   * family_unavailable instead of moving on (its sessions are still lost
+   * promptly).
+   */
+  StayOnUnavailable: 1 << 16,
+  /**
+   * The runner's clients judge prompt loss against the broker that created a
+   * session, never against the one that last answered it (a planned move):
+   * the creator answering under a new epoch ends the session.
+   */
+  CreatorLoss: 1 << 17
+};
+var modes = /* @__PURE__ */ new WeakMap();
+function brokenModes(client) {
+  return modes.get(client) ?? 0;
+}
+function isBroken(client, mode) {
+  return (brokenModes(client) & mode) !== 0;
 }
 
 // src/views.ts
@@ -1237,7 +675,7 @@ var SSEParser = class {
 };
 
 // src/watch.ts
-var endReasons = /* @__PURE__ */ new Set(["overflow", "superseded", "unsubscribed", "session_closed", "shutdown"]);
+var endReasons = /* @__PURE__ */ new Set(["overflow", "superseded", "unsubscribed", "session_closed", "shutdown", "moved"]);
 function streamEnd(ev) {
   if (!endReasons.has(ev.name)) return null;
   let revision = 0;
@@ -2398,7 +1836,569 @@ var Session = class _Session {
   }
 };
 
-// src/client.ts
+// node_modules/openapi-fetch/dist/index.mjs
+var PATH_PARAM_RE = /\{[^{}]+\}/g;
+var supportsRequestInitExt = () => {
+  return typeof process === "object" && Number.parseInt(process?.versions?.node?.substring(0, 2)) >= 18 && process.versions.undici;
+};
+function randomID() {
+  return Math.random().toString(36).slice(2, 11);
+}
+function createClient(clientOptions) {
+  let {
+    baseUrl = "",
+    Request: CustomRequest = globalThis.Request,
+    fetch: baseFetch = globalThis.fetch,
+    querySerializer: globalQuerySerializer,
+    bodySerializer: globalBodySerializer,
+    pathSerializer: globalPathSerializer,
+    headers: baseHeaders,
+    requestInitExt = void 0,
+    ...baseOptions
+  } = { ...clientOptions };
+  requestInitExt = supportsRequestInitExt() ? requestInitExt : void 0;
+  baseUrl = removeTrailingSlash(baseUrl);
+  const globalMiddlewares = [];
+  async function coreFetch(schemaPath, fetchOptions) {
+    const {
+      baseUrl: localBaseUrl,
+      fetch = baseFetch,
+      Request: Request2 = CustomRequest,
+      headers,
+      params = {},
+      parseAs = "json",
+      querySerializer: requestQuerySerializer,
+      bodySerializer = globalBodySerializer ?? defaultBodySerializer,
+      pathSerializer: requestPathSerializer,
+      body,
+      middleware: requestMiddlewares = [],
+      ...init
+    } = fetchOptions || {};
+    let finalBaseUrl = baseUrl;
+    if (localBaseUrl) {
+      finalBaseUrl = removeTrailingSlash(localBaseUrl) ?? baseUrl;
+    }
+    let querySerializer = typeof globalQuerySerializer === "function" ? globalQuerySerializer : createQuerySerializer(globalQuerySerializer);
+    if (requestQuerySerializer) {
+      querySerializer = typeof requestQuerySerializer === "function" ? requestQuerySerializer : createQuerySerializer({
+        ...typeof globalQuerySerializer === "object" ? globalQuerySerializer : {},
+        ...requestQuerySerializer
+      });
+    }
+    const pathSerializer = requestPathSerializer || globalPathSerializer || defaultPathSerializer;
+    const serializedBody = body === void 0 ? void 0 : bodySerializer(
+      body,
+      // Note: we declare mergeHeaders() both here and below because it’s a bit of a chicken-or-egg situation:
+      // bodySerializer() needs all headers so we aren’t dropping ones set by the user, however,
+      // the result of this ALSO sets the lowest-priority content-type header. So we re-merge below,
+      // setting the content-type at the very beginning to be overwritten.
+      // Lastly, based on the way headers work, it’s not a simple “present-or-not” check becauase null intentionally un-sets headers.
+      mergeHeaders(baseHeaders, headers, params.header)
+    );
+    const finalHeaders = mergeHeaders(
+      // with no body, we should not to set Content-Type
+      serializedBody === void 0 || // if serialized body is FormData; browser will correctly set Content-Type & boundary expression
+      serializedBody instanceof FormData ? {} : {
+        "Content-Type": "application/json"
+      },
+      baseHeaders,
+      headers,
+      params.header
+    );
+    const finalMiddlewares = [...globalMiddlewares, ...requestMiddlewares];
+    const requestInit = {
+      redirect: "follow",
+      ...baseOptions,
+      ...init,
+      body: serializedBody,
+      headers: finalHeaders
+    };
+    let id;
+    let options;
+    let request = new Request2(
+      createFinalURL(schemaPath, { baseUrl: finalBaseUrl, params, querySerializer, pathSerializer }),
+      requestInit
+    );
+    let response;
+    for (const key in init) {
+      if (!(key in request)) {
+        request[key] = init[key];
+      }
+    }
+    if (finalMiddlewares.length) {
+      id = randomID();
+      options = Object.freeze({
+        baseUrl: finalBaseUrl,
+        fetch,
+        parseAs,
+        querySerializer,
+        bodySerializer,
+        pathSerializer
+      });
+      for (const m of finalMiddlewares) {
+        if (m && typeof m === "object" && typeof m.onRequest === "function") {
+          const result = await m.onRequest({
+            request,
+            schemaPath,
+            params,
+            options,
+            id
+          });
+          if (result) {
+            if (result instanceof Request2) {
+              request = result;
+            } else if (result instanceof Response) {
+              response = result;
+              break;
+            } else {
+              throw new Error("onRequest: must return new Request() or Response() when modifying the request");
+            }
+          }
+        }
+      }
+    }
+    if (!response) {
+      try {
+        response = await fetch(request, requestInitExt);
+      } catch (error2) {
+        let errorAfterMiddleware = error2;
+        if (finalMiddlewares.length) {
+          for (let i = finalMiddlewares.length - 1; i >= 0; i--) {
+            const m = finalMiddlewares[i];
+            if (m && typeof m === "object" && typeof m.onError === "function") {
+              const result = await m.onError({
+                request,
+                error: errorAfterMiddleware,
+                schemaPath,
+                params,
+                options,
+                id
+              });
+              if (result) {
+                if (result instanceof Response) {
+                  errorAfterMiddleware = void 0;
+                  response = result;
+                  break;
+                }
+                if (result instanceof Error) {
+                  errorAfterMiddleware = result;
+                  continue;
+                }
+                throw new Error("onError: must return new Response() or instance of Error");
+              }
+            }
+          }
+        }
+        if (errorAfterMiddleware) {
+          throw errorAfterMiddleware;
+        }
+      }
+      if (finalMiddlewares.length) {
+        for (let i = finalMiddlewares.length - 1; i >= 0; i--) {
+          const m = finalMiddlewares[i];
+          if (m && typeof m === "object" && typeof m.onResponse === "function") {
+            const result = await m.onResponse({
+              request,
+              response,
+              schemaPath,
+              params,
+              options,
+              id
+            });
+            if (result) {
+              if (!(result instanceof Response)) {
+                throw new Error("onResponse: must return new Response() when modifying the response");
+              }
+              response = result;
+            }
+          }
+        }
+      }
+    }
+    const contentLength = response.headers.get("Content-Length");
+    if (response.status === 204 || request.method === "HEAD" || contentLength === "0" && !response.headers.get("Transfer-Encoding")?.includes("chunked")) {
+      return response.ok ? { data: void 0, response } : { error: void 0, response };
+    }
+    if (response.ok) {
+      const getResponseData = async () => {
+        if (parseAs === "stream") {
+          return response.body;
+        }
+        if (parseAs === "json" && !contentLength) {
+          const raw = await response.text();
+          return raw ? JSON.parse(raw) : void 0;
+        }
+        return await response[parseAs]();
+      };
+      return { data: await getResponseData(), response };
+    }
+    let error = await response.text();
+    try {
+      error = JSON.parse(error);
+    } catch {
+    }
+    return { error, response };
+  }
+  return {
+    request(method, url, init) {
+      return coreFetch(url, { ...init, method: method.toUpperCase() });
+    },
+    /** Call a GET endpoint */
+    GET(url, init) {
+      return coreFetch(url, { ...init, method: "GET" });
+    },
+    /** Call a PUT endpoint */
+    PUT(url, init) {
+      return coreFetch(url, { ...init, method: "PUT" });
+    },
+    /** Call a POST endpoint */
+    POST(url, init) {
+      return coreFetch(url, { ...init, method: "POST" });
+    },
+    /** Call a DELETE endpoint */
+    DELETE(url, init) {
+      return coreFetch(url, { ...init, method: "DELETE" });
+    },
+    /** Call a OPTIONS endpoint */
+    OPTIONS(url, init) {
+      return coreFetch(url, { ...init, method: "OPTIONS" });
+    },
+    /** Call a HEAD endpoint */
+    HEAD(url, init) {
+      return coreFetch(url, { ...init, method: "HEAD" });
+    },
+    /** Call a PATCH endpoint */
+    PATCH(url, init) {
+      return coreFetch(url, { ...init, method: "PATCH" });
+    },
+    /** Call a TRACE endpoint */
+    TRACE(url, init) {
+      return coreFetch(url, { ...init, method: "TRACE" });
+    },
+    /** Register middleware */
+    use(...middleware) {
+      for (const m of middleware) {
+        if (!m) {
+          continue;
+        }
+        if (typeof m !== "object" || !("onRequest" in m || "onResponse" in m || "onError" in m)) {
+          throw new Error("Middleware must be an object with one of `onRequest()`, `onResponse() or `onError()`");
+        }
+        globalMiddlewares.push(m);
+      }
+    },
+    /** Unregister middleware */
+    eject(...middleware) {
+      for (const m of middleware) {
+        const i = globalMiddlewares.indexOf(m);
+        if (i !== -1) {
+          globalMiddlewares.splice(i, 1);
+        }
+      }
+    }
+  };
+}
+function serializePrimitiveParam(name, value, options) {
+  if (value === void 0 || value === null) {
+    return "";
+  }
+  if (typeof value === "object") {
+    throw new Error(
+      "Deeply-nested arrays/objects aren\u2019t supported. Provide your own `querySerializer()` to handle these."
+    );
+  }
+  return `${name}=${options?.allowReserved === true ? value : encodeURIComponent(value)}`;
+}
+function serializeObjectParam(name, value, options) {
+  if (!value || typeof value !== "object") {
+    return "";
+  }
+  const values = [];
+  const joiner = {
+    simple: ",",
+    label: ".",
+    matrix: ";"
+  }[options.style] || "&";
+  if (options.style !== "deepObject" && options.explode === false) {
+    for (const k in value) {
+      values.push(k, options.allowReserved === true ? value[k] : encodeURIComponent(value[k]));
+    }
+    const final2 = values.join(",");
+    switch (options.style) {
+      case "form": {
+        return `${name}=${final2}`;
+      }
+      case "label": {
+        return `.${final2}`;
+      }
+      case "matrix": {
+        return `;${name}=${final2}`;
+      }
+      default: {
+        return final2;
+      }
+    }
+  }
+  for (const k in value) {
+    const finalName = options.style === "deepObject" ? `${name}[${k}]` : k;
+    values.push(serializePrimitiveParam(finalName, value[k], options));
+  }
+  const final = values.join(joiner);
+  return options.style === "label" || options.style === "matrix" ? `${joiner}${final}` : final;
+}
+function serializeArrayParam(name, value, options) {
+  if (!Array.isArray(value)) {
+    return "";
+  }
+  if (options.explode === false) {
+    const joiner2 = { form: ",", spaceDelimited: "%20", pipeDelimited: "|" }[options.style] || ",";
+    const final = (options.allowReserved === true ? value : value.map((v) => encodeURIComponent(v))).join(joiner2);
+    switch (options.style) {
+      case "simple": {
+        return final;
+      }
+      case "label": {
+        return `.${final}`;
+      }
+      case "matrix": {
+        return `;${name}=${final}`;
+      }
+      // case "spaceDelimited":
+      // case "pipeDelimited":
+      default: {
+        return `${name}=${final}`;
+      }
+    }
+  }
+  const joiner = { simple: ",", label: ".", matrix: ";" }[options.style] || "&";
+  const values = [];
+  for (const v of value) {
+    if (options.style === "simple" || options.style === "label") {
+      values.push(options.allowReserved === true ? v : encodeURIComponent(v));
+    } else {
+      values.push(serializePrimitiveParam(name, v, options));
+    }
+  }
+  return options.style === "label" || options.style === "matrix" ? `${joiner}${values.join(joiner)}` : values.join(joiner);
+}
+function createQuerySerializer(options) {
+  return function querySerializer(queryParams) {
+    const search = [];
+    if (queryParams && typeof queryParams === "object") {
+      for (const name in queryParams) {
+        const value = queryParams[name];
+        if (value === void 0 || value === null) {
+          continue;
+        }
+        if (Array.isArray(value)) {
+          if (value.length === 0) {
+            continue;
+          }
+          search.push(
+            serializeArrayParam(name, value, {
+              style: "form",
+              explode: true,
+              ...options?.array,
+              allowReserved: options?.allowReserved || false
+            })
+          );
+          continue;
+        }
+        if (typeof value === "object") {
+          search.push(
+            serializeObjectParam(name, value, {
+              style: "deepObject",
+              explode: true,
+              ...options?.object,
+              allowReserved: options?.allowReserved || false
+            })
+          );
+          continue;
+        }
+        search.push(serializePrimitiveParam(name, value, options));
+      }
+    }
+    return search.join("&");
+  };
+}
+function defaultPathSerializer(pathname, pathParams) {
+  let nextURL = pathname;
+  for (const match of pathname.match(PATH_PARAM_RE) ?? []) {
+    let name = match.substring(1, match.length - 1);
+    let explode = false;
+    let style = "simple";
+    if (name.endsWith("*")) {
+      explode = true;
+      name = name.substring(0, name.length - 1);
+    }
+    if (name.startsWith(".")) {
+      style = "label";
+      name = name.substring(1);
+    } else if (name.startsWith(";")) {
+      style = "matrix";
+      name = name.substring(1);
+    }
+    if (!pathParams || pathParams[name] === void 0 || pathParams[name] === null) {
+      continue;
+    }
+    const value = pathParams[name];
+    if (Array.isArray(value)) {
+      nextURL = nextURL.replace(match, serializeArrayParam(name, value, { style, explode }));
+      continue;
+    }
+    if (typeof value === "object") {
+      nextURL = nextURL.replace(match, serializeObjectParam(name, value, { style, explode }));
+      continue;
+    }
+    if (style === "matrix") {
+      nextURL = nextURL.replace(match, `;${serializePrimitiveParam(name, value)}`);
+      continue;
+    }
+    nextURL = nextURL.replace(match, style === "label" ? `.${encodeURIComponent(value)}` : encodeURIComponent(value));
+  }
+  return nextURL;
+}
+function defaultBodySerializer(body, headers) {
+  if (body instanceof FormData) {
+    return body;
+  }
+  if (headers) {
+    const contentType = headers.get instanceof Function ? headers.get("Content-Type") ?? headers.get("content-type") : headers["Content-Type"] ?? headers["content-type"];
+    if (contentType === "application/x-www-form-urlencoded") {
+      return new URLSearchParams(body).toString();
+    }
+  }
+  return JSON.stringify(body);
+}
+function createFinalURL(pathname, options) {
+  let finalURL = `${options.baseUrl}${pathname}`;
+  if (options.params?.path) {
+    finalURL = options.pathSerializer(finalURL, options.params.path);
+  }
+  let search = options.querySerializer(options.params.query ?? {});
+  if (search.startsWith("?")) {
+    search = search.substring(1);
+  }
+  if (search) {
+    finalURL += `?${search}`;
+  }
+  return finalURL;
+}
+function mergeHeaders(...allHeaders) {
+  const finalHeaders = new Headers();
+  for (const h of allHeaders) {
+    if (!h || typeof h !== "object") {
+      continue;
+    }
+    const iterator = h instanceof Headers ? h.entries() : Object.entries(h);
+    for (const [k, v] of iterator) {
+      if (v === null) {
+        finalHeaders.delete(k);
+      } else if (Array.isArray(v)) {
+        for (const v2 of v) {
+          finalHeaders.append(k, v2);
+        }
+      } else if (v !== void 0) {
+        finalHeaders.set(k, v);
+      }
+    }
+  }
+  return finalHeaders;
+}
+function removeTrailingSlash(url) {
+  if (url.endsWith("/")) {
+    return url.substring(0, url.length - 1);
+  }
+  return url;
+}
+
+// src/internal/tls.ts
+var pemCert = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/;
+function checkCA(ca) {
+  const node = globalThis.process?.versions?.node;
+  if (typeof node !== "string") {
+    throw new MusterError("invalid_request", "ca: only Node takes a CA of its own; a browser trusts the certificates of the system's store");
+  }
+  const list = typeof ca === "string" || ca instanceof Uint8Array ? [ca] : [...ca];
+  if (list.length === 0) throw new MusterError("invalid_request", "ca: no certificate: want PEM text (e.g. readFileSync of the CA file)");
+  return list.map((x, i) => {
+    const s = typeof x === "string" ? x : x instanceof Uint8Array ? new TextDecoder().decode(x) : "";
+    if (!pemCert.test(s)) {
+      const which = list.length > 1 ? ` entry ${i}` : "";
+      throw new MusterError("invalid_request", `ca${which}: no PEM certificate in it: want the PEM text (e.g. readFileSync of the CA file), not a path`);
+    }
+    return s;
+  });
+}
+async function loadTLS(pems) {
+  const undici = await Promise.resolve().then(() => __toESM(require_undici(), 1));
+  const dispatcher = new undici.Agent({ connect: { ca: pems } });
+  return { fetch: undici.fetch, dispatcher };
+}
+
+// src/loss.ts
+var Losses = class {
+  #live = /* @__PURE__ */ new Set();
+  #late;
+  /**
+   * late: conformance tests only (Broken.LateLoss): when it answers true,
+   * nothing is lost promptly, only at the keepalive.
+   */
+  constructor(late) {
+    this.#late = late;
+  }
+  /** Registers a session created by this client. */
+  track(s) {
+    if (s.err === null) this.#live.add(s);
+  }
+  /** Forgets a session that ended. */
+  untrack(s) {
+    this.#live.delete(s);
+  }
+  /**
+   * An answer (or a stream's opening answer) from host: ends at once every
+   * session held by host whose epoch differs from the answer's Muster-Epoch,
+   * and every session held by host when the answer is a family_unavailable
+   * problem. Called before the caller sees the answer.
+   */
+  async answered(host, resp) {
+    if (host === "" || this.#live.size === 0 || this.#late()) return;
+    const epoch = resp.headers.get("Muster-Epoch") ?? "";
+    if (epoch !== "") {
+      for (const s of this.#held(host)) {
+        if (s.epoch !== epoch) s.end(new SessionLostError(`its broker ${host} answered for another lifetime (epoch ${epoch}, the session's ${s.epoch})`));
+      }
+    }
+    if (resp.status !== 503 || this.#live.size === 0) return;
+    const mt = (resp.headers.get("Content-Type") ?? "").split(";")[0].trim().toLowerCase();
+    if (mt !== "application/problem+json") return;
+    let body;
+    try {
+      body = await resp.clone().text();
+    } catch {
+      return;
+    }
+    const perr = problemError(resp.status, resp.statusText, resp.headers.get("Content-Type"), body);
+    if (perr.code !== "family_unavailable") return;
+    for (const s of this.#held(host)) {
+      s.end(new SessionLostError(`its broker ${host} no longer serves the family (family_unavailable)`, perr));
+    }
+  }
+  /** The live sessions held by host, copied: ending one changes the set. */
+  #held(host) {
+    return [...this.#live].filter((s) => s.host === host);
+  }
+  /**
+   * Ends s at once when err is the broker's session_not_found to one of its
+   * own requests (acquire, extend, release, batch).
+   */
+  notFound(s, err) {
+    if (this.#late() || !isCode(err, "session_not_found")) return;
+    s.end(new SessionLostError(err.message, err));
+  }
+};
+
+// src/transport.ts
 var maxFollows = 2;
 function parseBaseUrls(baseUrls) {
   const list = typeof baseUrls === "string" ? baseUrls.split(",") : [...baseUrls];
@@ -2417,7 +2417,7 @@ function parseBaseUrls(baseUrls) {
     return s;
   });
 }
-var MusterClient = class {
+var Transport = class {
   /**
    * The first (preferred) base URL without a trailing slash, e.g.
    * "http://127.0.0.1:7420": the one request URLs are built on before the
@@ -2608,53 +2608,6 @@ var MusterClient = class {
     }
     return r.data;
   }
-  /**
-   * Creates a session for ownerId (the application's logical owner, shown in
-   * inventory items) with a TTL of ttlMs (1 s .. 10 min). It keeps itself
-   * alive in the background until close() or until it is lost.
-   */
-  session(ownerId, ttlMs, options = {}) {
-    return Session.create(this, ownerId, ttlMs, options);
-  }
-  /** Reads the current state of one exact route. */
-  get(route, options = {}) {
-    return getLease(this, route, options);
-  }
-  /** Reads one page of the held leases matching selector. */
-  listPage(selector, options = {}) {
-    return listPage(this, selector, options);
-  }
-  /**
-   * Iterates over the held leases matching selector, one request per page,
-   * lazily: leaving the loop early sends no further request. Every item
-   * comes from one snapshot. cursor_expired and epoch_changed mean "list
-   * again from the start".
-   */
-  list(selector, options = {}) {
-    return listItems(this, selector, options);
-  }
-  /** Like list, page by page. */
-  listPages(selector, options = {}) {
-    return listPages(this, selector, options);
-  }
-  /**
-   * Opens a watch stream over selectors (at most 32) as its own read-only
-   * session and resolves once its snapshot marker has arrived.
-   */
-  watch(selectors, options = {}) {
-    return openWatch(this, null, typeof selectors === "string" ? [selectors] : selectors, options);
-  }
-  /**
-   * Starts an observer of selector and returns at once: see {@link Observer}.
-   * Invalid options throw a MusterError invalid_request naming the option.
-   */
-  observe(selector, options = {}) {
-    return new Observer(this, selector, options);
-  }
-  /** The fleet at root: one or more legal segments joined by "/". */
-  fleet(root) {
-    return new Fleet(this, root);
-  }
   /** @internal registers r, which this client opened, for close(). */
   opened(r) {
     this.#open.add(r);
@@ -2663,25 +2616,15 @@ var MusterClient = class {
   ended(r) {
     this.#open.delete(r);
   }
+  /** @internal what this client opened that is still open, in the order it was opened. */
+  openNow() {
+    return [...this.#open];
+  }
   /**
-   * Closes everything this client opened that is still open: its observers
-   * and watch streams first, then its sessions (which releases their leases
-   * at the broker), then the Agent of ClientOptions.ca with its pooled
-   * connections. The client stays usable (a later request makes a new Agent).
-   * Every close is tried; it then rejects with the failure, or an
-   * AggregateError when several failed. `await using c = new
-   * MusterClient(...)` calls it at the end of the scope.
+   * @internal closes the Agent of ClientOptions.ca and its pooled
+   * connections; a later request makes a new one.
    */
-  async close() {
-    const open = [...this.#open];
-    const streams = open.filter((r) => !(r instanceof Session));
-    const sessions = open.filter((r) => r instanceof Session);
-    const errs = [];
-    for (const group of [streams, sessions]) {
-      for (const r of await Promise.allSettled(group.map((x) => x.close()))) {
-        if (r.status === "rejected") errs.push(r.reason);
-      }
-    }
+  async closeAgent() {
     const tls = this.#tls;
     this.#tls = void 0;
     if (tls !== void 0) {
@@ -2690,12 +2633,6 @@ var MusterClient = class {
       } catch {
       }
     }
-    if (errs.length === 1) throw errs[0];
-    if (errs.length > 1) throw new AggregateError(errs, "muster: closing the client's sessions, observers and streams");
-  }
-  /** close(): `await using c = new MusterClient(...)`. */
-  [asyncDispose]() {
-    return this.close();
   }
 };
 function rebase(url, to) {
@@ -2757,6 +2694,92 @@ async function misdirectedTo(resp) {
   }
   return (u.protocol === "http:" || u.protocol === "https:") && u.host !== "" ? u : void 0;
 }
+
+// src/client.ts
+var MusterClient = class extends Transport {
+  /**
+   * baseUrls: the broker's base URL, or the base URLs of several brokers in
+   * order of preference, as a list or as one string separated by commas
+   * (docs/client-operations.md, "Several brokers").
+   */
+  constructor(baseUrls, options = {}) {
+    super(baseUrls, options);
+  }
+  /**
+   * Creates a session for ownerId (the application's logical owner, shown in
+   * inventory items) with a TTL of ttlMs (1 s .. 10 min). It keeps itself
+   * alive in the background until close() or until it is lost.
+   */
+  session(ownerId, ttlMs, options = {}) {
+    return Session.create(this, ownerId, ttlMs, options);
+  }
+  /** Reads the current state of one exact route. */
+  get(route, options = {}) {
+    return getLease(this, route, options);
+  }
+  /** Reads one page of the held leases matching selector. */
+  listPage(selector, options = {}) {
+    return listPage(this, selector, options);
+  }
+  /**
+   * Iterates over the held leases matching selector, one request per page,
+   * lazily: leaving the loop early sends no further request. Every item
+   * comes from one snapshot. cursor_expired and epoch_changed mean "list
+   * again from the start".
+   */
+  list(selector, options = {}) {
+    return listItems(this, selector, options);
+  }
+  /** Like list, page by page. */
+  listPages(selector, options = {}) {
+    return listPages(this, selector, options);
+  }
+  /**
+   * Opens a watch stream over selectors (at most 32) as its own read-only
+   * session and resolves once its snapshot marker has arrived.
+   */
+  watch(selectors, options = {}) {
+    return openWatch(this, null, typeof selectors === "string" ? [selectors] : selectors, options);
+  }
+  /**
+   * Starts an observer of selector and returns at once: see {@link Observer}.
+   * Invalid options throw a MusterError invalid_request naming the option.
+   */
+  observe(selector, options = {}) {
+    return new Observer(this, selector, options);
+  }
+  /** The fleet at root: one or more legal segments joined by "/". */
+  fleet(root) {
+    return new Fleet(this, root);
+  }
+  /**
+   * Closes everything this client opened that is still open: its observers
+   * and watch streams first, then its sessions (which releases their leases
+   * at the broker), then the Agent of ClientOptions.ca with its pooled
+   * connections. The client stays usable (a later request makes a new Agent).
+   * Every close is tried; it then rejects with the failure, or an
+   * AggregateError when several failed. `await using c = new
+   * MusterClient(...)` calls it at the end of the scope.
+   */
+  async close() {
+    const open = this.openNow();
+    const streams = open.filter((r) => !(r instanceof Session));
+    const sessions = open.filter((r) => r instanceof Session);
+    const errs = [];
+    for (const group of [streams, sessions]) {
+      for (const r of await Promise.allSettled(group.map((x) => x.close()))) {
+        if (r.status === "rejected") errs.push(r.reason);
+      }
+    }
+    await this.closeAgent();
+    if (errs.length === 1) throw errs[0];
+    if (errs.length > 1) throw new AggregateError(errs, "muster: closing the client's sessions, observers and streams");
+  }
+  /** close(): `await using c = new MusterClient(...)`. */
+  [asyncDispose]() {
+    return this.close();
+  }
+};
 export {
   Batch,
   ClosedError,

@@ -15,10 +15,11 @@ from ._client import DEFAULT_TIMEOUT, Client
 from ._errors import *  # noqa: F403 - the error table is the public API
 from ._errors import __all__ as _errors_all
 from ._fleet import Fleet
+from ._lease import Lease
 from ._models import DecodeError
 from ._observe import Observer
 from ._scope import LeaseScope
-from ._session import Lease, Session
+from ._session import Session
 from ._types import (
     Change,
     ChangeKind,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import TYPE_CHECKING
 
 from . import _models as m
 from ._backoff import ms
@@ -21,11 +20,8 @@ from ._errors import (
     error_for,
 )
 from ._http import Route, parse_route
+from ._lease import Lease, SessionState, ownership_gone
 from ._loss import not_found
-from ._session import Lease, _ownership_gone
-
-if TYPE_CHECKING:
-    from ._session import Session
 
 #: The most operations one batch may carry (the contract's BatchRequest.ops maxItems).
 MAX_BATCH_OPS = 256
@@ -66,7 +62,7 @@ class Batch:
     send it with ``await batch.do()``. Adding never raises: the first local
     refusal is what ``do`` raises. Not safe for concurrent use."""
 
-    def __init__(self, s: Session) -> None:
+    def __init__(self, s: SessionState) -> None:
         self._s = s
         self._ops: list[_Entry] = []
         self._err: MusterException | None = None
@@ -197,7 +193,7 @@ def _settled_locally(e: _Entry) -> tuple[bool, MusterException | None]:
     return False, None
 
 
-def _settle(s: Session, e: _Entry, r: m.BatchResult, t0: float, out: BatchResult) -> BatchResult:
+def _settle(s: SessionState, e: _Entry, r: m.BatchResult, t0: float, out: BatchResult) -> BatchResult:
     """Applies one broker result to the SDK's handles, as the single operation would."""
     err = None if r.ok else _result_error(r)
     if e.op == "acquire":
@@ -213,13 +209,13 @@ def _settle(s: Session, e: _Entry, r: m.BatchResult, t0: float, out: BatchResult
             except MusterException as lost:
                 return BatchResult(out.op, out.route, lease, lost)
             return out
-        if err is not None and _ownership_gone(err):
+        if err is not None and ownership_gone(err):
             lease._end(LeaseLostError(err))
             return BatchResult(out.op, out.route, lease, lease.error)
         return BatchResult(out.op, out.route, lease, err)
     if err is None:
         lease._end(ReleasedError())
-    elif _ownership_gone(err):
+    elif ownership_gone(err):
         lease._end(LeaseLostError(err))
     else:
         return BatchResult(out.op, out.route, lease, err)

@@ -10,7 +10,7 @@ from . import _models as m
 from ._types import Kept, Plan, Spec, SweepResult
 
 if TYPE_CHECKING:
-    from ._client import Client
+    from ._conn import Conn
 
 T = TypeVar("T")
 
@@ -20,7 +20,7 @@ class Fleet:
     should run. Nothing a worker does to its leases (or its death) edits the
     desired set; ``forget`` is the one way out."""
 
-    def __init__(self, c: Client, root: str) -> None:
+    def __init__(self, c: Conn, root: str) -> None:
         self._c = c
         self.root = root
 

@@ -25,15 +25,33 @@ family moved away and back, ends nothing (the Go SDK's Session.call).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import Protocol
 
 import httpx
 
-from ._errors import SessionLostError, SessionNotFoundError
+from ._errors import MusterException, SessionLostError, SessionNotFoundError
 
-if TYPE_CHECKING:
-    from ._client import Client
-    from ._session import Session
+
+class Held(Protocol):
+    """What the rule needs of a session (a Session is one): the broker that
+    holds it, its epoch, and how to end it. The connection keeps a weak set
+    of its live sessions (Conn._sessions) for broker_gone."""
+
+    epoch: str
+    _host: str  #: the broker (host:port) that last answered one of its requests with success
+
+    @property
+    def _late_loss(self) -> bool:
+        """Conformance tests only: the session is lost at its keepalive only."""
+        ...
+
+    @property
+    def _creator_loss(self) -> bool:
+        """Conformance tests only: the session's broker stays its creator."""
+        ...
+
+    def _end(self, cause: MusterException) -> None: ...
 
 
 def answered_by(resp: httpx.Response) -> str:
@@ -45,31 +63,22 @@ def answered_by(resp: httpx.Response) -> str:
         return ""
 
 
-def track(c: Client, s: Session) -> None:
-    """Registers a live session of c for prompt loss."""
-    c._sessions.add(s)
-
-
-def untrack(c: Client, s: Session) -> None:
-    """Forgets a session that ended."""
-    c._sessions.discard(s)
-
-
-def held_by(s: Session, host: str, epoch: str) -> None:
+def held_by(s: Held, host: str, epoch: str) -> None:
     """Records host, answering one of s's own requests with success under
     epoch, as the broker that holds s now (docs/client-operations.md,
     "Planned moves")."""
-    if host and epoch and not s._c._creator_loss:
+    if host and epoch and not s._creator_loss:
         s._host, s.epoch = host, epoch
 
 
-def broker_gone(c: Client, host: str, epoch: str) -> None:
-    """Ends, at once, every session of c held by host that the answer proves
-    gone: those whose epoch differs from ``epoch`` (a new lifetime answered),
-    or all of them (``epoch`` "": the broker stopped serving the family)."""
-    if not host or c._late_loss:
+def broker_gone(sessions: Iterable[Held], host: str, epoch: str) -> None:
+    """Ends, at once, every one of sessions held by host that the answer
+    proves gone: those whose epoch differs from ``epoch`` (a new lifetime
+    answered), or all of them (``epoch`` "": the broker stopped serving the
+    family)."""
+    if not host:
         return
-    gone = [s for s in c._sessions if s._host == host and (not epoch or s.epoch != epoch)]
+    gone = [s for s in sessions if s._host == host and (not epoch or s.epoch != epoch) and not s._late_loss]
     for s in gone:
         if epoch:
             why = f"its broker {host} answered for another lifetime (epoch {epoch}, the session's {s.epoch})"
@@ -78,8 +87,8 @@ def broker_gone(c: Client, host: str, epoch: str) -> None:
         s._end(SessionLostError(why))
 
 
-def not_found(s: Session, err: BaseException) -> None:
+def not_found(s: Held, err: BaseException) -> None:
     """Ends s at once when err is the broker's session_not_found to one of
     its requests."""
-    if isinstance(err, SessionNotFoundError) and not s._c._late_loss:
+    if isinstance(err, SessionNotFoundError) and not s._late_loss:
         s._end(SessionLostError("the broker answered session_not_found", err))

@@ -8,26 +8,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import AsyncIterator, Callable, Coroutine
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ._backoff import DEFAULT_RECONCILE_JITTER, Backoff, jittered, reconcile_interval
+from ._bootstrap import Boot, apply_change, bootstrap
 from ._broken import (
-    BROKEN_DROP_BUFFERED,
-    BROKEN_IGNORE_EXPIRED,
     BROKEN_IGNORE_LIVE,
-    BROKEN_IGNORE_SESSION_CLOSED,
-    BROKEN_IGNORE_SNAPSHOT,
     BROKEN_MERGE_VIEWS,
     BROKEN_NO_RECONCILE,
     BROKEN_RETRY_FATAL,
     BROKEN_STAY_READY,
-    BROKEN_UNCANCELLABLE_PAGES,
 )
 from ._errors import (
     ClosedError,
-    EpochChangedError,
     ForbiddenError,
     InvalidRequestError,
     InvalidSelectorError,
@@ -39,21 +34,15 @@ from ._errors import (
     StreamEndError,
     UnauthenticatedError,
 )
-from ._types import Change, ChangeKind, Item, Marker, ObserverStats, View
+from ._types import Change, Item, ObserverStats, View
+from ._watch import Subscription
 
 if TYPE_CHECKING:
-    from ._client import Client
-    from ._watch import Subscription
-
-T = TypeVar("T")
+    from ._conn import Conn
 
 #: Recovery backoff of the observer: 50 ms doubling to 2 s, jittered.
 RECOVER_MIN = 0.05
 RECOVER_MAX = 2.0
-#: Bounds the changes an observer buffers while it pages a snapshot; beyond
-#: it the bootstrap starts over.
-MAX_BUFFERED = 100_000
-
 #: Errors no retry fixes: they stop the observer.
 _FATAL = (
     InvalidSelectorError,
@@ -64,14 +53,6 @@ _FATAL = (
     MethodNotAllowedError,
     NotImplementedByBrokerError,
 )
-
-
-@dataclass
-class _Boot:
-    sub: Subscription
-    items: dict[str, Item]
-    epoch: str
-    revision: int
 
 
 class Observer:
@@ -102,7 +83,7 @@ class Observer:
     """
 
     def __init__(
-        self, c: Client, selector: str, interval: float, jitter: float, page_size: int, broken: frozenset[str]
+        self, c: Conn, selector: str, interval: float, jitter: float, page_size: int, broken: frozenset[str]
     ) -> None:
         self._c = c
         self.selector = selector
@@ -129,7 +110,7 @@ class Observer:
     @classmethod
     def _start(
         cls,
-        c: Client,
+        c: Conn,
         selector: str,
         *,
         shortest_ttl: float = 0.0,
@@ -277,15 +258,17 @@ class Observer:
         loop = asyncio.get_running_loop()
         cur: Subscription | None = None
         follower: asyncio.Task[None] | None = None
-        pending: asyncio.Task[_Boot] | None = None
+        pending: asyncio.Task[Boot] | None = None
         ready_at = -math.inf
         bo = Backoff(RECOVER_MIN, RECOVER_MAX)
         timers: dict[str, asyncio.TimerHandle] = {}
         cause: MusterException | None = None
 
-        def start() -> asyncio.Task[_Boot]:
+        def start() -> asyncio.Task[Boot]:
             self._stats = replace(self._stats, attempts=self._stats.attempts + 1)
-            t = loop.create_task(self._bootstrap(), name="muster-observer-bootstrap")
+            t = loop.create_task(
+                bootstrap(self._c, self.selector, self._page_size, self._broken), name="muster-observer-bootstrap"
+            )
             t.add_done_callback(lambda t: self._post("boot", t))
             return t
 
@@ -363,83 +346,14 @@ class Observer:
             self._apply(ch)
         self._post("ended", sub)
 
-    async def _bootstrap(self) -> _Boot:
-        """Opens a stream, pages the rest of its marker's snapshot while
-        buffering the stream's changes, and builds the view. On success the
-        stream stays open for the caller."""
-        sub = await self._c.watch(self.selector)
-        try:
-            m = sub.marker
-            if len(m.selectors) != 1:
-                raise StreamEndedError(f"muster: the marker has {len(m.selectors)} subscriptions, want 1")
-            items = {it.route: it for it in m.selectors[0].items}
-            buf: list[Change] = []
-
-            async def buffer() -> None:
-                while (ch := await sub.get()) is not None:
-                    buf.append(ch)
-                    if len(buf) > MAX_BUFFERED:
-                        return
-
-            buffering = asyncio.create_task(buffer(), name="muster-observer-buffer")
-            paging = asyncio.create_task(self._page_rest(m, items), name="muster-observer-page")
-            try:
-                await asyncio.wait({buffering, paging}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for t in (buffering, paging):
-                    t.cancel()
-                await asyncio.gather(buffering, paging, return_exceptions=True)
-            if not paging.cancelled() and paging.exception() is None:
-                pass  # the snapshot is complete
-            elif not paging.cancelled():
-                raise paging.exception()  # type: ignore[misc]
-            elif len(buf) > MAX_BUFFERED:
-                raise StreamEndedError(f"muster: more than {MAX_BUFFERED} changes while paging a snapshot")
-            else:
-                raise sub.error or StreamEndedError("muster: watch stream ended")
-            if BROKEN_IGNORE_SNAPSHOT in self._broken:
-                items.clear()
-            if BROKEN_DROP_BUFFERED in self._broken:
-                buf = []
-            rev = m.revision
-            for ch in buf:
-                if ch.revision > m.revision:
-                    self._apply_to(items, ch)
-                    rev = max(rev, ch.revision)
-            return _Boot(sub=sub, items=items, epoch=m.epoch, revision=rev)
-        except BaseException:
-            await sub.aclose()
-            raise
-
-    async def _page_rest(self, m: Marker, items: dict[str, Item]) -> None:
-        """Reads the rest of the marker's snapshot into items."""
-        cursor = m.selectors[0].next_cursor
-        while cursor:
-            page = self._c.list_page(self.selector, limit=self._page_size, cursor=cursor)
-            if BROKEN_UNCANCELLABLE_PAGES in self._broken:
-                page = _uncancellable(page)
-            p = await page
-            if p.epoch != m.epoch:
-                raise EpochChangedError(detail="the broker restarted during the bootstrap")
-            for it in p.items:
-                items[it.route] = it
-            cursor = p.next_cursor
-
-    def _apply_to(self, items: dict[str, Item], ch: Change) -> None:
-        if (ch.kind == ChangeKind.EXPIRED and BROKEN_IGNORE_EXPIRED in self._broken) or (
-            ch.kind == ChangeKind.SESSION_CLOSED and BROKEN_IGNORE_SESSION_CLOSED in self._broken
-        ):
-            return
-        _apply_change(items, ch)
-
     def _apply(self, ch: Change) -> None:
         if ch.revision <= self._revision or BROKEN_IGNORE_LIVE in self._broken:
             return
-        self._apply_to(self._items, ch)
+        apply_change(self._items, ch, self._broken)
         self._revision = ch.revision
         self._notify()
 
-    def _install(self, r: _Boot) -> None:
+    def _install(self, r: Boot) -> None:
         if BROKEN_MERGE_VIEWS in self._broken:
             r.items = {**self._items, **r.items}
         self._items, self._epoch, self._revision = r.items, r.epoch, r.revision
@@ -465,22 +379,6 @@ class Observer:
 
 def _default_interval(shortest_ttl: float) -> float:
     return reconcile_interval(shortest_ttl)
-
-
-def _apply_change(items: dict[str, Item], ch: Change) -> None:
-    if ch.kind == ChangeKind.ACQUIRED and ch.item is not None:
-        items[ch.route] = ch.item
-    else:
-        items.pop(ch.route, None)
-
-
-async def _uncancellable(coro: Coroutine[Any, Any, T]) -> T:
-    """Awaits coro ignoring cancellation (BROKEN_UNCANCELLABLE_PAGES only)."""
-    inner = asyncio.ensure_future(coro)
-    while not inner.done():
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(inner)
-    return inner.result()
 
 
 def _wrap(e: BaseException) -> MusterException:

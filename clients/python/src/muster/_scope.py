@@ -9,12 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 from ._errors import LeaseLostError
-
-if TYPE_CHECKING:
-    from ._session import Lease, Session
+from ._lease import Lease, SessionState
 
 #: How long the end of a scope waits for its release.
 RELEASE_TIMEOUT = 5.0
@@ -36,7 +33,7 @@ class LeaseScope:
     lease was lost while it ran raises the loss too: work done without the
     lease must not be taken as done. A scope is entered once."""
 
-    def __init__(self, s: Session, route: str, ttl: float, wait: float) -> None:
+    def __init__(self, s: SessionState, route: str, ttl: float, wait: float) -> None:
         self._s, self._route, self._ttl, self._wait = s, route, ttl, wait
         self._lease: Lease | None = None
         self._task: asyncio.Task[object] | None = None

@@ -25,8 +25,7 @@ from ._sse import SSEEvent, SSEParser
 from ._types import Change, Item, Marker, MarkerPage
 
 if TYPE_CHECKING:
-    from ._client import Client
-    from ._session import Session
+    from ._conn import Conn
 
 #: The terminal events of a stream.
 END_REASONS = frozenset({"overflow", "superseded", "unsubscribed", "session_closed", "shutdown", "moved"})
@@ -38,12 +37,15 @@ QUEUE_SIZE = 64
 _END = object()
 
 
-async def open_watch(c: Client, s: Session | None, selectors: list[str]) -> Subscription:
+async def open_watch(c: Conn, session_id: str | None, selectors: list[str]) -> Subscription:
+    """Opens a watch stream over selectors, its registrations those of the
+    session session_id (None: a read-only session of its own), and returns
+    once the marker has arrived."""
     if not selectors:
         raise InvalidSelectorError(detail="Watch needs at least one selector")
     headers = c._headers({"Accept": "text/event-stream"})
-    if s is not None:
-        headers["Muster-Session"] = s.id
+    if session_id is not None:
+        headers["Muster-Session"] = session_id
     resp = await c._send(
         "GET",
         "/v1/leases/watch",
@@ -58,7 +60,7 @@ async def open_watch(c: Client, s: Session | None, selectors: list[str]) -> Subs
             if resp.status_code == 200:
                 raise StreamEndedError(f"muster: watch answered {mt!r}, not an event stream")
             raise c._problem(resp, body)
-        sub = Subscription(c, s, resp)
+        sub = Subscription(c, session_id, resp)
         await sub._read_marker()
     except BaseException:
         await resp.aclose()
@@ -78,9 +80,9 @@ class Subscription:
     overflow once its queue fills; nothing is skipped silently.
     """
 
-    def __init__(self, c: Client, s: Session | None, resp: httpx.Response) -> None:
+    def __init__(self, c: Conn, session_id: str | None, resp: httpx.Response) -> None:
         self._c = c
-        self._session = s
+        self._session_id = session_id
         self._resp = resp
         self._parser = SSEParser()
         self._events: AsyncGenerator[SSEEvent, None] = self._sse_events()
@@ -222,10 +224,10 @@ class Subscription:
         to watch) from the session; the broker ends the stream with reason
         unsubscribed when it was the last one. A session-less stream answers
         InvalidRequestError: aclose it instead."""
-        if self._session is None:
+        if self._session_id is None:
             raise InvalidRequestError(detail="a session-less stream has no registration to remove: Close it")
         await self._c._call(
-            "DELETE", f"/v1/sessions/{self._session.id}/subscriptions", 204, params={"selector": selector}
+            "DELETE", f"/v1/sessions/{self._session_id}/subscriptions", 204, params={"selector": selector}
         )
 
 

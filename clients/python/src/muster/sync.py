@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from . import _batch, _client, _fleet, _observe, _session
+from . import _batch, _client, _fleet, _lease, _observe, _session
 from ._errors import LeaseLostError, MusterException
 from ._scope import RELEASE_TIMEOUT
 from ._syncloop import Loop
@@ -229,7 +229,7 @@ class Session:
 class Lease:
     """A blocking view of :class:`muster.Lease`; ``lost`` is a threading.Event."""
 
-    def __init__(self, loop: Loop, lease: _session.Lease) -> None:
+    def __init__(self, loop: Loop, lease: _lease.Lease) -> None:
         self._loop = loop
         self._l = lease
         self.route = lease.route
@@ -253,7 +253,7 @@ class Lease:
         return self._l.error
 
     def __repr__(self) -> str:
-        return _session.lease_repr("muster.sync.Lease", self._l)
+        return _lease.lease_repr("muster.sync.Lease", self._l)
 
     def extend(self, ttl: float) -> None:
         self._loop.run(self._l.extend(ttl))

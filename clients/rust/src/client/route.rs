@@ -1,7 +1,7 @@
 //! [`Route`]: an exact route, parsed far enough to build its lease's URL.
 
 use super::{Client, Url};
-use crate::error::{Error, Result};
+use crate::error::{Error, Problem, Result};
 
 /// A parsed exact route.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,7 +17,7 @@ impl Route {
     /// `invalid_route`).
     pub fn parse(s: &str) -> Result<Route> {
         let bad = || {
-            Error::InvalidRoute(crate::Problem::local(
+            Error::InvalidRoute(Problem::local(
                 "a route is lease://{realm}/{area}/{resource}",
             ))
         };

@@ -358,7 +358,7 @@ fn a_broker_is_named_by_host_and_port() {
         ("http://[::1]:7420", "[::1]:7420"),
     ] {
         let u = reqwest::Url::parse(url).unwrap();
-        assert_eq!(super::answered_by(&u), want, "{url}");
+        assert_eq!(crate::transport::answered_by(&u), want, "{url}");
     }
 }
 

@@ -1951,6 +1951,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "to": "broker-b"
+                 *     }
+                 */
                 "application/json": components["schemas"]["MoveRequest"];
             };
         };
