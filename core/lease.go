@@ -25,6 +25,15 @@ type lease struct {
 	prev, next *lease
 }
 
+// granted is a lease allocated with the Item of its grant: one allocation
+// instead of two (128 bytes, one size class, against 64 + 80). A renewal
+// gives the lease a new Item; this one stays as it was, immutable like
+// every published Item, for the snapshots and events that hold it.
+type granted struct {
+	lease lease
+	item  Item
+}
+
 // Outcome says how an acquisition was answered. The zero value, OutcomeNone,
 // is the outcome of every holding that no acquisition produced (Extend).
 type Outcome uint8
@@ -110,7 +119,11 @@ func (s *State) Acquire(now time.Time, req AcquireRequest) (Holding, Ticket, err
 	if err != nil {
 		return Holding{}, 0, err
 	}
-	f := s.family(fam)
+	return s.acquire(now, s.family(fam), ss, r, ttl, wait)
+}
+
+// acquire is Acquire by the live session ss of f, with ttl and wait checked.
+func (s *State) acquire(now time.Time, f *family, ss *session, r Route, ttl, wait time.Duration) (Holding, Ticket, error) {
 	l := f.lookup(r)
 	switch {
 	case l == nil:
@@ -135,8 +148,9 @@ func (s *State) Acquire(now time.Time, req AcquireRequest) (Holding, Ticket, err
 func (s *State) grant(now time.Time, f *family, key string, ss *session, ttl time.Duration) Holding {
 	rev := s.bump(f)
 	n := now.UnixNano()
-	it := &Item{key: key, ownerID: ss.OwnerID, incarnation: ss.Incarnation, acquiredAt: n, expiresAt: n + int64(ttl)}
-	l := &lease{item: it, fam: f, holder: ss, token: FencingToken(rev)}
+	g := &granted{item: Item{key: key, ownerID: ss.OwnerID, incarnation: ss.Incarnation, acquiredAt: n, expiresAt: n + int64(ttl)}}
+	it, l := &g.item, &g.lease
+	*l = lease{item: it, fam: f, holder: ss, token: FencingToken(rev)}
 	f.leases[key] = l
 	f.held.Set(it)
 	s.leaseDue.push(l)
@@ -152,7 +166,13 @@ func (s *State) holding(now time.Time, fam Family, id SessionID, r Route, token 
 	if err != nil {
 		return nil, err
 	}
-	f := s.families[fam]
+	return s.heldBy(s.families[fam], ss, r, token)
+}
+
+// heldBy finds the lease that the live session ss holds on r of f (nil:
+// no such family yet) with token, or the error that explains why not; a
+// route that is not held is (nil, nil).
+func (s *State) heldBy(f *family, ss *session, r Route, token FencingToken) (*lease, error) {
 	var l *lease
 	if f != nil {
 		l = f.lookup(r)
@@ -181,12 +201,18 @@ func (s *State) Extend(now time.Time, req ExtendRequest) (Holding, error) {
 	if err != nil {
 		return Holding{}, err
 	}
+	return s.extend(now, l, req.TTL)
+}
+
+// extend renews l, the lease the caller holds (nil: it is not held), for
+// ttl, checked.
+func (s *State) extend(now time.Time, l *lease, ttl time.Duration) (Holding, error) {
 	if l == nil {
 		return Holding{}, muster.Errorf(muster.CodeLeaseExpired, "the lease is not held: it expired or was released")
 	}
 	s.bump(l.fam)
 	it := *l.item
-	it.expiresAt = now.UnixNano() + int64(req.TTL)
+	it.expiresAt = now.UnixNano() + int64(ttl)
 	it.renewals++
 	l.item = &it
 	l.fam.held.Set(l.item)
@@ -202,9 +228,14 @@ func (s *State) Release(now time.Time, req ReleaseRequest) error {
 	if err != nil || l == nil {
 		return err
 	}
+	s.release(now, l)
+	return nil
+}
+
+// release ends l, the lease the caller holds.
+func (s *State) release(now time.Time, l *lease) {
 	s.stats.Releases++
 	s.removeLease(now, l, Released)
-	return nil
 }
 
 // Rollback undoes a fresh grant whose response could not be handed to its
@@ -249,6 +280,7 @@ func (s *State) removeLease(now time.Time, l *lease, kind ChangeKind) {
 	f.held.Delete(l.item)
 	s.leaseDue.remove(l)
 	l.holder.removeLease(l)
+	l.holder, l.fam = nil, nil // an Item of l's allocation (granted) may outlive it in a snapshot
 	rev := s.bump(f)
 	s.events = append(s.events, Event{Family: f.name, Key: key, Kind: kind, Revision: rev})
 	s.grantNext(now, f, key)
