@@ -5,13 +5,14 @@ package core
 type leaseHeap []*lease
 
 func (h *leaseHeap) push(l *lease) {
-	l.heapIdx = len(*h)
+	i := len(*h)
+	l.heapIdx = int32(i)
 	*h = append(*h, l)
-	h.up(l.heapIdx)
+	h.up(i)
 }
 
 func (h *leaseHeap) remove(l *lease) {
-	i := l.heapIdx
+	i := int(l.heapIdx)
 	n := len(*h) - 1
 	if i != n {
 		h.swap(i, n)
@@ -42,8 +43,8 @@ func (h leaseHeap) less(i, j int) bool { return h[i].item.expiresAt < h[j].item.
 
 func (h leaseHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx = i
-	h[j].heapIdx = j
+	h[i].heapIdx = int32(i)
+	h[j].heapIdx = int32(j)
 }
 
 func (h leaseHeap) up(j int) {

@@ -20,7 +20,10 @@ type lease struct {
 	fam     *family
 	holder  *session
 	token   FencingToken // the revision of the grant
-	heapIdx int
+	heapIdx int32        // index in the expiry heap
+	// Where the lease is in its family's held index (family.go): its key
+	// is in the tree, it is on the family's list of changes to apply.
+	inTree, stale bool
 	// the holder session's leases form an intrusive list
 	prev, next *lease
 }
@@ -152,7 +155,7 @@ func (s *State) grant(now time.Time, f *family, key string, ss *session, ttl tim
 	it, l := &g.item, &g.lease
 	*l = lease{item: it, fam: f, holder: ss, token: FencingToken(rev)}
 	f.leases[key] = l
-	f.held.Set(it)
+	f.noteHeld(l)
 	s.leaseDue.push(l)
 	ss.addLease(l)
 	s.events = append(s.events, Event{Family: f.name, Key: key, Kind: Acquired, Revision: rev, Item: it})
@@ -215,8 +218,8 @@ func (s *State) extend(now time.Time, l *lease, ttl time.Duration) (Holding, err
 	it.expiresAt = now.UnixNano() + int64(ttl)
 	it.renewals++
 	l.item = &it
-	l.fam.held.Set(l.item)
-	s.leaseDue.fix(l.heapIdx)
+	l.fam.noteHeld(l)
+	s.leaseDue.fix(int(l.heapIdx))
 	s.stats.Renewals++
 	return Holding{Item: l.item, Token: l.token}, nil
 }
@@ -277,7 +280,7 @@ func (s *State) Query(now time.Time, fam Family, r Route) LeaseStatus {
 func (s *State) removeLease(now time.Time, l *lease, kind ChangeKind) {
 	f, key := l.fam, l.item.key
 	delete(f.leases, key)
-	f.held.Delete(l.item)
+	f.noteGone(l)
 	s.leaseDue.remove(l)
 	l.holder.removeLease(l)
 	l.holder, l.fam = nil, nil // an Item of l's allocation (granted) may outlive it in a snapshot
