@@ -51,54 +51,92 @@ func (f *family) lookup(r Route) *lease {
 	return f.leases[string(b)]
 }
 
-// maxStale bounds the changes a family's held index waits with: at most
-// that many tree updates in the step that reads it, and that many leases
-// (with their Items) kept by the list after they end.
-const maxStale = 1024
+// maxStale bounds a family's list of changes to its held index, holes
+// included. At the bound the holes go, and when half of it is still
+// waiting, the older half of the waiting changes is applied: the step that
+// reads the tree applies at most maxStale changes (about a millisecond).
+// A family whose leases live shorter than maxStale/2 changes of its own
+// (the batch benchmark's 32 clients hold at most 2,048) keeps them all
+// out of the tree.
+const maxStale = 4096
 
 // The held index is maintained lazily. Every read of f.held (cloneHeld,
 // the only one) applies the noted changes first, so a snapshot is the
 // held set at its revision exactly as if each change had been applied at
-// once. A lease that ends before the next read, or before maxStale other
-// changes, never enters the tree: a lease's key is in the tree (inTree)
-// or the lease is on the list (stale), or both while a change waits.
+// once. A lease is noted (staleIdx > 0) when it is granted, renewed or
+// imported, and when it ends with its key in the tree; a lease that ends
+// before its grant reached the tree leaves a hole on the list and never
+// enters the tree. The list keeps no ended lease that is not in the tree.
 
 // noteHeld notes that l, a held lease, has a new Item (a grant, a
 // renewal, an import) to put in the tree.
 func (f *family) noteHeld(l *lease) {
-	if !l.stale {
-		l.stale = true
-		f.stale = append(f.stale, l)
-		if len(f.stale) >= maxStale {
-			f.applyStale()
-		}
+	if l.staleIdx != 0 {
+		return
 	}
+	if len(f.stale) >= maxStale {
+		f.trimStale()
+	}
+	f.stale = append(f.stale, l)
+	l.staleIdx = int32(len(f.stale))
 }
 
 // noteGone notes that l ended: its key leaves the tree, if it is there.
 // l must be out of f.leases already; a later grant of the same key is
 // noted after it, so the removal is applied first.
 func (f *family) noteGone(l *lease) {
-	if l.inTree {
+	l.fam = nil // ended
+	switch {
+	case l.inTree:
 		f.noteHeld(l)
+	case l.staleIdx != 0:
+		f.stale[l.staleIdx-1] = nil
+		l.staleIdx = 0
 	}
 }
 
-// applyStale applies the noted changes in order: a lease that is still
-// f's holder of its key puts its current Item in the tree, one that ended
-// takes its key out.
-func (f *family) applyStale() {
-	for i, l := range f.stale {
-		f.stale[i] = nil
-		l.stale = false
-		switch {
-		case f.leases[l.item.key] == l:
+// applyStale applies every noted change, in order.
+func (f *family) applyStale() { f.applyFirst(len(f.stale)) }
+
+// applyFirst applies the first n entries of the list, in order (a lease
+// still held puts its current Item in the tree, one that ended takes its
+// key out), and keeps the rest.
+func (f *family) applyFirst(n int) {
+	for _, l := range f.stale[:n] {
+		if l == nil {
+			continue
+		}
+		l.staleIdx = 0
+		if l.fam != nil {
 			f.held.Set(l.item)
 			l.inTree = true
-		case l.inTree:
+		} else {
 			f.held.Delete(l.item)
 			l.inTree = false
 		}
 	}
-	f.stale = f.stale[:0]
+	f.stale = f.compactStale(f.stale[n:])
+}
+
+// trimStale makes room on a full list: the holes go, and the older half
+// of what is left is applied when more than half of maxStale waits.
+func (f *family) trimStale() {
+	f.stale = f.compactStale(f.stale)
+	if len(f.stale) > maxStale/2 {
+		f.applyFirst(len(f.stale) / 2)
+	}
+}
+
+// compactStale moves the entries of rest, without holes, to the front of
+// f.stale and returns them.
+func (f *family) compactStale(rest []*lease) []*lease {
+	out := f.stale[:0]
+	for _, l := range rest {
+		if l != nil {
+			out = append(out, l)
+			l.staleIdx = int32(len(out))
+		}
+	}
+	clear(f.stale[len(out):cap(f.stale)])
+	return out
 }
