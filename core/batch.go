@@ -56,6 +56,10 @@ type BatchRequest struct {
 	Family  Family
 	Session SessionID
 	Ops     []BatchOp
+	// Results, when its capacity holds len(Ops), is where the results are
+	// written (the answer's Results is then Results[:len(Ops)]), so that a
+	// caller can recycle it; otherwise the results are allocated.
+	Results []BatchResult
 }
 
 // BatchAnswer is a batch's outcome: one result per op, in the order of the
@@ -98,7 +102,11 @@ func (s *State) Batch(now time.Time, req BatchRequest) (BatchAnswer, error) {
 	if err != nil {
 		return BatchAnswer{}, err
 	}
-	out := make([]BatchResult, len(ops))
+	out := req.Results[:0]
+	if cap(out) < len(ops) {
+		out = make([]BatchResult, len(ops))
+	}
+	out = out[:len(ops)]
 	f := s.families[req.Family]
 	for i := range ops {
 		if s.placeFull {

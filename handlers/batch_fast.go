@@ -1,6 +1,11 @@
 package handlers
 
-import "github.com/musterhq/muster/api"
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/musterhq/muster/api"
+)
 
 // The batch body's fast path. A batch of 64 operations cost the broker
 // more to decode (a general JSON tokenizer with duplicate-name tracking,
@@ -19,9 +24,11 @@ import "github.com/musterhq/muster/api"
 
 // fastBatch decodes data when it is a batch body of the plain form; ok is
 // false otherwise, and the caller takes decodeBatch. The strings of the
-// result share one copy of data.
+// result share data's memory: data must not change afterwards (a request
+// body, read once and only read after). Its operations are on a recycled
+// slice (wireOpBufs) the handler gives back once it has answered.
 func fastBatch(data []byte, rules *batchRules) (req batchBody, ok bool) {
-	p := scanner{s: string(data)}
+	p := scanner{s: unsafe.String(unsafe.SliceData(data), len(data))}
 	if !p.next('{') {
 		return req, false
 	}
@@ -72,7 +79,26 @@ func (p *scanner) ops(rules *batchRules) ([]wireOp, bool) {
 	if !p.next('[') || p.next(']') { // no operation: decodeBatch words it
 		return nil, false
 	}
-	ops := make([]wireOp, 0, 64)
+	ops := wireOpBufs.Get().(*[]wireOp)
+	if got, ok := p.opsInto((*ops)[:0], rules); ok {
+		return got, true
+	}
+	recycleWireOps(ops)
+	return nil, false
+}
+
+// wireOpBufs recycles the operations of batch bodies.
+var wireOpBufs = sync.Pool{New: func() any { b := make([]wireOp, 0, 64); return &b }}
+
+// recycleWireOps forgets the strings of *ops and pools it.
+func recycleWireOps(ops *[]wireOp) {
+	clear((*ops)[:cap(*ops)])
+	*ops = (*ops)[:0]
+	wireOpBufs.Put(ops)
+}
+
+// opsInto reads the operations after the array's opening bracket onto ops.
+func (p *scanner) opsInto(ops []wireOp, rules *batchRules) ([]wireOp, bool) {
 	for {
 		if len(ops) == rules.ops.maxItems {
 			return nil, false

@@ -48,7 +48,10 @@ func (s *Server) batchHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveBatch applies a decoded batch and writes the answer.
 func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, req *batchBody) {
-	_, res, rev, err := s.applyBatch(r.Context(), req.Session, req.Ops)
+	defer func(ops []wireOp) { recycleWireOps(&ops) }(req.Ops) // last: the answer quotes them
+	sc := batchScratches.Get().(*batchScratch)
+	defer sc.recycle()
+	_, res, rev, err := s.applyBatch(r.Context(), req.Session, req.Ops, sc)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -2,8 +2,10 @@ package handlers
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,5 +99,52 @@ func TestTimeTextsIsAppendTime(t *testing.T) {
 		if got := c.append([]byte("x"), tm); string(got) != string(want) {
 			t.Errorf("%v: %s, want %s", tm, got, want)
 		}
+	}
+}
+
+// Batches served at once, of different sizes and routes, each get their
+// own answer: the recycled operations, results and buffers of one request
+// (batchScratch, wireOpBufs, batchBufs) never show in another's.
+func TestConcurrentBatchesKeepTheirOwnAnswers(t *testing.T) {
+	s := benchServer(t)
+	const workers = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		session := newSession(t, s)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 40 {
+				n := 1 + (w*7+round*13)%96
+				var ops []string
+				for i := range n {
+					ops = append(ops, fmt.Sprintf(`{"op":"acquire","route":"lease://c/w%d/r%d-%d","ttl_ms":60000}`, w, round, i))
+				}
+				body := fmt.Sprintf(`{"session_id":%q,"ops":[%s]}`, session, strings.Join(ops, ","))
+				rec := serve(s, "POST", "/v1/leases/batch", body)
+				var out struct {
+					Results []struct {
+						Ok    bool   `json:"ok"`
+						Route string `json:"route"`
+					} `json:"results"`
+				}
+				if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || rec.Code != 200 || len(out.Results) != n {
+					errs <- fmt.Errorf("worker %d round %d: %d %s", w, round, rec.Code, rec.Body)
+					return
+				}
+				for i, r := range out.Results {
+					if want := fmt.Sprintf("lease://c/w%d/r%d-%d", w, round, i); !r.Ok || r.Route != want {
+						errs <- fmt.Errorf("worker %d round %d result %d: %+v, want %s", w, round, i, r, want)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
