@@ -208,18 +208,26 @@ func (p *scanner) str() (string, bool) {
 	if !p.next('"') {
 		return "", false
 	}
-	for j := p.i; j < len(p.s); j++ {
-		switch c := p.s[j]; {
-		case c == '"':
-			s := p.s[p.i:j]
-			p.i = j + 1
-			return s, true
-		case c < 0x20 || c > 0x7e || c == '\\':
-			return "", false
-		}
+	j := p.i
+	for j < len(p.s) && plainChar[p.s[j]] {
+		j++
 	}
-	return "", false
+	if j == len(p.s) || p.s[j] != '"' {
+		return "", false
+	}
+	s := p.s[p.i:j]
+	p.i = j + 1
+	return s, true
 }
+
+// plainChar holds the bytes str takes inside a string: printable ASCII
+// other than '"' and '\\'.
+var plainChar = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // int reads an integer of at most 18 digits (so it cannot overflow)
 // without a fraction or an exponent, as JSON writes it: -?(0|[1-9][0-9]*).
