@@ -70,6 +70,18 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, req *batchBo
 // batchBufs recycles the buffers of batch bodies and answers.
 var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
+// batchBodies recycles the bodies of batches served by the fast path
+// (the contract middleware reads them into these).
+var batchBodies = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// recycleBatchBody pools the bytes of a body the fast path served, unless
+// they are of an outsized body.
+func recycleBatchBody(data []byte) {
+	if cap(data) <= 64<<10 {
+		batchBodies.Put(&data)
+	}
+}
+
 // appendAll reads r to its end onto dst.
 func appendAll(dst []byte, r io.Reader) ([]byte, error) {
 	for {
