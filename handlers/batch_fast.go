@@ -130,39 +130,41 @@ func (p *scanner) op(rules *batchRules) (op wireOp, ok bool) {
 		if !ok || !p.next(':') {
 			return op, false
 		}
-		i := rules.op.field(name)
-		if i < 0 || seen&(1<<i) != 0 {
-			return op, false
-		}
-		seen |= 1 << i
+		// The members this reader knows, by their index in the rules
+		// (loadBatchRules checked each is a property); any other gives up.
+		// Strings from str are printable ASCII: their length is their
+		// count of characters.
+		i := -1
 		switch name {
 		case "op":
 			s, ok := p.str()
-			if !ok || !rules.kind.ok(s) {
+			if !ok || !rules.kind.okCount(s, len(s)) {
 				return op, false
 			}
-			op.Op = api.BatchOpKind(s)
+			op.Op, i = api.BatchOpKind(s), rules.opIdx
 		case "route":
 			s, ok := p.str()
-			if !ok || !rules.route.ok(s) {
+			if !ok || !rules.route.okCount(s, len(s)) {
 				return op, false
 			}
-			op.Route = s
+			op.Route, i = s, rules.routeIdx
 		case "ttl_ms":
 			n, ok := p.int()
 			if !ok || !rules.ttl.ok(n) {
 				return op, false
 			}
-			op.TTL, op.HasTTL = n, true
+			op.TTL, op.HasTTL, i = n, true, rules.ttlIdx
 		case "fencing_token":
 			n, ok := p.int()
 			if !ok || !rules.token.ok(n) {
 				return op, false
 			}
-			op.Token, op.HasToken = n, true
-		default:
+			op.Token, op.HasToken, i = n, true, rules.tokenIdx
+		}
+		if i < 0 || seen&(1<<i) != 0 {
 			return op, false
 		}
+		seen |= 1 << i
 		if p.next(',') {
 			continue
 		}
