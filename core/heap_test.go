@@ -2,7 +2,6 @@ package core
 
 import (
 	"math/rand/v2"
-	"strings"
 	"testing"
 )
 
@@ -40,18 +39,6 @@ func TestLeaseHeapInvariants(t *testing.T) {
 			if i > 0 && h[(i-1)/2].at > e.at {
 				t.Fatalf("step %d: entry %d expires before its parent", step, i)
 			}
-		}
-	}
-}
-
-// A grant keeps a short key in its own bytes and a long one as its own
-// string; either way the key is the route's.
-func TestGrantedKeyOf(t *testing.T) {
-	for _, n := range []int{1, 22, 23, 24, 25, 200} {
-		r := Route{Realm: "r", Area: "a", Resource: strings.Repeat("x", n)}
-		g := &granted{}
-		if got := g.keyOf(r); got != r.Key() {
-			t.Fatalf("resource of %d: key %q, want %q", n, got, r.Key())
 		}
 	}
 }
