@@ -56,6 +56,10 @@ type BatchRequest struct {
 	Family  Family
 	Session SessionID
 	Ops     []BatchOp
+	// Results, when its capacity holds len(Ops), is where the results are
+	// written (the answer's Results is then Results[:len(Ops)]), so that a
+	// caller can recycle it; otherwise the results are allocated.
+	Results []BatchResult
 }
 
 // BatchAnswer is a batch's outcome: one result per op, in the order of the
@@ -94,14 +98,64 @@ func (s *State) Batch(now time.Time, req BatchRequest) (BatchAnswer, error) {
 			return BatchAnswer{}, muster.Errorf(muster.CodeInvalidRequest, "operation %d has an unknown kind", i)
 		}
 	}
-	if _, err := s.liveSession(now, req.Family, req.Session); err != nil {
+	ss, err := s.liveSession(now, req.Family, req.Session)
+	if err != nil {
 		return BatchAnswer{}, err
 	}
-	out := make([]BatchResult, len(ops))
+	out := req.Results[:0]
+	if cap(out) < len(ops) {
+		out = make([]BatchResult, len(ops))
+	}
+	out = out[:len(ops)]
+	f := s.families[req.Family]
 	for i := range ops {
-		out[i] = s.applyBatchOp(now, req.Family, req.Session, &ops[i])
+		if s.placeFull {
+			// A change limit was reached: on its own, the next op would
+			// first drop the family (dropDueFamilies), and so does this one.
+			out[i] = s.applyBatchOp(now, req.Family, req.Session, &ops[i])
+			continue
+		}
+		out[i] = s.applyBatchOpOf(now, req.Family, &f, ss, &ops[i])
 	}
 	return BatchAnswer{Results: out, Revision: s.famRevOf(req.Family)}, nil
+}
+
+// applyBatchOpOf applies one op of the live session ss of fam, whose
+// record is *f (nil until a grant makes it), exactly as its own command
+// would. The session
+// and the family are looked up once per batch: each command on its own
+// would first process due expiry and find the session again, and at the
+// batch's one now that finds nothing new (whatever a batch grants or
+// renews is due after now; no op ends a session or adds a waiter) and
+// the same session, unless a placed family reached its change limit
+// (Batch takes applyBatchOp then).
+func (s *State) applyBatchOpOf(now time.Time, fam Family, f **family, ss *session, op *BatchOp) BatchResult {
+	if op.Refused != nil {
+		return BatchResult{Err: op.Refused}
+	}
+	var r BatchResult
+	switch op.Kind {
+	case BatchAcquire:
+		if r.Err = checkLeaseTTL(op.TTL); r.Err == nil {
+			if *f == nil {
+				*f = s.family(fam)
+			}
+			r.Holding, _, r.Err = s.acquire(now, *f, ss, op.Route, op.TTL, 0)
+		}
+	case BatchExtend:
+		if r.Err = checkLeaseTTL(op.TTL); r.Err == nil {
+			var l *lease
+			if l, r.Err = s.heldBy(*f, ss, op.Route, op.Token); r.Err == nil {
+				r.Holding, r.Err = s.extend(now, l, op.TTL)
+			}
+		}
+	case BatchRelease:
+		var l *lease
+		if l, r.Err = s.heldBy(*f, ss, op.Route, op.Token); r.Err == nil && l != nil {
+			s.release(now, l)
+		}
+	}
+	return r
 }
 
 // applyBatchOp applies one op exactly as its own command would.

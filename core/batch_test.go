@@ -102,12 +102,16 @@ func TestBatchRefusedWhole(t *testing.T) {
 // random history, one taking each batch in one call and the other op by op,
 // every result, every event, the revision and the counters agree.
 func TestBatchEqualsOneByOne(t *testing.T) {
+	var granted uint64 // grants to waiters, across the histories
 	for seed := uint64(1); seed <= 40; seed++ {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { checkBatchEqualsOneByOne(t, seed) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { checkBatchEqualsOneByOne(t, seed, &granted) })
+	}
+	if granted == 0 {
+		t.Fatal("no history granted a lease to a waiter")
 	}
 }
 
-func checkBatchEqualsOneByOne(t *testing.T, seed uint64) {
+func checkBatchEqualsOneByOne(t *testing.T, seed uint64, granted *uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	cfg := Config{Epoch: "e", IncarnationKey: []byte("k")}
 	batched, single := NewState(cfg), NewState(cfg)
@@ -133,6 +137,18 @@ func checkBatchEqualsOneByOne(t *testing.T, seed uint64) {
 			who := sid(byte(1 + rng.IntN(sessions)))
 			batched.Keepalive(now, "acme", who)
 			single.Keepalive(now, "acme", who)
+		}
+		if rng.IntN(3) == 0 { // a session queues for a route, so releases grant to waiters
+			req := AcquireRequest{Family: "acme", Session: sid(byte(1 + rng.IntN(sessions))), Route: routes[rng.IntN(len(routes))],
+				TTL: time.Second, Wait: time.Duration(1+rng.IntN(800)) * time.Millisecond}
+			h1, t1, e1 := batched.Acquire(now, req)
+			h2, t2, e2 := single.Acquire(now, req)
+			if g, w := fmt.Sprint(describeResult(BatchResult{h1, e1}), t1), fmt.Sprint(describeResult(BatchResult{h2, e2}), t2); g != w {
+				t.Fatalf("step %d: acquire with wait %s, %s", step, g, w)
+			}
+			if h1.Token != 0 {
+				last[req.Route] = h1.Token
+			}
 		}
 		who := sid(byte(1 + rng.IntN(sessions+1))) // sometimes no such session
 		ops := make([]BatchOp, 1+rng.IntN(12))
@@ -180,15 +196,19 @@ func checkBatchEqualsOneByOne(t *testing.T, seed uint64) {
 		if g, w := describeEvents(batched.TakeEvents()), describeEvents(single.TakeEvents()); g != w {
 			t.Fatalf("step %d: batch events %s, one by one %s", step, g, w)
 		}
+		if g, w := describeWaits(batched.TakeResults()), describeWaits(single.TakeResults()); g != w {
+			t.Fatalf("step %d: batch wait results %s, one by one %s", step, g, w)
+		}
 		gs, ws := batched.Stats(), single.Stats()
 		if fmt.Sprint(gs) != fmt.Sprint(ws) {
 			t.Fatalf("step %d: stats differ:\nbatch %+v\nsingle %+v", step, gs, ws)
 		}
 	}
 	// The history must exercise the paths that change state.
-	if held[BatchAcquire] == 0 || held[BatchExtend] == 0 || batched.Stats().Releases == 0 {
-		t.Fatalf("a history without grants, extends or releases: %v, releases %d", held, batched.Stats().Releases)
+	if st := batched.Stats(); held[BatchAcquire] == 0 || held[BatchExtend] == 0 || st.Releases == 0 {
+		t.Fatalf("a history without grants, extends or releases: %v, releases %d", held, st.Releases)
 	}
+	*granted += batched.Stats().AcquireGrantedAfterWait
 }
 
 // applyOne is the op applied as its own command, the way the broker's
@@ -220,6 +240,14 @@ func describeResult(r BatchResult) string {
 		return "ok"
 	}
 	return fmt.Sprintf("ok %s token %d outcome %d %+v", r.Holding.Item.Key(), r.Holding.Token, r.Holding.Outcome, *r.Holding.Item)
+}
+
+func describeWaits(res []WaitResult) string {
+	out := ""
+	for _, r := range res {
+		out += fmt.Sprintf("%d %s;", r.Ticket, describeResult(BatchResult{Holding: r.Grant, Err: r.Err}))
+	}
+	return out
 }
 
 func describeEvents(ev []Event) string {
@@ -306,5 +334,50 @@ func TestBrokerBatchRollsBackUndeliverableGrants(t *testing.T) {
 	}
 	if fmt.Sprint(kinds) != fmt.Sprint([]ChangeKind{Acquired, RolledBack}) {
 		t.Fatalf("events %v", kinds)
+	}
+}
+
+// A placed family that reaches its change limit in the middle of a batch
+// is dropped before the next op, as it would be between two commands: the
+// ops after it find no session, exactly as one by one.
+func TestBatchChangeLimitMidBatch(t *testing.T) {
+	now := time.Unix(1000, 0)
+	ops := []BatchOp{
+		{Kind: BatchAcquire, Route: rA, TTL: time.Second},
+		{Kind: BatchAcquire, Route: rB, TTL: time.Second},
+		{Kind: BatchRelease, Route: rA, Token: 1},
+	}
+	var got [2][]string
+	for k := range got {
+		s := NewState(Config{Epoch: "e", IncarnationKey: []byte("k"), Placed: true})
+		if err := s.Serve(now, "acme", 1, now.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateSession(now, SessionRequest{Family: "acme", ID: sid(1), OwnerID: "w", TTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		s.families["acme"].place.changes = familyChangesLimit - 1
+		var res []BatchResult
+		if k == 0 {
+			ans, err := s.Batch(now, BatchRequest{Family: "acme", Session: sid(1), Ops: ops})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res = ans.Results
+		} else {
+			for _, op := range ops {
+				res = append(res, s.applyOne(now, "acme", sid(1), op))
+			}
+		}
+		for _, r := range res {
+			got[k] = append(got[k], describeResult(r))
+		}
+		got[k] = append(got[k], describeEvents(s.TakeEvents()))
+	}
+	if fmt.Sprint(got[0]) != fmt.Sprint(got[1]) {
+		t.Fatalf("batch %q\none by one %q", got[0], got[1])
+	}
+	if got[0][1] != "err "+string(muster.CodeSessionNotFound) {
+		t.Fatalf("the op after the limit: %s, want session_not_found", got[0][1])
 	}
 }

@@ -139,7 +139,7 @@ func (s *State) forgetSession(ss *session) {
 	for ss.leases != nil {
 		l := ss.leases
 		delete(l.fam.leases, l.item.key)
-		l.fam.held.Delete(l.item)
+		l.fam.noteGone(l)
 		s.leaseDue.remove(l)
 		ss.removeLease(l)
 	}
@@ -209,7 +209,7 @@ func (s *State) importSession(now time.Time, f *family, hs *HandoverSession, tra
 			expiresAt: n + int64(hl.Left-transit), renewals: hl.Renewals}
 		l := &lease{item: it, fam: f, holder: ss, token: hl.Token}
 		f.leases[hl.Key] = l
-		f.held.Set(it)
+		f.noteHeld(l)
 		s.leaseDue.push(l)
 		ss.addLease(l)
 	}

@@ -1,22 +1,30 @@
 package core
 
 // leaseHeap is an intrusive min-heap of leases by expiry: each lease stores
-// its own index, so re-keying on renewal is O(log n) with no side map.
-type leaseHeap []*lease
+// its own index, so re-keying on renewal is O(log n) with no side map. Each
+// entry carries its lease's expiry, so sifting compares within the heap's
+// own array instead of loading every lease and its Item.
+type leaseHeap []heapEntry
+
+type heapEntry struct {
+	at int64 // l.item.expiresAt when the entry was last placed
+	l  *lease
+}
 
 func (h *leaseHeap) push(l *lease) {
-	l.heapIdx = len(*h)
-	*h = append(*h, l)
-	h.up(l.heapIdx)
+	i := len(*h)
+	l.heapIdx = int32(i)
+	*h = append(*h, heapEntry{at: l.item.expiresAt, l: l})
+	h.up(i)
 }
 
 func (h *leaseHeap) remove(l *lease) {
-	i := l.heapIdx
+	i := int(l.heapIdx)
 	n := len(*h) - 1
 	if i != n {
 		h.swap(i, n)
 	}
-	(*h)[n] = nil
+	(*h)[n] = heapEntry{}
 	*h = (*h)[:n]
 	l.heapIdx = -1
 	if i != n {
@@ -24,7 +32,14 @@ func (h *leaseHeap) remove(l *lease) {
 	}
 }
 
-func (h *leaseHeap) fix(i int) {
+// moved re-keys l after its expiry changed (a renewal).
+func (h leaseHeap) moved(l *lease) {
+	i := int(l.heapIdx)
+	h[i].at = l.item.expiresAt
+	h.fix(i)
+}
+
+func (h leaseHeap) fix(i int) {
 	if !h.down(i) {
 		h.up(i)
 	}
@@ -35,15 +50,15 @@ func (h leaseHeap) peek() *lease {
 	if len(h) == 0 {
 		return nil
 	}
-	return h[0]
+	return h[0].l
 }
 
-func (h leaseHeap) less(i, j int) bool { return h[i].item.expiresAt < h[j].item.expiresAt }
+func (h leaseHeap) less(i, j int) bool { return h[i].at < h[j].at }
 
 func (h leaseHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx = i
-	h[j].heapIdx = j
+	h[i].l.heapIdx = int32(i)
+	h[j].l.heapIdx = int32(j)
 }
 
 func (h leaseHeap) up(j int) {

@@ -90,6 +90,7 @@ func (s *State) openSnapshot(now time.Time, fam Family, caller string, rev Revis
 // cloneHeld is an O(1) copy-on-write clone of the family's held Items.
 func (s *State) cloneHeld(fam Family) *btree.BTreeG[*Item] {
 	if f := s.families[fam]; f != nil {
+		f.applyStale()
 		return f.held.Copy()
 	}
 	return btree.NewBTreeGOptions(itemLess, btree.Options{NoLocks: true})

@@ -2,6 +2,7 @@ package core
 
 import (
 	"time"
+	"unsafe"
 
 	"github.com/musterhq/muster"
 )
@@ -20,9 +21,39 @@ type lease struct {
 	fam     *family
 	holder  *session
 	token   FencingToken // the revision of the grant
-	heapIdx int
+	heapIdx int32        // index in the expiry heap
+	// Where the lease is in its family's held index (family.go): its
+	// place + 1 on the family's list of changes to apply (0: not on it),
+	// and whether its key is in the tree.
+	staleIdx int32
+	inTree   bool
 	// the holder session's leases form an intrusive list
 	prev, next *lease
+}
+
+// granted is a lease allocated with the Item of its grant and, when it is
+// short, its key: one allocation of 160 bytes instead of three (64 + 80 +
+// the key's). A renewal gives the lease a new Item; this one stays as it
+// was, immutable like every published Item and the key's bytes, for the
+// snapshots and events that hold them.
+type granted struct {
+	lease lease
+	item  Item
+	key   [24]byte
+}
+
+// keyOf is r's key, in g's own bytes when it fits.
+func (g *granted) keyOf(r Route) string {
+	n := len(r.Realm) + len(r.Area) + len(r.Resource) + 2
+	if n > len(g.key) {
+		return r.Key()
+	}
+	b := append(g.key[:0], r.Realm...)
+	b = append(b, '/')
+	b = append(b, r.Area...)
+	b = append(b, '/')
+	b = append(b, r.Resource...)
+	return unsafe.String(&g.key[0], n) // never written again
 }
 
 // Outcome says how an acquisition was answered. The zero value, OutcomeNone,
@@ -110,14 +141,19 @@ func (s *State) Acquire(now time.Time, req AcquireRequest) (Holding, Ticket, err
 	if err != nil {
 		return Holding{}, 0, err
 	}
-	f := s.family(fam)
+	return s.acquire(now, s.family(fam), ss, r, ttl, wait)
+}
+
+// acquire is Acquire by the live session ss of f, with ttl and wait checked.
+func (s *State) acquire(now time.Time, f *family, ss *session, r Route, ttl, wait time.Duration) (Holding, Ticket, error) {
 	l := f.lookup(r)
 	switch {
 	case l == nil:
 		s.stats.AcquireGranted++
-		g := s.grant(now, f, r.Key(), ss, ttl)
-		g.ExpiresAfterRequest = ttl
-		return g, 0, nil
+		g := &granted{}
+		h := s.place(now, f, g, g.keyOf(r), ss, ttl)
+		h.ExpiresAfterRequest = ttl
+		return h, 0, nil
 	case l.holder == ss:
 		s.stats.AcquireAlreadyHeld++
 		left := time.Duration(l.item.expiresAt - now.UnixNano())
@@ -133,12 +169,18 @@ func (s *State) Acquire(now time.Time, req AcquireRequest) (Holding, Ticket, err
 // grant makes ss the holder of the free route key: a new revision, a new
 // fencing token, an Acquired event.
 func (s *State) grant(now time.Time, f *family, key string, ss *session, ttl time.Duration) Holding {
+	return s.place(now, f, &granted{}, key, ss, ttl)
+}
+
+// place is grant into g, a fresh allocation (whose bytes key may be).
+func (s *State) place(now time.Time, f *family, g *granted, key string, ss *session, ttl time.Duration) Holding {
 	rev := s.bump(f)
 	n := now.UnixNano()
-	it := &Item{key: key, ownerID: ss.OwnerID, incarnation: ss.Incarnation, acquiredAt: n, expiresAt: n + int64(ttl)}
-	l := &lease{item: it, fam: f, holder: ss, token: FencingToken(rev)}
+	g.item = Item{key: key, ownerID: ss.OwnerID, incarnation: ss.Incarnation, acquiredAt: n, expiresAt: n + int64(ttl)}
+	it, l := &g.item, &g.lease
+	*l = lease{item: it, fam: f, holder: ss, token: FencingToken(rev)}
 	f.leases[key] = l
-	f.held.Set(it)
+	f.noteHeld(l)
 	s.leaseDue.push(l)
 	ss.addLease(l)
 	s.events = append(s.events, Event{Family: f.name, Key: key, Kind: Acquired, Revision: rev, Item: it})
@@ -152,7 +194,13 @@ func (s *State) holding(now time.Time, fam Family, id SessionID, r Route, token 
 	if err != nil {
 		return nil, err
 	}
-	f := s.families[fam]
+	return s.heldBy(s.families[fam], ss, r, token)
+}
+
+// heldBy finds the lease that the live session ss holds on r of f (nil:
+// no such family yet) with token, or the error that explains why not; a
+// route that is not held is (nil, nil).
+func (s *State) heldBy(f *family, ss *session, r Route, token FencingToken) (*lease, error) {
 	var l *lease
 	if f != nil {
 		l = f.lookup(r)
@@ -181,16 +229,22 @@ func (s *State) Extend(now time.Time, req ExtendRequest) (Holding, error) {
 	if err != nil {
 		return Holding{}, err
 	}
+	return s.extend(now, l, req.TTL)
+}
+
+// extend renews l, the lease the caller holds (nil: it is not held), for
+// ttl, checked.
+func (s *State) extend(now time.Time, l *lease, ttl time.Duration) (Holding, error) {
 	if l == nil {
 		return Holding{}, muster.Errorf(muster.CodeLeaseExpired, "the lease is not held: it expired or was released")
 	}
 	s.bump(l.fam)
 	it := *l.item
-	it.expiresAt = now.UnixNano() + int64(req.TTL)
+	it.expiresAt = now.UnixNano() + int64(ttl)
 	it.renewals++
 	l.item = &it
-	l.fam.held.Set(l.item)
-	s.leaseDue.fix(l.heapIdx)
+	l.fam.noteHeld(l)
+	s.leaseDue.moved(l)
 	s.stats.Renewals++
 	return Holding{Item: l.item, Token: l.token}, nil
 }
@@ -202,9 +256,14 @@ func (s *State) Release(now time.Time, req ReleaseRequest) error {
 	if err != nil || l == nil {
 		return err
 	}
+	s.release(now, l)
+	return nil
+}
+
+// release ends l, the lease the caller holds.
+func (s *State) release(now time.Time, l *lease) {
 	s.stats.Releases++
 	s.removeLease(now, l, Released)
-	return nil
 }
 
 // Rollback undoes a fresh grant whose response could not be handed to its
@@ -246,9 +305,10 @@ func (s *State) Query(now time.Time, fam Family, r Route) LeaseStatus {
 func (s *State) removeLease(now time.Time, l *lease, kind ChangeKind) {
 	f, key := l.fam, l.item.key
 	delete(f.leases, key)
-	f.held.Delete(l.item)
+	f.noteGone(l)
 	s.leaseDue.remove(l)
 	l.holder.removeLease(l)
+	l.holder, l.fam = nil, nil // an Item of l's allocation (granted) may outlive it in a snapshot
 	rev := s.bump(f)
 	s.events = append(s.events, Event{Family: f.name, Key: key, Kind: kind, Revision: rev})
 	s.grantNext(now, f, key)

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -362,5 +363,17 @@ func TestExpiresAfterRequest(t *testing.T) {
 	}
 	if expiry := time.Unix(0, g.Item.expiresAt); !arrived.Add(g.ExpiresAfterRequest).Equal(expiry) {
 		t.Fatalf("arrival + %v = %v, the expiry is %v", g.ExpiresAfterRequest, arrived.Add(g.ExpiresAfterRequest), expiry)
+	}
+}
+
+// A grant keeps a short key in its own bytes and a long one as its own
+// string; either way the key is the route's.
+func TestGrantedKeyOf(t *testing.T) {
+	for _, n := range []int{1, 22, 23, 24, 25, 200} {
+		r := Route{Realm: "r", Area: "a", Resource: strings.Repeat("x", n)}
+		g := &granted{}
+		if got := g.keyOf(r); got != r.Key() {
+			t.Fatalf("resource of %d: key %q, want %q", n, got, r.Key())
+		}
 	}
 }

@@ -202,7 +202,11 @@ func checkLiteral(seg string) string {
 	if len(seg) > muster.MaxSegmentLen {
 		return "segment longer than 128 bytes"
 	}
-	for i := 0; i < len(seg); {
+	i := 0
+	for i < len(seg) && plainSegByte[seg[i]] {
+		i++
+	}
+	for i < len(seg) {
 		b := seg[i]
 		if b < utf8.RuneSelf {
 			switch {
@@ -227,6 +231,15 @@ func checkLiteral(seg string) string {
 	}
 	return ""
 }
+
+// plainSegByte holds the bytes checkLiteral passes without a closer look:
+// printable ASCII other than '*' and '/'.
+var plainSegByte = func() (t [256]bool) {
+	for b := 0x20; b < 0x7f; b++ {
+		t[b] = b != '*' && b != '/'
+	}
+	return t
+}()
 
 // expandForms lists the depth-3 literal-or-"*" forms of a legal pattern:
 // every way its `**` segments can absorb the positions its other segments

@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/api"
@@ -44,7 +46,7 @@ func wireOps(in []api.BatchOp) []wireOp {
 // batch_http.go); both apply a batch with applyBatch.
 func (s *Server) BatchLeases(ctx context.Context, req api.BatchLeasesRequestObject) (api.BatchLeasesResponseObject, error) {
 	in := wireOps(req.Body.Ops)
-	ops, res, rev, err := s.applyBatch(ctx, req.Body.SessionId, in)
+	ops, res, rev, err := s.applyBatch(ctx, req.Body.SessionId, in, &batchScratch{})
 	if err != nil {
 		return nil, err
 	}
@@ -61,19 +63,42 @@ func (s *Server) BatchLeases(ctx context.Context, req api.BatchLeasesRequestObje
 // batch before anything is applied (its values were judged against the
 // contract while decoding: a ttl_ms outside LeaseTTL never reaches here);
 // an operation the caller's grants do not cover fails alone with
-// forbidden.
-func (s *Server) applyBatch(ctx context.Context, session string, in []wireOp) ([]core.BatchOp, []core.BatchResult, core.Revision, error) {
+// forbidden. The operations and results are written into sc's slices,
+// which keep them (and grow) for the caller to recycle.
+func (s *Server) applyBatch(ctx context.Context, session string, in []wireOp, sc *batchScratch) ([]core.BatchOp, []core.BatchResult, core.Revision, error) {
 	id, err := core.ParseSessionID(session)
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	caller := callerFrom(ctx)
-	ops, err := batchOps(in, caller.Grants)
+	ops, err := appendBatchOps(sc.ops[:0], in, caller.Grants)
+	sc.ops = ops
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	ans, err := s.broker.Batch(ctx, core.BatchRequest{Family: caller.Family, Session: id, Ops: ops})
+	ans, err := s.broker.Batch(ctx, core.BatchRequest{Family: caller.Family, Session: id, Ops: ops, Results: sc.res})
+	if cap(ans.Results) > cap(sc.res) {
+		sc.res = ans.Results
+	}
 	return ops, ans.Results, ans.Revision, err
+}
+
+// batchScratch is what applying one batch writes besides its answer: the
+// core operations and their results, recycled across requests
+// (batchScratches) once the answer is written.
+type batchScratch struct {
+	ops []core.BatchOp
+	res []core.BatchResult
+}
+
+var batchScratches = sync.Pool{New: func() any { return &batchScratch{} }}
+
+// recycle forgets what sc holds (routes, errors, Items) and pools it.
+func (sc *batchScratch) recycle() {
+	clear(sc.res[:min(len(sc.ops), cap(sc.res))])
+	clear(sc.ops)
+	sc.ops, sc.res = sc.ops[:0], sc.res[:0]
+	batchScratches.Put(sc)
 }
 
 // batchOps turns the operations of a request into core operations: every
@@ -82,21 +107,26 @@ func (s *Server) applyBatch(ctx context.Context, session string, in []wireOp) ([
 // index. An operation whose route no write grant covers is kept with its
 // refusal (forbidden), so that it fails alone.
 func batchOps(in []wireOp, grants core.Grants) ([]core.BatchOp, error) {
+	return appendBatchOps(nil, in, grants)
+}
+
+// appendBatchOps is batchOps appending to dst.
+func appendBatchOps(dst []core.BatchOp, in []wireOp, grants core.Grants) ([]core.BatchOp, error) {
 	if len(in) == 0 || len(in) > core.MaxBatchOps {
-		return nil, muster.Errorf(muster.CodeInvalidRequest, "a batch has 1..%d operations", core.MaxBatchOps)
+		return dst, muster.Errorf(muster.CodeInvalidRequest, "a batch has 1..%d operations", core.MaxBatchOps)
 	}
-	ops := make([]core.BatchOp, len(in))
+	dst = slices.Grow(dst, len(in))
 	for i := range in {
 		op, err := batchOp(&in[i])
 		if err != nil {
-			return nil, batchOpError(i, err)
+			return dst, batchOpError(i, err)
 		}
 		if !grants.AllowsRoute(op.Route, core.Write) {
 			op.Refused = errForbidden
 		}
-		ops[i] = op
+		dst = append(dst, op)
 	}
-	return ops, nil
+	return dst, nil
 }
 
 // batchOp checks one operation's members against its kind.

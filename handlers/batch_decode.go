@@ -37,6 +37,8 @@ type batchRules struct {
 	op          *objectRule // BatchOp
 	kind, route *stringRule
 	ttl, token  *intRule
+	// The indexes in op of its members, for the fast path's seen bits.
+	opIdx, routeIdx, ttlIdx, tokenIdx int
 }
 
 // loadBatchRules compiles the rules of BatchRequest from the spec.
@@ -57,6 +59,7 @@ func loadBatchRules(spec *openapi3.T) (*batchRules, error) {
 	r.op = r.ops.items
 	r.kind, r.route = rule(r.op, "op").str, rule(r.op, "route").str
 	r.ttl, r.token = rule(r.op, "ttl_ms").num, rule(r.op, "fencing_token").num
+	r.opIdx, r.routeIdx, r.ttlIdx, r.tokenIdx = r.op.field("op"), r.op.field("route"), r.op.field("ttl_ms"), r.op.field("fencing_token")
 	for _, k := range r.kind.enum {
 		if !api.BatchOpKind(k).Valid() {
 			return nil, fmt.Errorf("handlers: the batch operation %q is not one decodeBatch knows", k)

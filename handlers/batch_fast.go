@@ -1,6 +1,11 @@
 package handlers
 
-import "github.com/musterhq/muster/api"
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/musterhq/muster/api"
+)
 
 // The batch body's fast path. A batch of 64 operations cost the broker
 // more to decode (a general JSON tokenizer with duplicate-name tracking,
@@ -19,9 +24,11 @@ import "github.com/musterhq/muster/api"
 
 // fastBatch decodes data when it is a batch body of the plain form; ok is
 // false otherwise, and the caller takes decodeBatch. The strings of the
-// result share one copy of data.
+// result share data's memory: data must not change afterwards (a request
+// body, read once and only read after). Its operations are on a recycled
+// slice (wireOpBufs) the handler gives back once it has answered.
 func fastBatch(data []byte, rules *batchRules) (req batchBody, ok bool) {
-	p := scanner{s: string(data)}
+	p := scanner{s: unsafe.String(unsafe.SliceData(data), len(data))}
 	if !p.next('{') {
 		return req, false
 	}
@@ -72,7 +79,26 @@ func (p *scanner) ops(rules *batchRules) ([]wireOp, bool) {
 	if !p.next('[') || p.next(']') { // no operation: decodeBatch words it
 		return nil, false
 	}
-	ops := make([]wireOp, 0, 64)
+	ops := wireOpBufs.Get().(*[]wireOp)
+	if got, ok := p.opsInto((*ops)[:0], rules); ok {
+		return got, true
+	}
+	recycleWireOps(ops)
+	return nil, false
+}
+
+// wireOpBufs recycles the operations of batch bodies.
+var wireOpBufs = sync.Pool{New: func() any { b := make([]wireOp, 0, 64); return &b }}
+
+// recycleWireOps forgets the strings of *ops and pools it.
+func recycleWireOps(ops *[]wireOp) {
+	clear((*ops)[:cap(*ops)])
+	*ops = (*ops)[:0]
+	wireOpBufs.Put(ops)
+}
+
+// opsInto reads the operations after the array's opening bracket onto ops.
+func (p *scanner) opsInto(ops []wireOp, rules *batchRules) ([]wireOp, bool) {
 	for {
 		if len(ops) == rules.ops.maxItems {
 			return nil, false
@@ -104,39 +130,41 @@ func (p *scanner) op(rules *batchRules) (op wireOp, ok bool) {
 		if !ok || !p.next(':') {
 			return op, false
 		}
-		i := rules.op.field(name)
-		if i < 0 || seen&(1<<i) != 0 {
-			return op, false
-		}
-		seen |= 1 << i
+		// The members this reader knows, by their index in the rules
+		// (loadBatchRules checked each is a property); any other gives up.
+		// Strings from str are printable ASCII: their length is their
+		// count of characters.
+		i := -1
 		switch name {
 		case "op":
 			s, ok := p.str()
-			if !ok || !rules.kind.ok(s) {
+			if !ok || !rules.kind.okCount(s, len(s)) {
 				return op, false
 			}
-			op.Op = api.BatchOpKind(s)
+			op.Op, i = api.BatchOpKind(s), rules.opIdx
 		case "route":
 			s, ok := p.str()
-			if !ok || !rules.route.ok(s) {
+			if !ok || !rules.route.okCount(s, len(s)) {
 				return op, false
 			}
-			op.Route = s
+			op.Route, i = s, rules.routeIdx
 		case "ttl_ms":
 			n, ok := p.int()
 			if !ok || !rules.ttl.ok(n) {
 				return op, false
 			}
-			op.TTL, op.HasTTL = n, true
+			op.TTL, op.HasTTL, i = n, true, rules.ttlIdx
 		case "fencing_token":
 			n, ok := p.int()
 			if !ok || !rules.token.ok(n) {
 				return op, false
 			}
-			op.Token, op.HasToken = n, true
-		default:
+			op.Token, op.HasToken, i = n, true, rules.tokenIdx
+		}
+		if i < 0 || seen&(1<<i) != 0 {
 			return op, false
 		}
+		seen |= 1 << i
 		if p.next(',') {
 			continue
 		}
@@ -182,18 +210,26 @@ func (p *scanner) str() (string, bool) {
 	if !p.next('"') {
 		return "", false
 	}
-	for j := p.i; j < len(p.s); j++ {
-		switch c := p.s[j]; {
-		case c == '"':
-			s := p.s[p.i:j]
-			p.i = j + 1
-			return s, true
-		case c < 0x20 || c > 0x7e || c == '\\':
-			return "", false
-		}
+	j := p.i
+	for j < len(p.s) && plainChar[p.s[j]] {
+		j++
 	}
-	return "", false
+	if j == len(p.s) || p.s[j] != '"' {
+		return "", false
+	}
+	s := p.s[p.i:j]
+	p.i = j + 1
+	return s, true
 }
+
+// plainChar holds the bytes str takes inside a string: printable ASCII
+// other than '"' and '\\'.
+var plainChar = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // int reads an integer of at most 18 digits (so it cannot overflow)
 // without a fraction or an exponent, as JSON writes it: -?(0|[1-9][0-9]*).

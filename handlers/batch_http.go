@@ -48,7 +48,10 @@ func (s *Server) batchHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveBatch applies a decoded batch and writes the answer.
 func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, req *batchBody) {
-	_, res, rev, err := s.applyBatch(r.Context(), req.Session, req.Ops)
+	defer func(ops []wireOp) { recycleWireOps(&ops) }(req.Ops) // last: the answer quotes them
+	sc := batchScratches.Get().(*batchScratch)
+	defer sc.recycle()
+	_, res, rev, err := s.applyBatch(r.Context(), req.Session, req.Ops, sc)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -66,6 +69,18 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request, req *batchBo
 
 // batchBufs recycles the buffers of batch bodies and answers.
 var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// batchBodies recycles the bodies of batches served by the fast path
+// (the contract middleware reads them into these).
+var batchBodies = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// recycleBatchBody pools the bytes of a body the fast path served, unless
+// they are of an outsized body.
+func recycleBatchBody(data []byte) {
+	if cap(data) <= 64<<10 {
+		batchBodies.Put(&data)
+	}
+}
 
 // appendAll reads r to its end onto dst.
 func appendAll(dst []byte, r io.Reader) ([]byte, error) {

@@ -189,7 +189,12 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 			defer leave()
 		}
 		if op.bodyLimit > 0 {
-			data, err := readRequestBody(r, op.bodyLimit, c.bodyTimeout)
+			batchFast := op.batch && c.batch != nil && !c.generalOnly && hotContentType(r.Header.Get("Content-Type"))
+			var into []byte
+			if batchFast {
+				into = (*batchBodies.Get().(*[]byte))[:0]
+			}
+			data, err := readRequestBody(r, op.bodyLimit, c.bodyTimeout, into)
 			if err != nil {
 				writeError(c.log, w, r, err)
 				return
@@ -205,10 +210,14 @@ func (c *contract) middleware(next http.Handler) http.Handler {
 			}
 			// The batch's fast path accepts only bodies of plain ASCII that
 			// decodeBatch accepts the same way: what checkJSONBody passes.
-			if op.batch && c.batch != nil && !c.generalOnly && hotContentType(r.Header.Get("Content-Type")) {
+			if batchFast {
 				if body, ok := fastBatch(data, c.batch); ok {
 					liftBodyDeadline(w, r)
 					next.ServeHTTP(w, r.WithContext(&hotContext{Context: r.Context(), caller: caller, body: &body}))
+					// The answer is written and nothing keeps the body's
+					// strings (the core copies the keys it keeps): the
+					// bytes serve the next batch.
+					recycleBatchBody(data)
 					return
 				}
 			}
@@ -274,11 +283,11 @@ func pathParam(v string, escaped bool) (string, error) {
 // readRequestBody reads at most limit bytes of the body into memory, so
 // that the validator and the handler can both read it (checkJSONBody puts
 // them back as the body).
-func readRequestBody(r *http.Request, limit int64, timeout time.Duration) ([]byte, error) {
+func readRequestBody(r *http.Request, limit int64, timeout time.Duration, into []byte) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, muster.Errorf(muster.CodePayloadTooLarge, "the request body is larger than %d bytes", limit)
 	}
-	data, err := readBody(r.Body, r.ContentLength, limit)
+	data, err := readBody(r.Body, r.ContentLength, limit, into)
 	if isTimeout(err) {
 		return nil, muster.Errorf(muster.CodeInvalidRequest, "the request body did not arrive within %s", timeout)
 	}
@@ -309,12 +318,15 @@ func checkJSONBody(r *http.Request, data []byte) error {
 
 // readBody is io.ReadAll of at most limit+1 bytes of body, with a buffer
 // sized by the declared length.
-func readBody(body io.Reader, declared, limit int64) ([]byte, error) {
+func readBody(body io.Reader, declared, limit int64, into []byte) ([]byte, error) {
 	size := int64(512)
 	if declared > 0 {
 		size = min(declared, limit) + 1 // +1: room for the read that sees EOF
 	}
-	data := make([]byte, 0, size)
+	data := into[:0]
+	if int64(cap(data)) < size {
+		data = make([]byte, 0, size)
+	}
 	lr := io.LimitedReader{R: body, N: limit + 1}
 	for {
 		if len(data) == cap(data) {

@@ -31,9 +31,14 @@ type stringRule struct {
 	enum           []string // nil: any value
 }
 
-func (s *stringRule) ok(v string) bool {
+func (s *stringRule) ok(v string) bool { return s.okCount(v, -1) }
+
+// okCount is ok for v of n characters (n < 0: count them).
+func (s *stringRule) okCount(v string, n int) bool {
 	if s.minLen > 0 || s.maxLen >= 0 {
-		n := utf8.RuneCountInString(v)
+		if n < 0 {
+			n = utf8.RuneCountInString(v)
+		}
 		if n < s.minLen || s.maxLen >= 0 && n > s.maxLen {
 			return false
 		}
