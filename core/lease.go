@@ -53,7 +53,7 @@ func (g *granted) keyOf(r Route) string {
 	b = append(b, r.Area...)
 	b = append(b, '/')
 	b = append(b, r.Resource...)
-	return unsafe.String(&g.key[0], n) // never written again
+	return unsafe.String(&b[0], len(b)) // g.key's bytes (n fits), never written again
 }
 
 // Outcome says how an acquisition was answered. The zero value, OutcomeNone,
