@@ -102,4 +102,3 @@ func main() {
 	fmt.Println("took", len(leases), "of 3")
 }`, prints: []string{"took 3 of 3"}},
 }
-
