@@ -84,8 +84,8 @@ func (p *PlacementConfig) resolve(families []string, storeURL string) (*placemen
 		}
 	}
 	return &placementSettings{
-		claims:     claims.Config{Broker: p.Broker, Addr: u.String(), TTL: ttl, Margin: margin},
-		renewEvery: every,
+		claims:      claims.Config{Broker: p.Broker, Addr: u.String(), TTL: ttl, Margin: margin},
+		renewEvery:  every,
 		families:    fams,
 		pinned:      p.Pinned,
 		cutRedirect: cut,
