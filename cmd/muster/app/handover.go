@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"slices"
 	"time"
 
 	"github.com/musterhq/muster"
@@ -72,7 +71,9 @@ func (p *placer) handOver(ctx context.Context, fam string, c claims.Claim, to, c
 func (p *placer) giveUpClaim(ctx context.Context, fam string, c claims.Claim) {
 	if err := p.store.Release(ctx, c); err != nil {
 		p.log.Warn("placement: releasing a claim failed; it expires on its own", "family", fam, "err", err)
+		return
 	}
+	p.log.Info("placement: gave family up", "family", fam, "epoch", c.Epoch)
 }
 
 // serve starts serving fam under the newly acquired c: with the state its
@@ -144,23 +145,7 @@ func (p *placer) peer(family string) (string, bool) {
 	if p.read.IsZero() || time.Since(p.read) < p.set.cutRedirect {
 		return "", false
 	}
-	var peers []string
-	for b := range p.live {
-		if b != p.self {
-			peers = append(peers, b)
-		}
-	}
-	if len(peers) == 0 {
-		return "", false
-	}
-	slices.Sort(peers)
-	current := currentOwners(p.owners)
-	for fam, b := range current {
-		if b == p.self {
-			delete(current, fam)
-		}
-	}
-	to := desiredOwners(p.set.families, peers, p.pinnedLocked(), current)[family]
+	to := p.wantsWithoutSelf()[family]
 	return p.live[to], to != ""
 }
 

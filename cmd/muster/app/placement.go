@@ -148,13 +148,8 @@ func (p *placer) close() {
 		p.log.Warn("placement: leaving the broker table failed", "err", err)
 	}
 	p.mu.Lock()
-	others := sortedKeys(p.live)
+	wants := p.wantsWithoutSelf()
 	p.mu.Unlock()
-	others = slices.DeleteFunc(others, func(b string) bool { return b == p.self })
-	p.mu.Lock()
-	current := currentOwners(p.owners)
-	p.mu.Unlock()
-	wants := desiredOwners(p.set.families, others, p.pinned(), current)
 	for _, fam := range sortedKeys(p.held) {
 		p.handOver(ctx, fam, p.held[fam], wants[fam], "shutdown")
 	}
@@ -440,11 +435,21 @@ func (p *placer) giveUp(ctx context.Context, fam string, c claims.Claim, cause s
 	if cause != "" {
 		p.metrics.moves.WithLabelValues(cause).Inc()
 	}
-	if err := p.store.Release(ctx, c); err != nil {
-		p.log.Warn("placement: releasing a claim failed; it expires on its own", "family", fam, "err", err)
-		return
+	p.giveUpClaim(ctx, fam, c)
+}
+
+// wantsWithoutSelf is the desired owner of every family among the live
+// brokers other than this one, as last read (p.mu held): where this broker
+// hands its families at shutdown, and where a cut broker sends clients.
+func (p *placer) wantsWithoutSelf() map[string]string {
+	var others []string
+	for _, b := range sortedKeys(p.live) {
+		if b != p.self {
+			others = append(others, b)
+		}
 	}
-	p.log.Info("placement: gave family up", "family", fam, "epoch", c.Epoch)
+	// This broker's claims among current are ignored: it is not in others.
+	return desiredOwners(p.set.families, others, p.pinnedLocked(), currentOwners(p.owners))
 }
 
 // desiredOwners is the broker that should serve each of fams (sorted):
