@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -59,7 +60,15 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 	defer s.broker.DropStream(id)
 	s.metrics.streams.Inc()
 	defer s.metrics.streams.Dec()
-	_ = s.hub.Serve(w, r, stream, sse.Options{Overflow: endEvent("overflow", nil)})
+	_ = s.hub.Serve(w, r, stream, sse.Options{Overflow: endEvent("overflow", nil), Gate: s.writers})
+}
+
+// newWriterGate lets as many stream writers write at once as there are
+// processors: under load the others wait for a turn with their events
+// batched, and the requests that make the changes are not queued behind
+// thousands of writers.
+func newWriterGate() *sse.Gate {
+	return sse.NewGate(runtime.GOMAXPROCS(0), 0)
 }
 
 // openStream registers req's selectors for a new stream of caller c, in

@@ -71,4 +71,12 @@
 // by more than the write timeout. It works the same over HTTP/1.1 and
 // HTTP/2; over HTTP/2 no deadline is left pending between writes, since one
 // would reset the stream.
+//
+// Streams served with a shared [Gate] (Options.Gate) take turns: at most the
+// gate's capacity of writers write at once, and a writer waiting for its turn
+// lets its events accumulate, so that with thousands of busy streams each
+// write carries every event since the stream's last turn instead of one
+// system call per event. A writer stuck on a stalled client loses its turn
+// after the gate's MaxHold. The gate changes when a stream is written, never
+// what or in which order; every guarantee above holds with it.
 package sse

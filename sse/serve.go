@@ -47,6 +47,13 @@ type Options struct {
 	// OnOverflow, if set, is called once from the writer goroutine when it
 	// finds the stream overflowed, before the overflow event is written.
 	OnOverflow func()
+
+	// Gate, if set, bounds the writers writing at once across the streams
+	// that share it, so that under load each write carries every event
+	// queued since the stream's last turn (see Gate). The first write (the
+	// headers, the retry field and the snapshot) and keepalives do not
+	// wait for it.
+	Gate *Gate
 }
 
 func (o Options) withDefaults() Options {
@@ -125,7 +132,10 @@ func Serve(w http.ResponseWriter, r *http.Request, s *Stream, opt Options) error
 		if gone.Load() {
 			return ctx.Err()
 		}
-		ending, err := wr.writeBatch(s, false)
+		ending, err := wr.writeTurn(s, &gone)
+		if gone.Load() {
+			return ctx.Err()
+		}
 		if err != nil || ending {
 			return err
 		}
@@ -160,6 +170,24 @@ func (wr *writer) heartbeat(s *Stream, hb *time.Timer) error {
 	return err
 }
 
+// writeTurn writes what is queued in s, after waiting for a pass of the
+// gate if there is one (unless the client has gone meanwhile).
+func (wr *writer) writeTurn(s *Stream, gone *atomic.Bool) (ending bool, err error) {
+	g := wr.opt.Gate
+	if g == nil {
+		return wr.writeBatch(s, false)
+	}
+	if wr.pass == nil {
+		wr.pass = newPass()
+	}
+	g.enter(wr.pass)
+	defer g.leave(wr.pass)
+	if gone.Load() {
+		return false, nil
+	}
+	return wr.writeBatch(s, false)
+}
+
 // writer is the state of one Serve call.
 type writer struct {
 	w     http.ResponseWriter
@@ -167,6 +195,7 @@ type writer struct {
 	opt   Options
 	spare []Event   // an empty queue buffer to hand back to the stream
 	last  time.Time // when the last write started
+	pass  *pass     // this writer's claim on opt.Gate
 
 	// clearEach: clear the write deadline after every flush (HTTP/2);
 	// otherwise it stays set until the stream is idle for a heartbeat or

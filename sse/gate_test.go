@@ -1,0 +1,214 @@
+package sse
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestGateOrderAndBound: passes are granted in the order asked for (one
+// pass: each holder records its turn before the next can have one), and
+// never more at once than the gate's capacity while every holder leaves
+// within MaxHold.
+func TestGateOrderAndBound(t *testing.T) {
+	for _, capacity := range []int{1, 3} {
+		g := NewGate(capacity, time.Hour)
+		first := make([]*pass, capacity)
+		for i := range first {
+			first[i] = newPass()
+			g.enter(first[i])
+		}
+		var order []int
+		var mu sync.Mutex
+		var in, most atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 20 {
+			p := newPass()
+			wg.Go(func() {
+				g.enter(p)
+				n := in.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				time.Sleep(100 * time.Microsecond)
+				in.Add(-1)
+				g.leave(p)
+			})
+			// Each waits before the next asks.
+			for waiting(g) != i+1 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		for _, p := range first {
+			g.leave(p)
+		}
+		wg.Wait()
+		if len(order) != 20 {
+			t.Fatalf("capacity %d: %d writers had a pass, want 20", capacity, len(order))
+		}
+		for i, got := range order {
+			if capacity == 1 && got != i {
+				t.Fatalf("capacity 1: granted in order %v", order)
+			}
+		}
+		if most.Load() > int32(capacity) {
+			t.Errorf("%d writers held passes at once, capacity %d", most.Load(), capacity)
+		}
+		if capacity > 1 && most.Load() < 2 {
+			t.Errorf("capacity %d: never more than one writer at once", capacity)
+		}
+		if g.free != capacity || len(g.held) != 0 {
+			t.Errorf("after all left: %d free, %d held; want %d, 0", g.free, len(g.held), capacity)
+		}
+	}
+}
+
+func waiting(g *Gate) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.waiting)
+}
+
+// TestGateOvertakesAStuckHolder: a holder that does not leave delays the
+// next writer by about MaxHold, not for as long as it holds on; its late
+// leave does not add a pass.
+func TestGateOvertakesAStuckHolder(t *testing.T) {
+	const maxHold = 20 * time.Millisecond
+	g := NewGate(1, maxHold)
+	stuck := newPass()
+	g.enter(stuck)
+	start := time.Now()
+	next := newPass()
+	g.enter(next) // blocks until overtaken
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("the next writer waited %v for a stuck holder, MaxHold %v", d, maxHold)
+	}
+	g.leave(stuck) // late: its pass was handed on already
+	g.mu.Lock()
+	free, held := g.free, len(g.held)
+	g.mu.Unlock()
+	if free != 0 || held != 1 {
+		t.Fatalf("after the stuck holder left late: %d free, %d held; want 0 and 1", free, held)
+	}
+	g.leave(next)
+	if g.free != 1 || len(g.held) != 0 {
+		t.Fatalf("after all left: %d free, %d held; want 1, 0", g.free, len(g.held))
+	}
+}
+
+// flushCounter counts the flushes of a stream's writer.
+type flushCounter struct {
+	http.ResponseWriter
+	n *atomic.Int32
+}
+
+func (f flushCounter) Unwrap() http.ResponseWriter { return f.ResponseWriter }
+
+func (f flushCounter) FlushError() error {
+	f.n.Add(1)
+	return http.NewResponseController(f.ResponseWriter).Flush()
+}
+
+// TestGateBatchesWhileWaiting: events offered while the stream's writer
+// waits for a pass are written together, in order, with one flush once
+// it gets one; none is written before.
+func TestGateBatchesWhileWaiting(t *testing.T) {
+	g := NewGate(1, time.Hour)
+	s := NewStream(DefaultCapacity)
+	var flushes atomic.Int32
+	srv, client := startHTTP1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = Serve(flushCounter{w, &flushes}, r, s, Options{Gate: g})
+	}))
+	s.Offer(ev("snapshot", ""))
+	dec := NewDecoder(mustOpen(t, t.Context(), client, srv.URL).Body)
+	if first, err := dec.Next(); err != nil || first.Name != "snapshot" {
+		t.Fatalf("first event %+v, %v", first, err)
+	}
+	if flushes.Load() != 1 {
+		t.Fatalf("%d flushes before the changes, want 1", flushes.Load())
+	}
+	held := newPass()
+	g.enter(held)
+	for i := range 5 {
+		s.Offer(ev("change", strconv.Itoa(i)))
+	}
+	for waiting(g) != 1 { // the writer woke and waits for the pass
+		time.Sleep(time.Millisecond)
+	}
+	if n := flushes.Load(); n != 1 {
+		t.Fatalf("%d flushes while the writer waited for a pass, want still 1", n)
+	}
+	g.leave(held)
+	for i := range 5 {
+		got, err := dec.Next()
+		if err != nil || got.ID != strconv.Itoa(i) {
+			t.Fatalf("change %d: %+v, %v", i, got, err)
+		}
+	}
+	if n := flushes.Load(); n != 2 {
+		t.Errorf("the five changes took %d flushes, want 1", n-1)
+	}
+	s.End(ev("shutdown", ""))
+	waitDone(t, s)
+	if g.free != 1 {
+		t.Errorf("the writer returned holding a pass: %d free", g.free)
+	}
+}
+
+// TestGateStalledClientDelaysOthersLittle: with one pass, a writer blocked
+// on a client that stopped reading (write timeout an hour) delays another
+// stream's events by about MaxHold, not until its write gives up.
+func TestGateStalledClientDelaysOthersLittle(t *testing.T) {
+	g := NewGate(1, 20*time.Millisecond)
+	stalled, live := NewStream(DefaultCapacity), NewStream(DefaultCapacity)
+	srv, writes := startStallServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := live
+		if r.URL.Path == "/stalled" {
+			s = stalled
+		}
+		_ = Serve(w, r, s, Options{Gate: g, WriteTimeout: time.Hour})
+	}))
+	stalled.Offer(ev("snapshot", ""))
+	dialStalled(t, srv.Listener.Addr().String(), "/stalled")
+	payload := bytes.Repeat([]byte("x"), 16<<10)
+	for i := range 128 { // far more than the socket buffers hold
+		stalled.Offer(Event{Name: "change", ID: strconv.Itoa(i), Data: payload})
+	}
+	for {
+		if _, ok := writes.stalled(50 * time.Millisecond); ok {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	live.Offer(ev("snapshot", ""))
+	client := &http.Client{Timeout: 10 * time.Second} // bounds the reads too
+	dec := NewDecoder(mustOpen(t, t.Context(), client, srv.URL+"/live").Body)
+	if first, err := dec.Next(); err != nil || first.Name != "snapshot" {
+		t.Fatalf("first event %+v, %v", first, err)
+	}
+	for i := range 3 {
+		start := time.Now()
+		live.Offer(ev("change", strconv.Itoa(i)))
+		got, err := dec.Next()
+		if err != nil || got.ID != strconv.Itoa(i) {
+			t.Fatalf("change %d: %+v, %v", i, got, err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("change %d took %v behind a stalled stream", i, d)
+		}
+	}
+	select {
+	case <-stalled.Done():
+		t.Fatal("the stalled stream's writer returned: the test stalled nothing")
+	default:
+	}
+	live.End(ev("shutdown", ""))
+	waitDone(t, live)
+}
