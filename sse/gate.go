@@ -15,12 +15,14 @@ const DefaultMaxHold = 2 * time.Millisecond
 // Without a gate, a change offered to 10,000 streams wakes 10,000 writers at
 // once: each writes its one event with a system call of its own, and the
 // run queue they form delays every other goroutine (the requests that make
-// the changes among them). With a gate, a woken writer waits for a pass
-// before it takes its batch from the queue, and gives the pass back after
-// its flush. While it waits its events accumulate, so under load each write
-// carries all the events that arrived since the stream's last turn, and at
-// most the gate's capacity of writers compete for the processors. When few
-// streams are busy a pass is free at once and nothing waits.
+// the changes among them). With a gate, a woken writer whose stream fell
+// behind (its last batch carried more than one event) waits for a pass
+// before it takes its next batch from the queue, and gives the pass back
+// after its flush. While it waits its events accumulate, so under load each
+// write carries all the events that arrived since the stream's last turn,
+// and at most the gate's capacity of such writers compete for the
+// processors. A stream that keeps up (one event a batch) does not ask for a
+// pass at all, and when few streams are busy a pass is free at once.
 //
 // Passes are granted in the order they were asked for. A writer blocked in
 // a write (a client that stopped reading fills its socket buffer) keeps its

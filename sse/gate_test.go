@@ -125,10 +125,15 @@ func TestGateBatchesWhileWaiting(t *testing.T) {
 	srv, client := startHTTP1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = Serve(flushCounter{w, &flushes}, r, s, Options{Gate: g})
 	}))
+	// Two events in the first batch: the stream is behind, so its next
+	// turn asks for a pass.
 	s.Offer(ev("snapshot", ""))
+	s.Offer(ev("change", "first"))
 	dec := NewDecoder(mustOpen(t, t.Context(), client, srv.URL).Body)
-	if first, err := dec.Next(); err != nil || first.Name != "snapshot" {
-		t.Fatalf("first event %+v, %v", first, err)
+	for _, want := range []string{"snapshot", "change"} {
+		if got, err := dec.Next(); err != nil || got.Name != want {
+			t.Fatalf("first events: %+v, %v; want %s", got, err, want)
+		}
 	}
 	if flushes.Load() != 1 {
 		t.Fatalf("%d flushes before the changes, want 1", flushes.Load())
@@ -174,7 +179,10 @@ func TestGateStalledClientDelaysOthersLittle(t *testing.T) {
 		}
 		_ = Serve(w, r, s, Options{Gate: g, WriteTimeout: time.Hour})
 	}))
+	// Each stream's first batch has two events: both are behind, so each
+	// later turn asks for a pass.
 	stalled.Offer(ev("snapshot", ""))
+	stalled.Offer(ev("change", "first"))
 	dialStalled(t, srv.Listener.Addr().String(), "/stalled")
 	payload := bytes.Repeat([]byte("x"), 16<<10)
 	for i := range 128 { // far more than the socket buffers hold
@@ -188,10 +196,13 @@ func TestGateStalledClientDelaysOthersLittle(t *testing.T) {
 	}
 
 	live.Offer(ev("snapshot", ""))
+	live.Offer(ev("change", "first"))
 	client := &http.Client{Timeout: 10 * time.Second} // bounds the reads too
 	dec := NewDecoder(mustOpen(t, t.Context(), client, srv.URL+"/live").Body)
-	if first, err := dec.Next(); err != nil || first.Name != "snapshot" {
-		t.Fatalf("first event %+v, %v", first, err)
+	for _, want := range []string{"snapshot", "change"} {
+		if got, err := dec.Next(); err != nil || got.Name != want {
+			t.Fatalf("first events: %+v, %v; want %s", got, err, want)
+		}
 	}
 	for i := range 3 {
 		start := time.Now()
@@ -211,4 +222,33 @@ func TestGateStalledClientDelaysOthersLittle(t *testing.T) {
 	}
 	live.End(ev("shutdown", ""))
 	waitDone(t, live)
+}
+
+// TestGateSkippedWhileKeepingUp: a stream whose batches carry one event
+// each does not wait for a pass, even when none is free.
+func TestGateSkippedWhileKeepingUp(t *testing.T) {
+	g := NewGate(1, time.Hour)
+	held := newPass()
+	g.enter(held) // and never given back
+	s := NewStream(DefaultCapacity)
+	srv, client := startHTTP1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = Serve(w, r, s, Options{Gate: g})
+	}))
+	s.Offer(ev("snapshot", ""))
+	client.Timeout = 10 * time.Second // bounds the reads too
+	dec := NewDecoder(mustOpen(t, t.Context(), client, srv.URL).Body)
+	for i := range 5 {
+		if i > 0 {
+			s.Offer(ev("change", strconv.Itoa(i)))
+		}
+		if got, err := dec.Next(); err != nil {
+			t.Fatalf("event %d: %+v, %v", i, got, err)
+		}
+	}
+	if n := waiting(g); n != 0 {
+		t.Errorf("%d writers waited for a pass", n)
+	}
+	s.End(ev("shutdown", ""))
+	waitDone(t, s)
+	g.leave(held)
 }

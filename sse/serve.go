@@ -33,8 +33,10 @@ type Options struct {
 
 	// WriteTimeout bounds each write to the client: every chunk of at most
 	// 32 KiB (the last one together with its flush) must complete within
-	// it, so a slow but moving client survives a large batch and a stalled
-	// one is cut off. It is set with the ResponseWriter's SetWriteDeadline
+	// it (within 9/10 of it at least: a deadline set less than a tenth of
+	// it ago is kept for the next write rather than set anew), so a slow
+	// but moving client survives a large batch and a stalled one is cut
+	// off. It is set with the ResponseWriter's SetWriteDeadline
 	// (as http.ResponseController sets it), independently of
 	// http.Server.WriteTimeout (which must not be used for streams). Zero or
 	// negative means DefaultWriteTimeout.
@@ -133,11 +135,11 @@ func Serve(w http.ResponseWriter, r *http.Request, s *Stream, opt Options) error
 			return ctx.Err()
 		}
 		ending, err := wr.writeTurn(s, &gone)
-		if gone.Load() {
-			return ctx.Err()
-		}
 		if err != nil || ending {
 			return err
+		}
+		if gone.Load() { // while waiting for a turn
+			return ctx.Err()
 		}
 		if beat.Load() {
 			beat.Store(false)
@@ -171,10 +173,12 @@ func (wr *writer) heartbeat(s *Stream, hb *time.Timer) error {
 }
 
 // writeTurn writes what is queued in s, after waiting for a pass of the
-// gate if there is one (unless the client has gone meanwhile).
+// gate (unless the client has gone meanwhile) if there is one and the
+// stream fell behind. A stream that keeps up (each batch one event, as
+// when one change reaches a thousand streams) costs the gate nothing.
 func (wr *writer) writeTurn(s *Stream, gone *atomic.Bool) (ending bool, err error) {
 	g := wr.opt.Gate
-	if g == nil {
+	if g == nil || !wr.behind {
 		return wr.writeBatch(s, false)
 	}
 	if wr.pass == nil {
@@ -196,11 +200,16 @@ type writer struct {
 	spare []Event   // an empty queue buffer to hand back to the stream
 	last  time.Time // when the last write started
 	pass  *pass     // this writer's claim on opt.Gate
+	// behind: the last batch carried more than one event, so events
+	// arrive faster than this stream's turns come; its next turn waits for
+	// a pass of opt.Gate.
+	behind bool
 
 	// clearEach: clear the write deadline after every flush (HTTP/2);
 	// otherwise it stays set until the stream is idle for a heartbeat or
-	// Serve returns, and armed says it is set.
+	// Serve returns, and armed says it is set, to deadline.
 	clearEach, armed bool
+	deadline         time.Time
 }
 
 // keepCap bounds the queue buffer a busy stream keeps between batches.
@@ -215,6 +224,7 @@ func (wr *writer) writeBatch(s *Stream, first bool) (ending bool, err error) {
 		wr.spare = b.events
 		return false, nil
 	}
+	wr.behind = len(b.events) > 1
 	bp := getBuf()
 	defer putBuf(bp)
 	buf := (*bp)[:0]
@@ -255,8 +265,15 @@ func (wr *writer) writeBatch(s *Stream, first bool) (ending bool, err error) {
 // chunkSize is the most written under one write deadline.
 const chunkSize = 32 << 10
 
-// write writes p in chunks, each under a fresh write deadline. With flush
-// it then flushes under the last chunk's deadline.
+// renewAt: a deadline set less than WriteTimeout/renewAt ago is not set
+// again for the next write, so a busy stream sets it about once per tenth
+// of WriteTimeout rather than once per write.
+const renewAt = 10
+
+// write writes p in chunks, each under a write deadline of at least 9/10 of
+// WriteTimeout from its start (a deadline set less than a tenth of
+// WriteTimeout ago is kept, see renewAt). With flush it then flushes under
+// the last chunk's deadline.
 //
 // Over HTTP/2 it then clears the deadline: there a pending deadline resets
 // the stream even when nothing is being written. Over HTTP/1 a deadline
@@ -267,10 +284,13 @@ const chunkSize = 32 << 10
 func (wr *writer) write(p []byte, flush bool) error {
 	for first := true; first || len(p) > 0; first = false {
 		wr.last = time.Now()
-		if err := wr.rc.SetWriteDeadline(wr.last.Add(wr.opt.WriteTimeout)); err != nil {
-			return err
+		if !wr.armed || wr.deadline.Sub(wr.last) < wr.opt.WriteTimeout-wr.opt.WriteTimeout/renewAt {
+			wr.deadline = wr.last.Add(wr.opt.WriteTimeout)
+			if err := wr.rc.SetWriteDeadline(wr.deadline); err != nil {
+				return err
+			}
+			wr.armed = true
 		}
-		wr.armed = true
 		n := min(len(p), chunkSize)
 		if _, err := wr.w.Write(p[:n]); err != nil {
 			return err

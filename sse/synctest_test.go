@@ -28,6 +28,8 @@ type fakeWriter struct {
 	pending  bytes.Buffer
 	log      []string // "15s : keepalive\n\n" per flush
 	deadline time.Time
+	sets     int           // deadlines set (not cleared)
+	minLeft  time.Duration // the least time a write had left before its deadline
 	problems []string
 }
 
@@ -45,6 +47,11 @@ func (f *fakeWriter) Write(p []byte) (int, error) {
 	if deadline.IsZero() {
 		f.problem("write without a deadline")
 	}
+	f.mu.Lock()
+	if left := time.Until(deadline); f.minLeft == 0 || left < f.minLeft {
+		f.minLeft = left
+	}
+	f.mu.Unlock()
 	if f.delay > 0 {
 		if time.Now().Add(f.delay).After(deadline) {
 			time.Sleep(time.Until(deadline))
@@ -73,6 +80,9 @@ func (f *fakeWriter) SetWriteDeadline(t time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.deadline = t
+	if !t.IsZero() {
+		f.sets++
+	}
 	return nil
 }
 
@@ -150,6 +160,43 @@ func TestWriteTimeoutFake(t *testing.T) {
 		if d := time.Since(start); d != 3*time.Second {
 			t.Errorf("Serve returned after %v, want the 3s write timeout", d)
 		}
+	})
+}
+
+// TestDeadlineRenewedByTenths: over HTTP/1 a busy stream's write deadline
+// is set again only once a tenth of the write timeout has passed since it
+// was set, so every write still has at least 9/10 of the timeout.
+func TestDeadlineRenewedByTenths(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewStream(8)
+		s.Offer(Event{Name: "snapshot", Data: []byte("{}")})
+		fw := newFakeWriter()
+		cancel, errc := serveFake(s, fw, Options{WriteTimeout: time.Second})
+		sets := func() int {
+			synctest.Wait()
+			fw.mu.Lock()
+			defer fw.mu.Unlock()
+			return fw.sets
+		}
+		for i := range 9 { // at 10, 20, …, 90 ms
+			time.Sleep(10 * time.Millisecond)
+			s.Offer(ev("change", fmt.Sprint(i)))
+		}
+		if n := sets(); n != 1 {
+			t.Errorf("%d deadlines set by 90 ms, want 1 (at the first write)", n)
+		}
+		time.Sleep(20 * time.Millisecond) // 110 ms: a tenth has passed
+		s.Offer(ev("change", "renewed"))
+		if n := sets(); n != 2 {
+			t.Errorf("%d deadlines set by 110 ms, want 2", n)
+		}
+		fw.mu.Lock()
+		if fw.minLeft < 900*time.Millisecond {
+			t.Errorf("a write had %v left before its deadline, want at least 900ms", fw.minLeft)
+		}
+		fw.mu.Unlock()
+		cancel()
+		<-errc
 	})
 }
 
