@@ -16,6 +16,7 @@ import (
 
 	"github.com/musterhq/muster"
 	"github.com/musterhq/muster/core"
+	"github.com/musterhq/muster/sse"
 )
 
 // Metrics are the broker's Prometheus instruments on a private registry.
@@ -43,6 +44,9 @@ type Metrics struct {
 	streams    prometheus.Gauge
 	delivered  prometheus.Counter
 	supersedes prometheus.Counter
+	// writers is the stream writers' gate of the server using these
+	// metrics (set by New), read at scrape time.
+	writers atomic.Pointer[sse.Gate]
 
 	sweepsRunning prometheus.Gauge
 	sweepsWaiting prometheus.Gauge
@@ -77,7 +81,15 @@ func NewMetrics(broker *core.Broker) *Metrics {
 	m.streams = prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_watch_streams", Help: "Open watch streams."})
 	m.delivered = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_watch_events_delivered_total", Help: "Change events queued to watch streams."})
 	m.supersedes = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_watch_supersedes_total", Help: "Streams ended because the same session opened the same selector again."})
-	reg.MustRegister(m.streams, m.delivered, m.supersedes)
+	overtaken := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_watch_writer_turns_overtaken_total",
+		Help: "Watch stream writers that kept their turn longer than 2 ms (a write blocked on a slow client, or no processor for that long) and were overtaken."},
+		func() float64 {
+			if g := m.writers.Load(); g != nil {
+				return float64(g.Overtaken())
+			}
+			return 0
+		})
+	reg.MustRegister(m.streams, m.delivered, m.supersedes, overtaken)
 	m.sweepsRunning = prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_fleet_sweeps_running", Help: "Sweeps validating specs now."})
 	m.sweeps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "muster_fleet_sweeps_total", Help: "Sweeps by outcome: ok, refused (a limit or budget), abandoned (the client left), failed (the store)."}, []string{"outcome"})
 	m.sweepsWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "muster_fleet_sweeps_waiting", Help: "Sweeps waiting for their family's or a broker slot."})

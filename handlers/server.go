@@ -118,6 +118,7 @@ func New(opt Options) (*Server, error) {
 		cursors: core.NewCursorCodec(opt.CursorMaster, opt.Broker.Epoch()), fleet: opt.Fleet,
 		sweeps: newSweepGate(opt.SweepsRunning), sweepWorker: opt.SweepWorker, sweepLimits: opt.SweepLimits, directory: opt.Directory,
 		brokerName: opt.BrokerName, writers: newWriterGate()}
+	opt.Metrics.writers.Store(s.writers)
 	if opt.AccessLog {
 		// Written whatever the log level: asked for by itself.
 		log := slog.New(alwaysEnabled{opt.Logger.Handler()})

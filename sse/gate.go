@@ -37,6 +37,16 @@ type Gate struct {
 	held     []*pass // passes granted and not given back or overtaken
 	watching bool    // a goroutine is watching held passes for MaxHold
 	maxHold  time.Duration
+	overtook uint64 // passes handed on after MaxHold
+}
+
+// Overtaken is how many passes were handed on because their holder kept
+// them longer than MaxHold (a write blocked on a slow client, or a writer
+// that got no processor for that long).
+func (g *Gate) Overtaken() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.overtook
 }
 
 // NewGate returns a gate that lets n writers write at once (at least 1),
@@ -139,6 +149,7 @@ func (g *Gate) watch() {
 			if p := g.held[i]; now.Sub(p.since) > g.maxHold {
 				g.drop(p) // moves the last held pass to i
 				g.handOn(now)
+				g.overtook++
 				continue
 			}
 			i++

@@ -89,6 +89,9 @@ func TestGateOvertakesAStuckHolder(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("the next writer waited %v for a stuck holder, MaxHold %v", d, maxHold)
 	}
+	if n := g.Overtaken(); n != 1 {
+		t.Errorf("Overtaken() = %d, want 1", n)
+	}
 	g.leave(stuck) // late: its pass was handed on already
 	g.mu.Lock()
 	free, held := g.free, len(g.held)
