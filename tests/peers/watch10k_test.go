@@ -102,6 +102,7 @@ func BenchmarkWatch10k(b *testing.B) {
 // sustained is the set of watchers of the sustained row.
 type sustained struct {
 	pid   int
+	base  string // the broker's URL
 	h     *httpLeaser
 	conns []net.Conn
 
@@ -123,7 +124,7 @@ func openSustained(tb testing.TB, n int) *sustained {
 		return startMuster(tb, "muster-10k", buildMuster(tb), sustainedConfig)
 	})
 	addr := strings.TrimPrefix(base, "http://")
-	f := &sustained{pid: pidOf("muster-10k"), interval: time.Second / time.Duration(sustainedRate()),
+	f := &sustained{pid: pidOf("muster-10k"), base: base, interval: time.Second / time.Duration(sustainedRate()),
 		hist: make([]atomic.Int64, histMax/histStep+1), conns: make([]net.Conn, n)}
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -244,6 +245,7 @@ func (f *sustained) measure(b *testing.B, d time.Duration) {
 	live := int64(len(f.conns)) - f.ended.Load()
 	changes := int(d/f.interval) &^ 1
 	cpu0, self0 := cpuTime(f.pid), cpuTime(os.Getpid())
+	overtaken0 := metricValue(b, f.base, "muster_watch_writer_turns_overtaken_total")
 	start := time.Now()
 	f.start.Store(start.UnixNano())
 	win := f.window.Add(1)
@@ -298,6 +300,30 @@ func (f *sustained) measure(b *testing.B, d time.Duration) {
 	b.ReportMetric(cpu.Seconds()/wall.Seconds(), "broker-cores")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(changes), "broker-cpu-µs/change")
 	b.ReportMetric(self.Seconds()/wall.Seconds(), "driver-cores")
+	b.ReportMetric(metricValue(b, f.base, "muster_watch_writer_turns_overtaken_total")-overtaken0, "turns-overtaken")
+}
+
+// metricValue is the value of an unlabelled metric the broker at base
+// exports.
+func metricValue(tb testing.TB, base, name string) float64 {
+	tb.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	for lines.Scan() {
+		if v, ok := strings.CutPrefix(lines.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				tb.Fatalf("%s: %v", name, err)
+			}
+			return f
+		}
+	}
+	tb.Fatalf("%s: not exported", name)
+	return 0
 }
 
 // histPercentile is the upper bound of the bucket holding the q-quantile.
