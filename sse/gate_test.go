@@ -10,62 +10,74 @@ import (
 	"time"
 )
 
-// TestGateOrderAndBound: passes are granted in the order asked for (one
-// pass: each holder records its turn before the next can have one), and
-// never more at once than the gate's capacity while every holder leaves
-// within MaxHold.
-func TestGateOrderAndBound(t *testing.T) {
-	for _, capacity := range []int{1, 3} {
-		g := NewGate(capacity, time.Hour)
-		first := make([]*pass, capacity)
-		for i := range first {
-			first[i] = newPass()
-			g.enter(first[i])
-		}
-		var order []int
-		var mu sync.Mutex
-		var in, most atomic.Int32
-		var wg sync.WaitGroup
-		for i := range 20 {
-			p := newPass()
-			wg.Go(func() {
-				g.enter(p)
-				n := in.Add(1)
-				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-				}
-				mu.Lock()
-				order = append(order, i)
-				mu.Unlock()
-				time.Sleep(100 * time.Microsecond)
-				in.Add(-1)
-				g.leave(p)
-			})
-			// Each waits before the next asks.
-			for waiting(g) != i+1 {
-				time.Sleep(time.Millisecond)
-			}
-		}
-		for _, p := range first {
+// TestGateOrder: passes are granted in the order asked for.
+func TestGateOrder(t *testing.T) {
+	g := NewGate(1, time.Hour)
+	first := newPass()
+	g.enter(first)
+	var order []int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 20 {
+		p := newPass()
+		wg.Go(func() {
+			g.enter(p)
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
 			g.leave(p)
+		})
+		for waiting(g) != i+1 { // each waits before the next asks
+			time.Sleep(time.Millisecond)
 		}
-		wg.Wait()
-		if len(order) != 20 {
-			t.Fatalf("capacity %d: %d writers had a pass, want 20", capacity, len(order))
+	}
+	g.leave(first)
+	wg.Wait()
+	for i, got := range order {
+		if got != i {
+			t.Fatalf("granted in order %v", order)
 		}
-		for i, got := range order {
-			if capacity == 1 && got != i {
-				t.Fatalf("capacity 1: granted in order %v", order)
+	}
+	if g.free != 1 || len(g.held) != 0 {
+		t.Errorf("after all left: %d free, %d held; want 1, 0", g.free, len(g.held))
+	}
+}
+
+// TestGateBound: a gate of 3 lets exactly 3 writers in while they hold
+// their passes; the others wait, and get in as passes come back.
+func TestGateBound(t *testing.T) {
+	g := NewGate(3, time.Hour)
+	var in, most atomic.Int32
+	proceed := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 10 {
+		p := newPass()
+		wg.Go(func() {
+			g.enter(p)
+			n := in.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 			}
+			<-proceed
+			in.Add(-1)
+			g.leave(p)
+		})
+	}
+	for deadline := time.Now().Add(10 * time.Second); in.Load() < 3 || waiting(g) < 7; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(proceed)
+			t.Fatalf("%d writers in and %d waiting, want 3 and 7", in.Load(), waiting(g))
 		}
-		if most.Load() > int32(capacity) {
-			t.Errorf("%d writers held passes at once, capacity %d", most.Load(), capacity)
-		}
-		if capacity > 1 && most.Load() < 2 {
-			t.Errorf("capacity %d: never more than one writer at once", capacity)
-		}
-		if g.free != capacity || len(g.held) != 0 {
-			t.Errorf("after all left: %d free, %d held; want %d, 0", g.free, len(g.held), capacity)
-		}
+	}
+	if n := in.Load(); n != 3 {
+		t.Errorf("%d writers in with a gate of 3", n)
+	}
+	close(proceed)
+	wg.Wait()
+	if n := most.Load(); n != 3 {
+		t.Errorf("at most %d writers were in at once, want 3", n)
+	}
+	if g.free != 3 || len(g.held) != 0 {
+		t.Errorf("after all left: %d free, %d held; want 3, 0", g.free, len(g.held))
 	}
 }
 
