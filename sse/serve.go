@@ -52,9 +52,10 @@ type Options struct {
 
 	// Gate, if set, bounds the writers writing at once across the streams
 	// that share it, so that under load each write carries every event
-	// queued since the stream's last turn (see Gate). The first write (the
-	// headers, the retry field and the snapshot) and keepalives do not
-	// wait for it.
+	// queued since the stream's last turn (see Gate). Only a stream that
+	// fell behind (its last batch carried more than one event) waits for
+	// a pass; the first write (the headers, the retry field and the
+	// snapshot) and keepalives never do.
 	Gate *Gate
 }
 
