@@ -44,9 +44,9 @@ type Metrics struct {
 	streams    prometheus.Gauge
 	delivered  prometheus.Counter
 	supersedes prometheus.Counter
-	// writers is the stream writers' gate of the server using these
+	// writers is the stream writers' pool of the server using these
 	// metrics (set by New), read at scrape time.
-	writers atomic.Pointer[sse.Gate]
+	writers atomic.Pointer[sse.Pool]
 
 	sweepsRunning prometheus.Gauge
 	sweepsWaiting prometheus.Gauge
@@ -82,7 +82,7 @@ func NewMetrics(broker *core.Broker) *Metrics {
 	m.delivered = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_watch_events_delivered_total", Help: "Change events queued to watch streams."})
 	m.supersedes = prometheus.NewCounter(prometheus.CounterOpts{Name: "muster_watch_supersedes_total", Help: "Streams ended because the same session opened the same selector again."})
 	overtaken := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "muster_watch_writer_turns_overtaken_total",
-		Help: "Watch stream writers that kept their turn longer than 2 ms (a write blocked on a slow client, or no processor for that long) and were overtaken."},
+		Help: "Turns of the watch stream writers' pool that took longer than 2 ms (a write blocked on a slow client, or no processor for that long), so another worker started in their place."},
 		func() float64 {
 			if g := m.writers.Load(); g != nil {
 				return float64(g.Overtaken())

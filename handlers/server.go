@@ -81,8 +81,8 @@ type Server struct {
 	clock      core.Clock
 	cursors    *core.CursorCodec
 	hub        sse.Hub
-	// writers bounds the watch streams' writers writing at once (sse.Gate).
-	writers *sse.Gate
+	// writers writes the watch streams (sse.Pool).
+	writers *sse.Pool
 	cors    corsGate
 	router  http.Handler
 	// contract is the middleware behind router (tests switch its fast path).
@@ -117,7 +117,7 @@ func New(opt Options) (*Server, error) {
 	s := &Server{broker: opt.Broker, auth: opt.Auth, metrics: opt.Metrics, log: opt.Logger, ready: opt.Ready, clock: opt.Clock,
 		cursors: core.NewCursorCodec(opt.CursorMaster, opt.Broker.Epoch()), fleet: opt.Fleet,
 		sweeps: newSweepGate(opt.SweepsRunning), sweepWorker: opt.SweepWorker, sweepLimits: opt.SweepLimits, directory: opt.Directory,
-		brokerName: opt.BrokerName, writers: newWriterGate()}
+		brokerName: opt.BrokerName, writers: newWriterPool()}
 	opt.Metrics.writers.Store(s.writers)
 	if opt.AccessLog {
 		// Written whatever the log level: asked for by itself.

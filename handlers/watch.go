@@ -60,15 +60,16 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, params api.WatchL
 	defer s.broker.DropStream(id)
 	s.metrics.streams.Inc()
 	defer s.metrics.streams.Dec()
-	_ = s.hub.Serve(w, r, stream, sse.Options{Overflow: endEvent("overflow", nil), Gate: s.writers})
+	_ = s.hub.Serve(w, r, stream, sse.Options{Overflow: endEvent("overflow", nil), Pool: s.writers})
 }
 
-// newWriterGate lets as many stream writers write at once as there are
-// processors: under load the others wait for a turn with their events
-// batched, and the requests that make the changes are not queued behind
-// thousands of writers.
-func newWriterGate() *sse.Gate {
-	return sse.NewGate(runtime.GOMAXPROCS(0), 0)
+// newWriterPool writes the watch streams on as many goroutines as there
+// are processors: a change offered to many streams puts each on a ready
+// list rather than waking a goroutine per stream, a busy stream's events
+// go out together on its next turn, and the requests that make the changes
+// are not queued behind thousands of writers.
+func newWriterPool() *sse.Pool {
+	return sse.NewPool(runtime.GOMAXPROCS(0), 0)
 }
 
 // openStream registers req's selectors for a new stream of caller c, in

@@ -27,7 +27,7 @@ func TestDeadlineBetweenWrites(t *testing.T) {
 				r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/v1/leases/watch", nil)
 				r.ProtoMajor = c.major
 				errc := make(chan error, 1)
-				go func() { errc <- Serve(fw, r, s, Options{}) }()
+				go func() { errc <- Serve(fw, r, s, withPool(Options{})) }()
 				deadlineSet := func() bool {
 					synctest.Wait()
 					fw.mu.Lock()

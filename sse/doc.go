@@ -6,7 +6,9 @@
 // stream's bounded queue, and ends a stream with [Stream.End]. Everything
 // after that belongs to this package: the queue, the wire framing, the retry
 // field, heartbeats, per-write deadlines, the terminal event and shutdown.
-// [Serve] runs in the HTTP handler goroutine as the stream's only writer.
+// [Serve] runs in the HTTP handler goroutine and is the stream's only writer:
+// it writes the stream itself, or, with a [Pool] (Options.Pool), has the
+// pool's workers write it one turn at a time while it waits for the end.
 // [Hub] ends all streams on server shutdown. [Decoder] parses a stream on the
 // client side; the end-to-end tests use it.
 //
@@ -32,7 +34,9 @@
 //
 //   - Offer and End never block: they take the stream's mutex, which nobody
 //     holds across I/O or for more than a slice append or swap, and signal
-//     the writer through a one-slot channel with a non-blocking send. A
+//     the writer through a one-slot channel with a non-blocking send (with
+//     a Pool: put the stream on the pool's ready list, under a mutex held
+//     for a few field updates and an append, never across I/O). A
 //     client that stops reading costs the producer nothing; it is cut off by
 //     the write deadline, and meanwhile its queue fills and overflows.
 //   - Offer and End are safe from any goroutine. Events are written in the
@@ -72,11 +76,14 @@
 // HTTP/2; over HTTP/2 no deadline is left pending between writes, since one
 // would reset the stream.
 //
-// Streams served with a shared [Gate] (Options.Gate) take turns: at most the
-// gate's capacity of writers write at once, and a writer waiting for its turn
-// lets its events accumulate, so that with thousands of busy streams each
-// write carries every event since the stream's last turn instead of one
-// system call per event. A writer stuck on a stalled client loses its turn
-// after the gate's MaxHold. The gate changes when a stream is written, never
-// what or in which order; every guarantee above holds with it.
+// Streams served with a shared [Pool] are written by its few workers instead
+// of a goroutine each: a stream with something to write joins the pool's
+// ready list, and a worker writes its whole queue in one turn, so a change
+// offered to thousands of streams wakes no goroutine per stream, and with
+// thousands of busy streams each write carries every event since the
+// stream's last turn. A worker stuck on a stalled client stops counting
+// after the pool's MaxHold and another takes its place. The pool changes
+// which goroutine writes a stream and when, never what or in which order;
+// every guarantee above holds with it (the package's tests run once with a
+// pool for every stream: MUSTER_SSE_POOL=1).
 package sse

@@ -15,16 +15,16 @@ import (
 
 // BenchmarkFanOut offers one event to each of 1,000 streams, each served
 // over its own loopback HTTP/1.1 connection, and waits until every client
-// has read it: an op is one change reaching 1,000 watchers, with and
-// without a Gate. The clients run in the same process, so ns/op includes
+// has read it: an op is one change reaching 1,000 watchers, each stream
+// written by its own goroutine or by a Pool. The clients run in the same process, so ns/op includes
 // their reading.
 func BenchmarkFanOut(b *testing.B) {
 	const n = 1000
-	for _, gated := range []bool{false, true} {
-		b.Run(fmt.Sprintf("gate=%v", gated), func(b *testing.B) {
+	for _, pooled := range []bool{false, true} {
+		b.Run(fmt.Sprintf("pool=%v", pooled), func(b *testing.B) {
 			var opt Options
-			if gated {
-				opt.Gate = NewGate(runtime.GOMAXPROCS(0), 0)
+			if pooled {
+				opt.Pool = NewPool(runtime.GOMAXPROCS(0), 0)
 			}
 			streams := make(chan *Stream, n)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

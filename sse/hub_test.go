@@ -17,7 +17,7 @@ func watchHandler(hub *Hub) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s := NewStream(8)
 		s.Offer(Event{Name: "snapshot", Data: []byte("{}")})
-		_ = hub.Serve(w, r, s, Options{})
+		_ = hub.Serve(w, r, s, withPool(Options{}))
 	}
 }
 
@@ -97,7 +97,7 @@ func TestHubEndAllBounded(t *testing.T) {
 	s := NewStream(4)
 	errc := make(chan error, 1)
 	srv, writes := startStallServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		errc <- hub.Serve(w, r, s, Options{WriteTimeout: time.Hour})
+		errc <- hub.Serve(w, r, s, withPool(Options{WriteTimeout: time.Hour}))
 	}))
 	conn := dialStalled(t, srv.Listener.Addr().String(), "/watch")
 	payload := make([]byte, 1<<20)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,19 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
+}
+
+// poolSuite: with MUSTER_SSE_POOL set (make test runs the package both
+// ways), the tests serve every stream through a Pool of its own, so that
+// every guarantee is shown for pooled streams too.
+var poolSuite = os.Getenv("MUSTER_SSE_POOL") != ""
+
+// withPool gives opt a pool of two workers in the pool suite.
+func withPool(opt Options) Options {
+	if poolSuite && opt.Pool == nil {
+		opt.Pool = NewPool(2, 0)
+	}
+	return opt
 }
 
 // proto is one way of carrying a stream: a server and a client that talk
@@ -109,7 +123,7 @@ func mustServe(tb testing.TB, p proto, s *Stream, opt Options) (string, *http.Cl
 			http.Error(w, "wrong protocol "+r.Proto, http.StatusHTTPVersionNotSupported)
 			return
 		}
-		errc <- Serve(w, r, s, opt)
+		errc <- Serve(w, r, s, withPool(opt))
 	}))
 	return srv.URL, client, errc
 }

@@ -50,13 +50,10 @@ type Options struct {
 	// finds the stream overflowed, before the overflow event is written.
 	OnOverflow func()
 
-	// Gate, if set, bounds the writers writing at once across the streams
-	// that share it, so that under load each write carries every event
-	// queued since the stream's last turn (see Gate). Only a stream that
-	// fell behind (its last batch carried more than one event) waits for
-	// a pass; the first write (the headers, the retry field and the
-	// snapshot) and keepalives never do.
-	Gate *Gate
+	// Pool, if set, writes the stream after its first write on the pool's
+	// few goroutines instead of Serve's own (see Pool); Serve waits for
+	// the stream to end.
+	Pool *Pool
 }
 
 func (o Options) withDefaults() Options {
@@ -130,17 +127,25 @@ func Serve(w http.ResponseWriter, r *http.Request, s *Stream, opt Options) error
 	defer stop()
 	hb := time.AfterFunc(wr.opt.Heartbeat, func() { beat.Store(true); s.signal() })
 	defer hb.Stop()
+	if p := wr.opt.Pool; p != nil {
+		ps := &pooled{pool: p, s: s, wr: &wr, gone: &gone, beat: &beat, hb: hb, result: make(chan turnEnd, 1)}
+		p.attach(ps)
+		end := <-ps.result
+		switch {
+		case end.err != nil || end.terminal:
+			return end.err
+		default:
+			return ctx.Err()
+		}
+	}
 	for {
 		<-s.wake
 		if gone.Load() {
 			return ctx.Err()
 		}
-		ending, err := wr.writeTurn(s, &gone)
+		ending, err := wr.writeBatch(s, false)
 		if err != nil || ending {
 			return err
-		}
-		if gone.Load() { // while waiting for a turn
-			return ctx.Err()
 		}
 		if beat.Load() {
 			beat.Store(false)
@@ -173,26 +178,6 @@ func (wr *writer) heartbeat(s *Stream, hb *time.Timer) error {
 	return err
 }
 
-// writeTurn writes what is queued in s, after waiting for a pass of the
-// gate (unless the client has gone meanwhile) if there is one and the
-// stream fell behind. A stream that keeps up (each batch one event, as
-// when one change reaches a thousand streams) costs the gate nothing.
-func (wr *writer) writeTurn(s *Stream, gone *atomic.Bool) (ending bool, err error) {
-	g := wr.opt.Gate
-	if g == nil || !wr.behind {
-		return wr.writeBatch(s, false)
-	}
-	if wr.pass == nil {
-		wr.pass = newPass()
-	}
-	g.enter(wr.pass)
-	defer g.leave(wr.pass)
-	if gone.Load() {
-		return false, nil
-	}
-	return wr.writeBatch(s, false)
-}
-
 // writer is the state of one Serve call.
 type writer struct {
 	w     http.ResponseWriter
@@ -200,11 +185,6 @@ type writer struct {
 	opt   Options
 	spare []Event   // an empty queue buffer to hand back to the stream
 	last  time.Time // when the last write started
-	pass  *pass     // this writer's claim on opt.Gate
-	// behind: the last batch carried more than one event, so events
-	// arrive faster than this stream's turns come; its next turn waits for
-	// a pass of opt.Gate.
-	behind bool
 
 	// clearEach: clear the write deadline after every flush (HTTP/2);
 	// otherwise it stays set until the stream is idle for a heartbeat or
@@ -225,7 +205,6 @@ func (wr *writer) writeBatch(s *Stream, first bool) (ending bool, err error) {
 		wr.spare = b.events
 		return false, nil
 	}
-	wr.behind = len(b.events) > 1
 	bp := getBuf()
 	defer putBuf(bp)
 	buf := (*bp)[:0]

@@ -286,7 +286,7 @@ func (n noDeadlines) WriteHeader(code int)        { n.w.WriteHeader(code) }
 func TestServeNeedsDeadlines(t *testing.T) {
 	s := NewStream(8)
 	srv, client := startHTTP1(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := Serve(noDeadlines{w}, r, s, Options{}); err != nil {
+		if err := Serve(noDeadlines{w}, r, s, withPool(Options{})); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 		}
 	}))
@@ -310,7 +310,7 @@ func TestOfferNeverBlocksOnStalledClient(t *testing.T) {
 	s := NewStream(DefaultCapacity)
 	errc := make(chan error, 1)
 	srv, writes := startStallServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		errc <- Serve(w, r, s, Options{WriteTimeout: time.Hour})
+		errc <- Serve(w, r, s, withPool(Options{WriteTimeout: time.Hour}))
 	}))
 	conn := dialStalled(t, srv.Listener.Addr().String(), "/watch")
 
@@ -377,7 +377,7 @@ func TestWriteTimeoutEndsStalledWriter(t *testing.T) {
 	s := NewStream(64)
 	errc := make(chan error, 1)
 	srv, _ := startStallServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		errc <- Serve(w, r, s, Options{WriteTimeout: 100 * time.Millisecond})
+		errc <- Serve(w, r, s, withPool(Options{WriteTimeout: 100 * time.Millisecond}))
 	}))
 	dialStalled(t, srv.Listener.Addr().String(), "/watch")
 

@@ -1,6 +1,9 @@
 package sse
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // DefaultCapacity is the queue capacity the broker gives each watch stream.
 const DefaultCapacity = 1024
@@ -26,7 +29,10 @@ type Stream struct {
 	served   bool
 
 	wake chan struct{} // one slot: "queue, state or final changed"
-	done chan struct{} // closed when the writer has returned
+	// pooled is set once a Pool writes the stream; then a signal puts the
+	// stream on the pool's ready list instead of waking its goroutine.
+	pooled atomic.Pointer[pooled]
+	done   chan struct{} // closed when the writer has returned
 }
 
 type streamState uint8
@@ -105,6 +111,12 @@ func (s *Stream) End(final Event) {
 func (s *Stream) Done() <-chan struct{} { return s.done }
 
 func (s *Stream) signal() {
+	if ps := s.pooled.Load(); ps != nil {
+		ps.pool.mu.Lock()
+		ps.pool.readyLocked(ps)
+		ps.pool.mu.Unlock()
+		return
+	}
 	select {
 	case s.wake <- struct{}{}:
 	default:

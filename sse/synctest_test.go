@@ -113,7 +113,7 @@ func serveFake(s *Stream, fw *fakeWriter, opt Options) (context.CancelFunc, <-ch
 	ctx, cancel := context.WithCancel(context.Background())
 	r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/v1/leases/watch", nil)
 	errc := make(chan error, 1)
-	go func() { errc <- Serve(fw, r, s, opt) }()
+	go func() { errc <- Serve(fw, r, s, withPool(opt)) }()
 	return cancel, errc
 }
 

@@ -59,9 +59,10 @@ suite peers bash tests/peers/smoke.sh            # the peers benchmark's driver:
 suite alerts bash tests/deploy/alerts.sh         # the Prometheus alert rules: promtool check rules and their unit tests
 suite systemd bash deploy/systemd/verify.sh      # the systemd unit: systemd-analyze verify and security (offline)
 suite race go test -count=1 -race -timeout 8m ./core ./sse ./handlers/... # the concurrent packages under the race detector
+suite sse-pool env MUSTER_SSE_POOL=1 go test -count=1 -race ./sse # every sse test again, each stream written by a Pool
 wait
 failed=()
-for name in ts dotnet python rust peers alerts systemd race; do
+for name in ts dotnet python rust peers alerts systemd race sse-pool; do
   rc=$(cat "$logs/$name.rc" 2>/dev/null || echo 1)
   printf '\n===== %s (exit %s) =====\n' "$name" "$rc"
   cat "$logs/$name.log"
