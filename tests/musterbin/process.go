@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -38,20 +39,39 @@ func TokensConfig(tokens ...Token) string {
 // name with its labels, as the exposition prints them): -1 when /metrics
 // cannot be read, 0 when the sample is absent.
 func Metric(base, sample string) float64 {
+	v, err := ReadMetric(base, sample)
+	switch {
+	case errors.Is(err, ErrNoSample):
+		return 0
+	case err != nil:
+		return -1
+	}
+	return v
+}
+
+// ErrNoSample is ReadMetric's error for a sample /metrics does not have.
+var ErrNoSample = errors.New("no such sample")
+
+// ReadMetric reads one sample of a broker's /metrics at base, as Metric
+// does, but says why when it cannot: /metrics unreadable, the sample
+// absent (ErrNoSample) or not a number.
+func ReadMetric(base, sample string) (float64, error) {
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
-		return -1
+		return 0, err
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
-			v, _ := strconv.ParseFloat(rest, 64)
-			return v
+			return strconv.ParseFloat(rest, 64)
 		}
 	}
-	return 0
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s: %w", sample, ErrNoSample)
 }
 
 // LockedBuffer is a bytes.Buffer safe for one writer (a process's output)

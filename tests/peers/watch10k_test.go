@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/musterhq/muster/tests/musterbin"
 )
 
 // The sustained fan-out row: many watchers, a steady rate of changes.
@@ -245,7 +247,7 @@ func (f *sustained) measure(b *testing.B, d time.Duration) {
 	live := int64(len(f.conns)) - f.ended.Load()
 	changes := int(d/f.interval) &^ 1
 	cpu0, self0 := cpuTime(f.pid), cpuTime(os.Getpid())
-	overtaken0 := metricValue(b, f.base, "muster_watch_writer_turns_overtaken_total")
+	overtaken0 := overtaken(b, f.base)
 	start := time.Now()
 	f.start.Store(start.UnixNano())
 	win := f.window.Add(1)
@@ -300,30 +302,17 @@ func (f *sustained) measure(b *testing.B, d time.Duration) {
 	b.ReportMetric(cpu.Seconds()/wall.Seconds(), "broker-cores")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(changes), "broker-cpu-µs/change")
 	b.ReportMetric(self.Seconds()/wall.Seconds(), "driver-cores")
-	b.ReportMetric(metricValue(b, f.base, "muster_watch_writer_turns_overtaken_total")-overtaken0, "turns-overtaken")
+	b.ReportMetric(overtaken(b, f.base)-overtaken0, "turns-overtaken")
 }
 
-// metricValue is the value of an unlabelled metric the broker at base
-// exports.
-func metricValue(tb testing.TB, base, name string) float64 {
+// overtaken is the broker's count of stream writers' turns overtaken.
+func overtaken(tb testing.TB, base string) float64 {
 	tb.Helper()
-	resp, err := http.Get(base + "/metrics")
+	v, err := musterbin.ReadMetric(base, "muster_watch_writer_turns_overtaken_total")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer resp.Body.Close()
-	lines := bufio.NewScanner(resp.Body)
-	for lines.Scan() {
-		if v, ok := strings.CutPrefix(lines.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				tb.Fatalf("%s: %v", name, err)
-			}
-			return f
-		}
-	}
-	tb.Fatalf("%s: not exported", name)
-	return 0
+	return v
 }
 
 // histPercentile is the upper bound of the bucket holding the q-quantile.
