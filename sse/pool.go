@@ -97,6 +97,13 @@ func (p *Pool) attach(ps *pooled) {
 	}
 }
 
+// signal is readyLocked for a stream's signal.
+func (p *Pool) signal(ps *pooled) {
+	p.mu.Lock()
+	p.readyLocked(ps)
+	p.mu.Unlock()
+}
+
 // readyLocked puts ps on the ready list unless it is there, being written
 // (then it goes back on after its turn) or finished, and starts a worker
 // if fewer than the pool's size count. Callers hold p.mu.

@@ -112,9 +112,7 @@ func (s *Stream) Done() <-chan struct{} { return s.done }
 
 func (s *Stream) signal() {
 	if ps := s.pooled.Load(); ps != nil {
-		ps.pool.mu.Lock()
-		ps.pool.readyLocked(ps)
-		ps.pool.mu.Unlock()
+		ps.pool.signal(ps)
 		return
 	}
 	select {
